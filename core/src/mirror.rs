@@ -1,0 +1,354 @@
+//! The client mirror: one task as a client knows it, never moving backwards.
+//!
+//! A client cannot trust the order or freshness of what reaches it: a
+//! cache replays an old answer, a lagging replica answers late, two
+//! overlapping requests finish in the wrong order. The mirror merges every
+//! resume answer through the same reducer the server ran, so a delta is
+//! checked entry by entry, and it refuses anything that would move its
+//! version, attempts or progress backwards.
+//!
+//! It holds a [`TaskView`] (no history), so its memory is O(1) however long
+//! the task runs.
+//!
+//! Use: `merge` each answer; when [`MergeOutcome::next`] is
+//! [`Next::Snapshot`], ask the server for a snapshot and merge that.
+
+use serde::{Deserialize, Serialize};
+
+use crate::resume::{ResumeAnswer, ResumeMode};
+use crate::task::{HistoryEntry, State, TaskView};
+use crate::value::{is_blank, NonBlank};
+use crate::Error;
+
+/// Why part of an answer was not applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RejectReason {
+    /// A delta entry at or below the local version: already applied.
+    Duplicate,
+    /// A delta entry that skips a version.
+    Gap,
+    /// A delta entry the local reducer would not produce identically, or a
+    /// server task that disagrees with the replay.
+    Diverged,
+    /// A snapshot older than the local task.
+    StaleSnapshot,
+    /// A `caught-up` answer older than the local task.
+    StaleAnswer,
+    /// A snapshot that would move attempts or progress backwards.
+    Regressed,
+    /// An answer about another task.
+    WrongTask,
+    /// A delta for a mirror that knows nothing yet, without the task to
+    /// start from.
+    NoBase,
+}
+
+impl RejectReason {
+    /// The wire spelling.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            RejectReason::Duplicate => "duplicate",
+            RejectReason::Gap => "gap",
+            RejectReason::Diverged => "diverged",
+            RejectReason::StaleSnapshot => "stale-snapshot",
+            RejectReason::StaleAnswer => "stale-answer",
+            RejectReason::Regressed => "regressed",
+            RejectReason::WrongTask => "wrong-task",
+            RejectReason::NoBase => "no-base",
+        }
+    }
+}
+
+/// One part of an answer that was not applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Rejection {
+    /// The version of the entry or task concerned.
+    pub version: u64,
+    /// Why it was not applied.
+    pub reason: RejectReason,
+}
+
+/// What the caller should do after a merge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Next {
+    /// Carry on: resume from the mirror's version as usual.
+    None,
+    /// The answer could not be trusted (a gap or a divergence): ask for a
+    /// snapshot.
+    Snapshot,
+}
+
+/// What a merge did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MergeOutcome {
+    /// The answer's mode.
+    pub mode: ResumeMode,
+    /// The local task changed: its version rose, or it became known.
+    pub changed: bool,
+    /// The versions applied, in order (a snapshot applies its version).
+    pub applied: Vec<u64>,
+    /// What was not applied, and why.
+    pub rejected: Vec<Rejection>,
+    /// What to do next.
+    pub next: Next,
+}
+
+impl MergeOutcome {
+    fn reject(&mut self, version: u64, reason: RejectReason) {
+        self.rejected.push(Rejection { version, reason });
+    }
+}
+
+/// One task as a client knows it. See the module docs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", try_from = "MirrorWire")]
+pub struct Mirror {
+    task_id: String,
+    task: Option<TaskView>,
+}
+
+/// The persisted shape: `{"taskId":"t1","task":{…}|null}`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct MirrorWire {
+    task_id: NonBlank,
+    task: Option<TaskView>,
+}
+
+impl TryFrom<MirrorWire> for Mirror {
+    type Error = String;
+    fn try_from(wire: MirrorWire) -> Result<Self, String> {
+        if let Some(task) = &wire.task {
+            if task.id != wire.task_id.as_str() {
+                return Err(".task.id: does not match taskId".into());
+            }
+        }
+        Ok(Mirror {
+            task_id: wire.task_id.into_string(),
+            task: wire.task,
+        })
+    }
+}
+
+impl Mirror {
+    /// A mirror that knows nothing yet about task `task_id` (version 0).
+    pub fn new(task_id: &str) -> Result<Self, Error> {
+        if is_blank(task_id) {
+            return Err(Error::invalid("taskId: must not be blank"));
+        }
+        Ok(Mirror {
+            task_id: task_id.to_string(),
+            task: None,
+        })
+    }
+
+    /// A mirror that starts from a known task.
+    pub fn from_snapshot(task: TaskView) -> Self {
+        Mirror {
+            task_id: task.id.clone(),
+            task: Some(task),
+        }
+    }
+
+    /// The task id.
+    pub fn task_id(&self) -> &str {
+        &self.task_id
+    }
+
+    /// The task as known, if anything is known.
+    pub fn task(&self) -> Option<&TaskView> {
+        self.task.as_ref()
+    }
+
+    /// The version known: the cursor to resume from (0 when nothing is).
+    pub fn version(&self) -> u64 {
+        self.task.as_ref().map_or(0, |t| t.version)
+    }
+
+    /// The state known.
+    pub fn state(&self) -> Option<State> {
+        self.task.as_ref().map(|t| t.state)
+    }
+
+    /// The progress known (0 when nothing is).
+    pub fn progress(&self) -> u8 {
+        self.task.as_ref().map_or(0, |t| t.progress)
+    }
+
+    /// Merges one resume answer. Never moves the version, the attempts or
+    /// the progress of an attempt backwards; see [`MergeOutcome`].
+    pub fn merge(&mut self, answer: &ResumeAnswer) -> MergeOutcome {
+        let mut out = MergeOutcome {
+            mode: answer.mode(),
+            changed: false,
+            applied: Vec::new(),
+            rejected: Vec::new(),
+            next: Next::None,
+        };
+        if let Some(task) = answer.task() {
+            if task.id != self.task_id {
+                out.reject(task.version, RejectReason::WrongTask);
+                out.next = Next::Snapshot;
+                return out;
+            }
+        }
+        match answer {
+            ResumeAnswer::CaughtUp { task } => self.merge_caught_up(task.as_ref(), &mut out),
+            ResumeAnswer::Snapshot { task } => self.merge_snapshot(task, &mut out),
+            ResumeAnswer::Delta { events, task } => {
+                self.merge_delta(events, task.as_ref(), &mut out)
+            }
+        }
+        out
+    }
+
+    fn merge_caught_up(&mut self, server: Option<&TaskView>, out: &mut MergeOutcome) {
+        let Some(server) = server else { return };
+        match &self.task {
+            // A fresh mirror learns the task it will follow.
+            None if server.version == 0 => {
+                self.task = Some(server.clone());
+                out.changed = true;
+            }
+            None => {
+                out.reject(server.version, RejectReason::Diverged);
+                out.next = Next::Snapshot;
+            }
+            Some(local) if server.version < local.version => {
+                out.reject(server.version, RejectReason::StaleAnswer);
+            }
+            Some(local) if server.version == local.version && server != local => {
+                out.reject(server.version, RejectReason::Diverged);
+                out.next = Next::Snapshot;
+            }
+            // Equal, or ahead (the next resume brings the entries).
+            Some(_) => {}
+        }
+    }
+
+    fn merge_snapshot(&mut self, server: &TaskView, out: &mut MergeOutcome) {
+        if let Some(local) = &self.task {
+            if server.version < local.version {
+                out.reject(server.version, RejectReason::StaleSnapshot);
+                return;
+            }
+            if regresses(local, server) {
+                out.reject(server.version, RejectReason::Regressed);
+                return;
+            }
+            if local == server {
+                return;
+            }
+        }
+        self.task = Some(server.clone());
+        out.changed = true;
+        out.applied.push(server.version);
+    }
+
+    fn merge_delta(
+        &mut self,
+        events: &[HistoryEntry],
+        server: Option<&TaskView>,
+        out: &mut MergeOutcome,
+    ) {
+        let starts_history = events.first().is_some_and(|e| e.version == 1);
+        let mut work = match (&self.task, server) {
+            (Some(local), _) => local.clone(),
+            // The immutable fields (id, expiry, attempt limit) come from
+            // the server's task; the rest starts as every task starts.
+            (None, Some(server)) if starts_history => initial_view(server),
+            // No base to replay on: the server's task is all there is.
+            (None, Some(server)) => return self.merge_snapshot(server, out),
+            (None, None) => {
+                out.reject(
+                    events.first().map_or(0, |e| e.version),
+                    RejectReason::NoBase,
+                );
+                out.next = Next::Snapshot;
+                return;
+            }
+        };
+        let before = self.version();
+        let mut complete = true;
+        for entry in events {
+            if entry.version <= work.version {
+                out.reject(entry.version, RejectReason::Duplicate);
+                continue;
+            }
+            if entry.version != work.version + 1 {
+                out.reject(entry.version, RejectReason::Gap);
+                complete = false;
+                break;
+            }
+            if !replays_identically(&mut work, entry) {
+                out.reject(entry.version, RejectReason::Diverged);
+                complete = false;
+                break;
+            }
+            out.applied.push(entry.version);
+        }
+        if complete {
+            if let Some(server) = server {
+                let disagrees = server.version < work.version
+                    || (server.version == work.version && server != &work);
+                if disagrees && server.version >= before {
+                    // The answer contradicts itself: keep nothing of it.
+                    out.applied.clear();
+                    out.reject(server.version, RejectReason::Diverged);
+                    out.next = Next::Snapshot;
+                    return;
+                }
+            }
+        } else {
+            out.next = Next::Snapshot;
+        }
+        if !out.applied.is_empty() || (self.task.is_none() && starts_history) {
+            out.changed = true;
+            self.task = Some(work);
+        }
+    }
+}
+
+/// True when swapping `local` for `server` would move attempts backwards,
+/// or the progress of the running attempt backwards.
+fn regresses(local: &TaskView, server: &TaskView) -> bool {
+    server.attempts < local.attempts
+        || (server.attempts == local.attempts
+            && local.state == State::Running
+            && server.state == State::Running
+            && server.progress < local.progress)
+}
+
+/// The task as it was at version 0, from the fields that never change.
+fn initial_view(task: &TaskView) -> TaskView {
+    TaskView {
+        id: task.id.clone(),
+        state: State::Queued,
+        expires_at_ms: task.expires_at_ms,
+        attempts: 0,
+        max_attempts: task.max_attempts,
+        progress: 0,
+        version: 0,
+        result_ref: None,
+        result_hash: None,
+        error: None,
+    }
+}
+
+/// Applies `entry` to `view` when the local reducer produces exactly that
+/// entry (same version, same recorded event); otherwise leaves `view`
+/// untouched and returns false.
+fn replays_identically(view: &mut TaskView, entry: &HistoryEntry) -> bool {
+    // Decide whether this step would expire the task before running it,
+    // so that a mismatch never has to be undone.
+    let expires = !view.state.is_terminal()
+        && (matches!(entry.event, crate::Event::Expire { .. })
+            || entry.event.at_ms().get() >= view.expires_at_ms);
+    if expires && entry.event != view.expiry_event() {
+        return false;
+    }
+    let (outcome, _) = view.step(&entry.event);
+    outcome.changed && view.version == entry.version
+}

@@ -1,0 +1,215 @@
+//! Cursor resume: what a reconnecting client receives.
+//!
+//! A client sends the last version it saw (the cursor). The answer is one
+//! of three modes:
+//! - `caught-up`: nothing new;
+//! - `delta`: the missing history entries, when the gap fits the
+//!   retention window (a gap exactly equal to the window is still a delta);
+//! - `snapshot`: the current task, to be swapped in whole.
+//!
+//! ```json
+//! {"mode":"delta","events":[{"version":4,"event":{…}},{"version":5,"event":{…}}],"task":{…}}
+//! ```
+
+use serde::ser::SerializeStruct;
+use serde::{Deserialize, Serialize, Serializer};
+
+use crate::task::{HistoryEntry, TaskView};
+
+/// The default retention window, in versions (the seed's 8).
+pub const DEFAULT_RETENTION_VERSIONS: u64 = 8;
+
+/// The three answer modes, spelled `caught-up`, `delta`, `snapshot`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ResumeMode {
+    /// Nothing new since the cursor.
+    CaughtUp,
+    /// The entries after the cursor.
+    Delta,
+    /// The whole current task.
+    Snapshot,
+}
+
+impl ResumeMode {
+    /// The wire spelling.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ResumeMode::CaughtUp => "caught-up",
+            ResumeMode::Delta => "delta",
+            ResumeMode::Snapshot => "snapshot",
+        }
+    }
+}
+
+/// Which answer a cursor gets, decided from versions alone, so that a
+/// store can fetch exactly the rows it needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResumePlan {
+    /// Answer `caught-up`.
+    CaughtUp,
+    /// Answer `delta` with the entries whose version is above the cursor.
+    Delta,
+    /// Answer `snapshot`.
+    Snapshot,
+}
+
+/// Decides the answer for a client at `cursor` when the task is at
+/// `version`.
+///
+/// A cursor ahead of the task gets a snapshot, not `caught-up` (fix 8): the
+/// client holds a view the server never had (a reset store, another
+/// server's task), and only a snapshot can correct it.
+pub fn plan_resume(version: u64, cursor: u64, retention: u64) -> ResumePlan {
+    if cursor > version {
+        ResumePlan::Snapshot
+    } else if cursor == version {
+        ResumePlan::CaughtUp
+    } else if version - cursor > retention {
+        ResumePlan::Snapshot
+    } else {
+        ResumePlan::Delta
+    }
+}
+
+/// A resume answer. The server always sends `task` (without history); a
+/// minimal backend may leave it out of `caught-up` and `delta` answers.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(try_from = "RawAnswer")]
+pub enum ResumeAnswer {
+    /// Nothing new.
+    CaughtUp {
+        /// The task as the server has it.
+        task: Option<TaskView>,
+    },
+    /// The entries after the cursor, oldest first.
+    Delta {
+        /// The missing entries.
+        events: Vec<HistoryEntry>,
+        /// The task after the last entry.
+        task: Option<TaskView>,
+    },
+    /// The whole current task.
+    Snapshot {
+        /// The task as the server has it.
+        task: TaskView,
+    },
+}
+
+impl ResumeAnswer {
+    /// The answer's mode.
+    pub fn mode(&self) -> ResumeMode {
+        match self {
+            ResumeAnswer::CaughtUp { .. } => ResumeMode::CaughtUp,
+            ResumeAnswer::Delta { .. } => ResumeMode::Delta,
+            ResumeAnswer::Snapshot { .. } => ResumeMode::Snapshot,
+        }
+    }
+
+    /// The server's task, when the answer carries it.
+    pub fn task(&self) -> Option<&TaskView> {
+        match self {
+            ResumeAnswer::CaughtUp { task } | ResumeAnswer::Delta { task, .. } => task.as_ref(),
+            ResumeAnswer::Snapshot { task } => Some(task),
+        }
+    }
+
+    /// The entries of a delta; empty for the other modes.
+    pub fn events(&self) -> &[HistoryEntry] {
+        match self {
+            ResumeAnswer::Delta { events, .. } => events,
+            _ => &[],
+        }
+    }
+}
+
+impl Serialize for ResumeAnswer {
+    /// Always writes `mode`, `events` (empty unless a delta) and, when
+    /// known, `task`: one shape for every mode keeps clients simple.
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut st = s.serialize_struct("ResumeAnswer", 3)?;
+        st.serialize_field("mode", &self.mode())?;
+        st.serialize_field("events", self.events())?;
+        match self.task() {
+            Some(task) => st.serialize_field("task", task)?,
+            None => st.skip_field("task")?,
+        }
+        st.end()
+    }
+}
+
+#[derive(Deserialize)]
+struct RawAnswer {
+    mode: ResumeMode,
+    events: Option<Vec<HistoryEntry>>,
+    task: Option<TaskView>,
+}
+
+impl TryFrom<RawAnswer> for ResumeAnswer {
+    type Error = String;
+    fn try_from(raw: RawAnswer) -> Result<Self, String> {
+        let events = raw.events.unwrap_or_default();
+        if raw.mode != ResumeMode::Delta && !events.is_empty() {
+            return Err(format!(
+                ".events: must be empty for mode {}",
+                raw.mode.as_str()
+            ));
+        }
+        Ok(match raw.mode {
+            ResumeMode::CaughtUp => ResumeAnswer::CaughtUp { task: raw.task },
+            ResumeMode::Delta => ResumeAnswer::Delta {
+                events,
+                task: raw.task,
+            },
+            ResumeMode::Snapshot => ResumeAnswer::Snapshot {
+                task: raw.task.ok_or(".task: required for mode snapshot")?,
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::{from_json, to_json};
+
+    #[test]
+    fn plans_every_mode() {
+        use ResumePlan::*;
+        assert_eq!(plan_resume(5, 5, 8), CaughtUp);
+        assert_eq!(plan_resume(5, 3, 8), Delta);
+        assert_eq!(plan_resume(20, 0, 8), Snapshot);
+        // A gap exactly equal to the window is still a delta.
+        assert_eq!(plan_resume(8, 0, 8), Delta);
+        assert_eq!(plan_resume(9, 0, 8), Snapshot);
+        // A cursor ahead of the task gets a snapshot (fix 8).
+        assert_eq!(plan_resume(5, 6, 8), Snapshot);
+        // Retention 0: every gap is a snapshot.
+        assert_eq!(plan_resume(1, 0, 0), Snapshot);
+    }
+
+    #[test]
+    fn answers_parse_strictly() {
+        let err =
+            from_json::<ResumeAnswer>(r#"{"mode":"later","events":[]}"#, "answer").unwrap_err();
+        assert!(
+            err.message.starts_with("answer.mode: unknown variant"),
+            "{}",
+            err.message
+        );
+        let err =
+            from_json::<ResumeAnswer>(r#"{"mode":"snapshot","events":[]}"#, "answer").unwrap_err();
+        assert_eq!(err.message, "answer.task: required for mode snapshot");
+        let err = from_json::<ResumeAnswer>(
+            r#"{"mode":"caught-up","events":[{"version":1,"event":{"type":"expire","atMs":1}}]}"#,
+            "answer",
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.message,
+            "answer.events: must be empty for mode caught-up"
+        );
+        let ok: ResumeAnswer = from_json(r#"{"mode":"caught-up"}"#, "answer").unwrap();
+        assert_eq!(to_json(&ok), r#"{"mode":"caught-up","events":[]}"#);
+    }
+}

@@ -1,0 +1,348 @@
+//! Validated scalar types and their JSON encoding.
+//!
+//! Times are JSON numbers holding f64 milliseconds, so that comparisons and
+//! sums behave exactly as they do in JavaScript. Counters (versions,
+//! attempts) are integers limited to JavaScript's safe range, because beyond
+//! 2^53 a JavaScript peer can no longer tell `n` from `n + 1`.
+//!
+//! Each type here can only hold a valid value: once an [`crate::Event`] is
+//! built, the state machine has nothing left to check.
+
+use serde::de::{self, Deserializer, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
+use std::fmt;
+
+use crate::Error;
+
+/// The largest integer JavaScript represents exactly (`Number.MAX_SAFE_INTEGER`).
+pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+
+/// True for the characters JavaScript's `String.prototype.trim` removes.
+///
+/// This differs from Rust's `char::is_whitespace` in two places: JavaScript
+/// trims U+FEFF (byte order mark) and keeps U+0085 (next line). A core that
+/// claims to match JavaScript must agree on what "blank" means.
+pub fn is_js_whitespace(c: char) -> bool {
+    matches!(
+        c,
+        '\u{0009}'..='\u{000D}'
+            | '\u{0020}'
+            | '\u{00A0}'
+            | '\u{1680}'
+            | '\u{2000}'..='\u{200A}'
+            | '\u{2028}'
+            | '\u{2029}'
+            | '\u{202F}'
+            | '\u{205F}'
+            | '\u{3000}'
+            | '\u{FEFF}'
+    )
+}
+
+/// True when JavaScript's `s.trim() === ""` would be true.
+pub fn is_blank(s: &str) -> bool {
+    s.chars().all(is_js_whitespace)
+}
+
+/// Compares two strings the way JavaScript's `<` does: by UTF-16 code
+/// units, not by bytes. The two orders differ for characters outside the
+/// Basic Multilingual Plane against U+E000..U+FFFF.
+pub fn cmp_js(a: &str, b: &str) -> std::cmp::Ordering {
+    a.encode_utf16().cmp(b.encode_utf16())
+}
+
+/// A point in time or a duration in milliseconds: a finite f64 ≥ 0.
+///
+/// `-0` is accepted (JavaScript's `-0 < 0` is false) and encodes as `0`.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Default)]
+pub struct Millis(f64);
+
+impl Millis {
+    /// Checks `ms` is finite and ≥ 0; `field` names it in the error.
+    pub fn new(ms: f64, field: &str) -> Result<Self, Error> {
+        if ms.is_finite() && ms >= 0.0 {
+            Ok(Millis(ms))
+        } else {
+            Err(Error::invalid(format!(
+                "{field}: must be a finite number >= 0, got {ms}"
+            )))
+        }
+    }
+
+    /// The value in milliseconds.
+    pub const fn get(self) -> f64 {
+        self.0
+    }
+}
+
+impl Serialize for Millis {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        ms::serialize(&self.0, s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Millis {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = d.deserialize_f64(NumberVisitor("a finite number >= 0"))?;
+        if v.is_finite() && v >= 0.0 {
+            Ok(Millis(v))
+        } else {
+            Err(de::Error::custom("must be a finite number >= 0"))
+        }
+    }
+}
+
+/// A progress percentage: an integer from 0 to 100.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Percent(u8);
+
+impl Percent {
+    /// Checks `p` is an integer in `0..=100`; `field` names it in the error.
+    pub fn new(p: f64, field: &str) -> Result<Self, Error> {
+        if p.fract() == 0.0 && (0.0..=100.0).contains(&p) {
+            Ok(Percent(p as u8))
+        } else {
+            Err(Error::invalid(format!(
+                "{field}: must be an integer from 0 to 100, got {p}"
+            )))
+        }
+    }
+
+    /// The percentage.
+    pub const fn get(self) -> u8 {
+        self.0
+    }
+}
+
+impl Serialize for Percent {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u8(self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Percent {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        percent::deserialize(d).map(Percent)
+    }
+}
+
+/// A string that is not blank in JavaScript's sense (see [`is_blank`]).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NonBlank(String);
+
+impl NonBlank {
+    /// Checks `s` is not blank; `field` names it in the error.
+    pub fn new(s: impl Into<String>, field: &str) -> Result<Self, Error> {
+        let s = s.into();
+        if is_blank(&s) {
+            Err(Error::invalid(format!("{field}: must not be blank")))
+        } else {
+            Ok(NonBlank(s))
+        }
+    }
+
+    /// The string.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The owned string.
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+impl std::ops::Deref for NonBlank {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Serialize for NonBlank {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for NonBlank {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        if is_blank(&s) {
+            Err(de::Error::custom("must not be blank"))
+        } else {
+            Ok(NonBlank(s))
+        }
+    }
+}
+
+/// Accepts any JSON number as f64. Integers beyond 2^53 round exactly as
+/// `JSON.parse` would round them.
+struct NumberVisitor(&'static str);
+
+impl Visitor<'_> for NumberVisitor {
+    type Value = f64;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<f64, E> {
+        Ok(v)
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<f64, E> {
+        Ok(v as f64)
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<f64, E> {
+        Ok(v as f64)
+    }
+}
+
+/// Serde helpers for f64 milliseconds: integral values encode as JSON
+/// integers (`1200`, not `1200.0`), as `JSON.stringify` writes them.
+pub mod ms {
+    use super::*;
+
+    /// Writes `v` as an integer when it is one (and safe), else as a float.
+    pub fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+        let v = *v;
+        if v.fract() == 0.0 && v.abs() <= MAX_SAFE_INTEGER as f64 {
+            if v >= 0.0 {
+                s.serialize_u64(v as u64)
+            } else {
+                s.serialize_i64(v as i64)
+            }
+        } else {
+            s.serialize_f64(v)
+        }
+    }
+
+    /// Reads any finite JSON number (the caller checks the domain).
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        let v = d.deserialize_f64(NumberVisitor("a finite number"))?;
+        if v.is_finite() {
+            Ok(v)
+        } else {
+            Err(de::Error::custom("must be a finite number"))
+        }
+    }
+}
+
+/// Serde helpers for counters: accepts `5` and `5.0` (some JSON encoders
+/// write integral floats), rejects fractions, negatives and anything above
+/// [`MAX_SAFE_INTEGER`].
+pub mod int {
+    use super::*;
+
+    /// Writes the counter as a JSON integer.
+    pub fn serialize<S: Serializer>(v: &u64, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(*v)
+    }
+
+    /// Reads a safe non-negative integer.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+        let v = d.deserialize_f64(NumberVisitor("an integer >= 0"))?;
+        to_safe_u64(v).ok_or_else(|| {
+            de::Error::custom(format!(
+                "must be an integer from 0 to {MAX_SAFE_INTEGER}, got {v}"
+            ))
+        })
+    }
+}
+
+/// Serde helpers for a progress percentage stored as `u8`.
+pub mod percent {
+    use super::*;
+
+    /// Reads an integer from 0 to 100.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u8, D::Error> {
+        let v = d.deserialize_f64(NumberVisitor("an integer from 0 to 100"))?;
+        if v.fract() == 0.0 && (0.0..=100.0).contains(&v) {
+            Ok(v as u8)
+        } else {
+            Err(de::Error::custom(format!(
+                "must be an integer from 0 to 100, got {v}"
+            )))
+        }
+    }
+}
+
+/// `Some(n)` when `v` is an integer in `0..=MAX_SAFE_INTEGER`.
+pub fn to_safe_u64(v: f64) -> Option<u64> {
+    if v.fract() == 0.0 && (0.0..=MAX_SAFE_INTEGER as f64).contains(&v) {
+        Some(v as u64)
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blank_matches_javascript_trim() {
+        assert!(is_blank(""));
+        assert!(is_blank(" \t\n\r\u{000B}\u{000C}"));
+        assert!(is_blank("\u{FEFF}\u{00A0}\u{3000}\u{2028}"));
+        // U+0085 is whitespace to Rust but not to JavaScript's trim.
+        assert!(!is_blank("\u{0085}"));
+        assert!(!is_blank(" a "));
+    }
+
+    #[test]
+    fn js_order_is_by_utf16_code_units() {
+        use std::cmp::Ordering::*;
+        // U+1F600 encodes as surrogates D83D..., below U+FF5E in UTF-16,
+        // above it in UTF-8.
+        assert_eq!(cmp_js("\u{1F600}", "\u{FF5E}"), Less);
+        assert_eq!("\u{1F600}".cmp("\u{FF5E}"), Greater);
+        assert_eq!(cmp_js("a", "b"), Less);
+        assert_eq!(cmp_js("b", "b"), Equal);
+    }
+
+    #[test]
+    fn millis_domain() {
+        assert!(Millis::new(0.0, "x").is_ok());
+        assert!(Millis::new(-0.0, "x").is_ok());
+        for bad in [-1.0, f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+            let err = Millis::new(bad, "event.atMs").unwrap_err();
+            assert!(err.message.starts_with("event.atMs:"), "{}", err.message);
+        }
+    }
+
+    #[test]
+    fn percent_domain() {
+        assert_eq!(Percent::new(100.0, "p").unwrap().get(), 100);
+        for bad in [-1.0, 101.0, 2.5, f64::NAN, f64::INFINITY] {
+            assert!(Percent::new(bad, "p").is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn non_blank_rejects_js_blank() {
+        assert!(NonBlank::new("\u{FEFF} ", "k").is_err());
+        assert_eq!(&*NonBlank::new("k1", "k").unwrap(), "k1");
+    }
+
+    #[test]
+    fn times_encode_like_json_stringify() {
+        let enc = |v: f64| {
+            let mut out = Vec::new();
+            ms::serialize(&v, &mut serde_json::Serializer::new(&mut out)).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(enc(1200.0), "1200");
+        assert_eq!(enc(-0.0), "0");
+        assert_eq!(enc(0.5), "0.5");
+        assert_eq!(enc(1e300), "1e+300"); // as JSON.stringify writes it
+    }
+
+    #[test]
+    fn safe_integers() {
+        assert_eq!(to_safe_u64(5.0), Some(5));
+        assert_eq!(to_safe_u64(MAX_SAFE_INTEGER as f64), Some(MAX_SAFE_INTEGER));
+        assert_eq!(to_safe_u64(2f64.powi(60)), None);
+        assert_eq!(to_safe_u64(1.5), None);
+        assert_eq!(to_safe_u64(-1.0), None);
+        assert_eq!(to_safe_u64(f64::NAN), None);
+    }
+}
