@@ -76,5 +76,5 @@ pub use event::{Event, EventKind};
 pub use mirror::{MergeOutcome, Mirror, Next, RejectReason, Rejection};
 pub use resume::{plan_resume, ResumeAnswer, ResumeMode, ResumePlan, DEFAULT_RETENTION_VERSIONS};
 pub use task::{create_task, CreateTask, HistoryEntry, State, Task, TaskView};
-pub use transition::{apply_event, expire_task, Outcome, Reason, Transition};
+pub use transition::{apply_event, expire_task, Outcome, Reason, Step, Transition};
 pub use value::{Millis, NonBlank, Percent, MAX_SAFE_INTEGER};

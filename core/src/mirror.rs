@@ -349,6 +349,6 @@ fn replays_identically(view: &mut TaskView, entry: &HistoryEntry) -> bool {
     if expires && entry.event != view.expiry_event() {
         return false;
     }
-    let (outcome, _) = view.step(&entry.event);
+    let (outcome, _) = view.decide(&entry.event);
     outcome.changed && view.version == entry.version
 }

@@ -21,7 +21,7 @@
 use serde::Serialize;
 
 use crate::event::Event;
-use crate::task::{State, Task, TaskView};
+use crate::task::{HistoryEntry, State, Task, TaskView};
 use crate::value::Millis;
 
 /// Why an event did or did not change a task. Spelled in kebab-case on
@@ -181,10 +181,21 @@ impl Transition {
     }
 }
 
+/// What one event did to a [`TaskView`], with the history entry a store
+/// must append when the task changed. A store that keeps the view in one
+/// row and the history in another table uses this instead of [`Task`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    /// What happened.
+    pub outcome: Outcome,
+    /// The entry to append (exactly when `outcome.changed`).
+    pub entry: Option<HistoryEntry>,
+}
+
 impl Task {
     /// Applies `event` in place; see [`apply_event`].
     pub fn apply(&mut self, event: Event) -> Outcome {
-        let (outcome, recorded) = self.view_mut().step(&event);
+        let (outcome, recorded) = self.view_mut().decide(&event);
         if outcome.changed {
             self.record(match recorded {
                 Recorded::Incoming => event,
@@ -208,7 +219,31 @@ impl TaskView {
     /// Applies `event` to the fields alone, with no history: what a client
     /// mirror does. Same rules as [`apply_event`].
     pub fn apply(&mut self, event: &Event) -> Outcome {
-        self.step(event).0
+        self.decide(event).0
+    }
+
+    /// Applies `event` and returns the history entry to append, if any.
+    pub fn step(&mut self, event: &Event) -> Step {
+        let (outcome, recorded) = self.decide(event);
+        let entry = outcome.changed.then(|| HistoryEntry {
+            version: self.version,
+            event: match recorded {
+                Recorded::Incoming => event.clone(),
+                Recorded::Expiry => self.expiry_event(),
+            },
+        });
+        Step { outcome, entry }
+    }
+
+    /// Expires the view now and returns the history entry to append, if
+    /// any; see [`expire_task`].
+    pub fn expire_step(&mut self) -> Step {
+        let outcome = self.expire();
+        let entry = outcome.changed.then(|| HistoryEntry {
+            version: self.version,
+            event: self.expiry_event(),
+        });
+        Step { outcome, entry }
     }
 
     /// The event the history records for an expiry.
@@ -221,7 +256,7 @@ impl TaskView {
         }
     }
 
-    pub(crate) fn step(&mut self, event: &Event) -> (Outcome, Recorded) {
+    pub(crate) fn decide(&mut self, event: &Event) -> (Outcome, Recorded) {
         use Reason::*;
         if self.state.is_terminal() {
             let outcome = match (event, self.state) {
@@ -309,5 +344,74 @@ impl TaskView {
                 Outcome::changed(Reason::Expired, true)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::task::{create_task, CreateTask};
+    use crate::value::{Millis, Percent};
+
+    fn view() -> TaskView {
+        let input = CreateTask {
+            id: "t".into(),
+            now_ms: 0.0,
+            ttl_ms: 100.0,
+            max_attempts: 1,
+        };
+        create_task(&input).unwrap().view().clone()
+    }
+
+    fn at(ms: f64) -> Millis {
+        Millis::new(ms, "atMs").unwrap()
+    }
+
+    #[test]
+    fn step_returns_the_entry_a_store_appends() {
+        let mut v = view();
+        let start = Event::Start {
+            at_ms: at(1.0),
+            worker: "w".into(),
+        };
+        let step = v.step(&start);
+        assert_eq!(step.outcome.reason, Reason::Started);
+        assert_eq!(
+            step.entry,
+            Some(HistoryEntry {
+                version: 1,
+                event: start.clone()
+            })
+        );
+        // Unchanged: no entry, nothing touched.
+        let before = v.clone();
+        let step = v.step(&start);
+        assert_eq!(
+            (step.outcome.reason, step.entry),
+            (Reason::AlreadyRunning, None)
+        );
+        assert_eq!(v, before);
+        // A late event records the expiry at expiresAtMs, not the event.
+        let late = Event::Progress {
+            at_ms: at(500.0),
+            progress: Percent::new(5.0, "p").unwrap(),
+            cursor: String::new(),
+        };
+        let step = v.step(&late);
+        assert_eq!(step.outcome.reason, Reason::Expired);
+        assert_eq!(
+            step.entry.map(|e| (e.version, e.event)),
+            Some((2, Event::Expire { at_ms: at(100.0) }))
+        );
+        assert_eq!(v.expire_step().outcome.reason, Reason::DuplicateExpire);
+    }
+
+    #[test]
+    fn expire_step_on_a_live_view() {
+        let mut v = view();
+        let step = v.expire_step();
+        assert!(step.outcome.notify);
+        assert_eq!(step.entry.map(|e| e.version), Some(1));
+        assert_eq!(v.state, State::Expired);
     }
 }
