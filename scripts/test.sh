@@ -1,19 +1,39 @@
 #!/usr/bin/env bash
-# The one test command (`npm test`): every check CI runs, in order, each
-# runnable alone. Installs what a fresh machine lacks (see scripts/setup.sh).
+# The one test command (`npm test`): every check CI runs, in order. It
+# installs what a fresh machine lacks first (scripts/setup.sh) and does
+# nothing extra when everything is there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 step() { printf '\n== %s\n' "$*"; }
 
+step "setup (installs only what is missing)"
+bash scripts/setup.sh browser
+export CHROME_BIN="${CHROME_BIN:-/usr/bin/chromium}"
+export CHROMEDRIVER="${CHROMEDRIVER:-/usr/bin/chromedriver}"
+
 step "rust: format"
 cargo fmt --all -- --check
 
-step "rust: clippy (-D warnings)"
+step "rust: clippy (-D warnings), native and wasm32"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+cargo clippy -p taskwire-wasm --all-targets --target wasm32-unknown-unknown --locked -- -D warnings
 
 step "rust: tests (core unit, vectors, properties)"
 cargo test --workspace --locked
+
+step "npm package: build (fails above the size budget)"
+node scripts/build.mjs --no-setup
+
+step "npm package: types (tsc --noEmit)"
+npx tsc -p tests/js
+
+step "npm package: vectors, API, bad input, packed tarball (Node + Vite + Chromium)"
+node --test tests/js/
+
+step "wasm bindings: wasm-pack test --node and --headless --chrome"
+wasm-pack test --node wasm
+WASM_BINDGEN_USE_BROWSER=1 wasm-pack test --headless --chrome wasm
 
 echo
 echo "all checks passed"

@@ -70,7 +70,7 @@ impl Error {
 pub(crate) fn quoted(s: &str) -> String {
     const MAX_CHARS: usize = 64;
     match s.char_indices().nth(MAX_CHARS) {
-        Some((cut, _)) => format!("\"{}…\"", &s[..cut]),
+        Some((cut, _)) => format!("\"{}…\"", s.get(..cut).unwrap_or(s)),
         None => format!("\"{s}\""),
     }
 }

@@ -224,7 +224,7 @@ mod tests {
                 "event.retryable:",
             ),
             (r#"{"type":"launch","atMs":1}"#, "event.type:"),
-            (r#"{"atMs":1}"#, "event:"),
+            (r#"{"atMs":1}"#, "event.type: required"),
             (r#"[]"#, "event:"),
             (r#"null"#, "event:"),
         ];

@@ -39,7 +39,9 @@ impl Hasher for FxHasher {
         let rest = chunks.remainder();
         if !rest.is_empty() {
             let mut word = [0u8; 8];
-            word[..rest.len()].copy_from_slice(rest);
+            for (w, b) in word.iter_mut().zip(rest) {
+                *w = *b;
+            }
             self.add(u64::from_le_bytes(word));
         }
     }

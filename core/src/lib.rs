@@ -62,6 +62,7 @@ pub mod delivery;
 pub mod error;
 pub mod event;
 mod hash;
+pub mod json;
 pub mod mirror;
 pub mod resume;
 pub mod task;

@@ -193,7 +193,7 @@ mod tests {
         let err =
             from_json::<ResumeAnswer>(r#"{"mode":"later","events":[]}"#, "answer").unwrap_err();
         assert!(
-            err.message.starts_with("answer.mode: unknown variant"),
+            err.message.starts_with("answer.mode: unknown value"),
             "{}",
             err.message
         );

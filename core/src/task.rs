@@ -122,7 +122,7 @@ pub fn create_task(input: &CreateTask) -> Result<Task, Error> {
     if !(input.ttl_ms.is_finite() && input.ttl_ms > 0.0) {
         return Err(Error::invalid(format!(
             "ttlMs: must be a finite number > 0, got {}",
-            input.ttl_ms
+            crate::value::number(input.ttl_ms)
         )));
     }
     if !(1..=MAX_SAFE_INTEGER).contains(&input.max_attempts) {

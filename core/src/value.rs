@@ -64,7 +64,8 @@ impl Millis {
             Ok(Millis(ms))
         } else {
             Err(Error::invalid(format!(
-                "{field}: must be a finite number >= 0, got {ms}"
+                "{field}: must be a finite number >= 0, got {}",
+                number(ms)
             )))
         }
     }
@@ -84,10 +85,13 @@ impl Serialize for Millis {
 impl<'de> Deserialize<'de> for Millis {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let v = d.deserialize_f64(NumberVisitor("a finite number >= 0"))?;
-        if v.is_finite() && v >= 0.0 {
+        if v >= 0.0 {
             Ok(Millis(v))
         } else {
-            Err(de::Error::custom("must be a finite number >= 0"))
+            Err(de::Error::custom(format!(
+                "must be a finite number >= 0, got {}",
+                number(v)
+            )))
         }
     }
 }
@@ -103,7 +107,8 @@ impl Percent {
             Ok(Percent(p as u8))
         } else {
             Err(Error::invalid(format!(
-                "{field}: must be an integer from 0 to 100, got {p}"
+                "{field}: must be an integer from 0 to 100, got {}",
+                number(p)
             )))
         }
     }
@@ -176,6 +181,21 @@ impl<'de> Deserialize<'de> for NonBlank {
     }
 }
 
+/// A number as text for messages: `NaN`, `Infinity` and `-Infinity` as
+/// JavaScript spells them, others in their shortest form. (`{}` on an f64
+/// would pull float formatting, ~17 KB, into the wasm bundle.)
+pub fn number(v: f64) -> String {
+    if v.is_nan() {
+        String::from("NaN")
+    } else if v.is_infinite() {
+        String::from(if v > 0.0 { "Infinity" } else { "-Infinity" })
+    } else {
+        let mut out = String::new();
+        crate::json::write_number(&mut out, v);
+        out
+    }
+}
+
 /// Accepts any JSON number as f64. Integers beyond 2^53 round exactly as
 /// `JSON.parse` would round them.
 struct NumberVisitor(&'static str);
@@ -242,7 +262,8 @@ pub mod int {
         let v = d.deserialize_f64(NumberVisitor("an integer >= 0"))?;
         to_safe_u64(v).ok_or_else(|| {
             de::Error::custom(format!(
-                "must be an integer from 0 to {MAX_SAFE_INTEGER}, got {v}"
+                "must be an integer from 0 to {MAX_SAFE_INTEGER}, got {}",
+                number(v)
             ))
         })
     }
@@ -259,7 +280,8 @@ pub mod percent {
             Ok(v as u8)
         } else {
             Err(de::Error::custom(format!(
-                "must be an integer from 0 to 100, got {v}"
+                "must be an integer from 0 to 100, got {}",
+                number(v)
             )))
         }
     }
@@ -325,15 +347,19 @@ mod tests {
 
     #[test]
     fn times_encode_like_json_stringify() {
-        let enc = |v: f64| {
-            let mut out = Vec::new();
-            ms::serialize(&v, &mut serde_json::Serializer::new(&mut out)).unwrap();
-            String::from_utf8(out).unwrap()
-        };
+        struct M(f64);
+        impl Serialize for M {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                ms::serialize(&self.0, s)
+            }
+        }
+        let enc = |v: f64| crate::json::to_string(&M(v)).unwrap();
         assert_eq!(enc(1200.0), "1200");
         assert_eq!(enc(-0.0), "0");
         assert_eq!(enc(0.5), "0.5");
-        assert_eq!(enc(1e300), "1e+300"); // as JSON.stringify writes it
+        assert_eq!(enc(1e300), "1e300"); // JSON.stringify: 1e+300, same value
+        assert_eq!(number(f64::NAN), "NaN");
+        assert_eq!(number(-1.5), "-1.5");
     }
 
     #[test]

@@ -2,18 +2,17 @@
 //!
 //! Every layer (HTTP bodies, the npm package boundary, the test vectors)
 //! moves wire types as JSON text, so this is the one place that turns a
-//! parse failure into an [`Error`]. The fast path is a plain
-//! `serde_json` parse; only when it fails is the text parsed a second time
-//! with path tracking, so valid input pays nothing for good messages.
+//! parse failure into an [`Error`]: `event.atMs: must be a finite number
+//! >= 0, got -1`. The codec is [`crate::json`].
 
 use serde::{Deserialize, Serialize};
 
-use crate::Error;
+use crate::{json, Error};
 
 /// Parses `text` as a `T`. `what` names the value in errors (`"event"`
 /// gives messages like `event.atMs: must be a finite number >= 0`).
 pub fn from_json<'a, T: Deserialize<'a>>(text: &'a str, what: &str) -> Result<T, Error> {
-    serde_json::from_str(text).map_err(|_| describe::<T>(text, what))
+    json::from_str(text).map_err(|e| locate(&e, what))
 }
 
 /// Like [`from_json`], for raw bytes (an HTTP body). Invalid UTF-8 is an
@@ -26,48 +25,29 @@ pub fn from_json_bytes<'a, T: Deserialize<'a>>(bytes: &'a [u8], what: &str) -> R
 }
 
 /// Serializes a wire value. None of this crate's types can fail to
-/// serialize (no non-string map keys, no non-finite numbers), so the
-/// fallback `null` is unreachable in practice, and never a panic.
+/// serialize, so the fallback `null` is unreachable in practice, and
+/// never a panic.
 pub fn to_json<T: Serialize + ?Sized>(value: &T) -> String {
-    serde_json::to_string(value).unwrap_or_else(|_| String::from("null"))
+    json::to_string(value).unwrap_or_else(|_| String::from("null"))
 }
 
-/// Second, slow pass: where in the value did parsing fail?
-fn describe<'a, T: Deserialize<'a>>(text: &'a str, what: &str) -> Error {
-    let mut de = serde_json::Deserializer::from_str(text);
-    let err = match serde_path_to_error::deserialize::<_, T>(&mut de) {
-        Ok(_) => match de.end() {
-            Ok(()) => return Error::invalid(format!("{what}: invalid JSON")),
-            Err(e) => return Error::invalid(format!("{what}: {}", bare_message(&e))),
-        },
-        Err(e) => e,
-    };
-    let path = err.path().to_string();
+/// `what` + the error's path + its message, e.g. `event.progress: …`.
+fn locate(e: &json::Error, what: &str) -> Error {
     let mut place = String::from(what);
-    if path != "." {
+    let path = e.path();
+    if !path.is_empty() {
         if !path.starts_with('[') {
             place.push('.');
         }
-        place.push_str(&path);
+        place.push_str(path);
     }
-    let message = bare_message(err.inner());
-    // Messages from our own checks that name a sub-field start with '.'
-    // (".retryable: required …") and join the path directly.
+    let message = e.message();
+    // Messages that name a sub-field start with '.' (".retryable: …") and
+    // join the path directly.
     if message.starts_with('.') {
         Error::invalid(format!("{place}{message}"))
     } else {
         Error::invalid(format!("{place}: {message}"))
-    }
-}
-
-/// serde_json's message without its " at line L column C" suffix: the field
-/// path says where, and positions mean nothing to a JavaScript caller.
-fn bare_message(e: &serde_json::Error) -> String {
-    let full = e.to_string();
-    let suffix = format!(" at line {} column {}", e.line(), e.column());
-    match full.strip_suffix(&suffix) {
-        Some(bare) => bare.to_string(),
-        None => full,
     }
 }
 
@@ -91,18 +71,21 @@ mod tests {
     fn names_nested_fields() {
         let err = from_json::<Outer>(r#"{"items":[{"n":1},{"n":"x"}]}"#, "body").unwrap_err();
         assert_eq!(err.code, ErrorCode::InvalidRequest);
-        assert!(
-            err.message.starts_with("body.items[1].n: invalid type"),
-            "{}",
-            err.message
-        );
-        assert!(!err.message.contains("line"), "{}", err.message);
+        assert_eq!(err.message, "body.items[1].n: expected u8, got a string");
+        let err = from_json::<Outer>(r#"{"items":[{"n":1},{}]}"#, "body").unwrap_err();
+        assert_eq!(err.message, "body.items[1].n: required");
+        let err = from_json::<Outer>(r#"[]"#, "body").unwrap_err();
+        assert_eq!(err.message, "body: expected an object, got an array");
     }
 
     #[test]
     fn reports_syntax_and_trailing_garbage() {
         let err = from_json::<Outer>("{", "body").unwrap_err();
-        assert!(err.message.starts_with("body"), "{}", err.message);
+        assert!(
+            err.message.starts_with("body: invalid JSON"),
+            "{}",
+            err.message
+        );
         let err = from_json::<Outer>(r#"{"items":[]} x"#, "body").unwrap_err();
         assert!(err.message.contains("trailing"), "{}", err.message);
     }

@@ -318,3 +318,70 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// The compact codec (core/src/json) agrees with serde_json, the
+    /// reference: what it writes, serde_json reads as the same value, and
+    /// what serde_json writes, it reads back to the same Rust value.
+    #[test]
+    fn codec_agrees_with_serde_json(
+        events in proptest::collection::vec(event_strategy(), 1..30),
+        odd in "[\"\\\\\u{0}-\u{1f}a-z\u{e9}\u{1F600}]{0,12}",
+        fraction in 0.0f64..1e6,
+    ) {
+        use taskwire_core::wire::{from_json, to_json};
+        use taskwire_core::Task;
+        let mut book = book_with_tasks(1);
+        let worker = odd.clone();
+        book.apply("t0", Event::Start { at_ms: Millis::new(fraction, "a").unwrap(), worker }, Some(&odd)).ok();
+        for e in events {
+            book.apply("t0", e, None).unwrap();
+        }
+        let task = book.get("t0").unwrap().clone();
+        let ours = to_json(&task);
+        let reference: serde_json::Value = serde_json::from_str(&ours).unwrap();
+        prop_assert_eq!(&reference, &serde_json::to_value(&task).unwrap());
+        let back: Task = from_json(&serde_json::to_string(&task).unwrap(), "task").unwrap();
+        prop_assert_eq!(&back, &task);
+        let answer = book.resume("t0", 0).unwrap();
+        let back: ResumeAnswer = from_json(&serde_json::to_string(&answer).unwrap(), "answer").unwrap();
+        prop_assert_eq!(back, answer);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(5000))]
+
+    /// The codec's number parser (no lookup tables, see core/src/json/
+    /// number.rs) rounds exactly as Rust's (and JavaScript's) does.
+    #[test]
+    fn numbers_parse_exactly(
+        negative in any::<bool>(),
+        int in "(0|[1-9][0-9]{0,24})",
+        frac in proptest::option::of("[0-9]{1,24}"),
+        exp in proptest::option::of(-340i32..320),
+        bits in any::<u64>(),
+    ) {
+        let mut text = String::new();
+        if negative { text.push('-'); }
+        text.push_str(&int);
+        if let Some(f) = &frac { text.push('.'); text.push_str(f); }
+        if let Some(e) = exp { text.push_str(&format!("e{e}")); }
+        let std = text.parse::<f64>().unwrap();
+        let ours = taskwire_core::json::from_str::<f64>(&text);
+        if std.is_finite() {
+            prop_assert_eq!(ours.map(f64::to_bits).ok(), Some(std.to_bits()), "{}", text);
+        } else {
+            prop_assert!(ours.is_err(), "{} should overflow", text);
+        }
+        // Every finite double survives the trip through its shortest form.
+        let v = f64::from_bits(bits);
+        if v.is_finite() {
+            let shortest = format!("{v:e}");
+            let back = taskwire_core::json::from_str::<f64>(&shortest).unwrap();
+            prop_assert_eq!(back.to_bits(), v.to_bits(), "{}", shortest);
+        }
+    }
+}

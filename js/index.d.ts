@@ -1,0 +1,312 @@
+// Types of the `taskwire` package. Hand-written so that the public surface
+// is precise (discriminated unions, string-literal reasons, no `any`);
+// tests/js/types.test.ts compiles against it with `tsc --noEmit` in CI.
+
+/** Where a task is in its life; the last three are terminal. */
+export type State = "queued" | "running" | "succeeded" | "failed" | "expired";
+
+/** A worker picked the task up. */
+export interface StartEvent {
+  type: "start";
+  /** When it happened (ms, finite, ≥ 0). */
+  atMs: number;
+  worker: string;
+}
+
+/** The running attempt reports progress. */
+export interface ProgressEvent {
+  type: "progress";
+  atMs: number;
+  /** Integer percent, 0 to 100. */
+  progress: number;
+  /** The executor's own resume point (opaque). */
+  cursor: string;
+}
+
+/** The running attempt produced its result. */
+export interface SucceedEvent {
+  type: "succeed";
+  atMs: number;
+  /** Where the result is stored (not blank). */
+  resultRef: string;
+  /** Content hash of the result (not blank): same hash = same result. */
+  resultHash: string;
+}
+
+/** The running attempt failed. */
+export interface FailEvent {
+  type: "fail";
+  atMs: number;
+  error: string;
+  /** Whether another attempt may help. */
+  retryable: boolean;
+}
+
+/** The time to live ran out. */
+export interface ExpireEvent {
+  type: "expire";
+  atMs: number;
+}
+
+/** One report about a task, discriminated by `type`. */
+export type TaskEvent = StartEvent | ProgressEvent | SucceedEvent | FailEvent | ExpireEvent;
+
+/** One change: the version it produced and the event that produced it. */
+export interface HistoryEntry {
+  version: number;
+  event: TaskEvent;
+}
+
+/** A task's current fields, without history (what resume answers carry). */
+export interface TaskView {
+  id: string;
+  state: State;
+  /** Events at or after this time expire the task. */
+  expiresAtMs: number;
+  attempts: number;
+  maxAttempts: number;
+  /** Percent done in the current attempt (100 once succeeded). */
+  progress: number;
+  /** Number of changes so far. */
+  version: number;
+  resultRef?: string;
+  resultHash?: string;
+  error?: string;
+}
+
+/** A task with its full history (`history[i].version === i + 1`). */
+export interface Task extends TaskView {
+  history: HistoryEntry[];
+}
+
+/** Input of `createTask` and `TaskBook.create`. */
+export interface CreateTaskInput {
+  /** Not blank. */
+  id: string;
+  /** Creation time (ms, finite, ≥ 0). */
+  nowMs: number;
+  /** Time to live (ms, finite, > 0). */
+  ttlMs: number;
+  /** Allowed starts, an integer ≥ 1. */
+  maxAttempts: number;
+}
+
+/** Why an event did or did not change a task. */
+export type Reason =
+  | "started"
+  | "already-running"
+  | "not-startable"
+  | "progress"
+  | "stale-progress"
+  | "duplicate-progress"
+  | "not-running"
+  | "succeeded"
+  | "requeued"
+  | "failed"
+  | "expired"
+  | "duplicate-expire"
+  | "duplicate-result"
+  | "result-conflict"
+  | "terminal-conflict"
+  | "duplicate-callback"
+  | "callback-conflict";
+
+/** What an event did, and the task after it. */
+export interface Transition<T extends TaskView = Task> {
+  task: T;
+  /** The task changed (version + 1, one history entry). */
+  changed: boolean;
+  /** The event repeated something already known. */
+  duplicate: boolean;
+  /** The task just became terminal: one notification is due. */
+  notify: boolean;
+  reason: Reason;
+}
+
+/** `TaskBook.apply`'s answer; the task comes without history (O(1)). */
+export interface CallbackResult extends Transition<TaskView> {
+  /** The callback id was already applied to this task with this event. */
+  duplicateCallback: boolean;
+}
+
+/** Nothing new since the cursor. */
+export interface CaughtUpAnswer {
+  mode: "caught-up";
+  events: [];
+  task?: TaskView;
+}
+
+/** The entries after the cursor, oldest first. */
+export interface DeltaAnswer {
+  mode: "delta";
+  events: HistoryEntry[];
+  task?: TaskView;
+}
+
+/** The whole current task. */
+export interface SnapshotAnswer {
+  mode: "snapshot";
+  events: [];
+  task: TaskView;
+}
+
+/** A resume answer, discriminated by `mode`. */
+export type ResumeAnswer = CaughtUpAnswer | DeltaAnswer | SnapshotAnswer;
+
+/** The resume modes. */
+export type ResumeMode = ResumeAnswer["mode"];
+
+/** Proof of a result hand-over under an idempotency key. */
+export interface Receipt {
+  taskId: string;
+  resultRef: string;
+  resultHash: string;
+  idempotencyKey: string;
+  deliveredAtMs: number;
+}
+
+/** Why a delivery did or did not happen. */
+export type DeliveryReason = "delivered" | "duplicate-delivery" | "key-reused-for-other-task" | "not-succeeded";
+
+/** `TaskBook.deliverResult`'s answer. */
+export type Delivery =
+  | { ok: true; duplicate: false; reason: "delivered"; receipt: Receipt }
+  | { ok: true; duplicate: true; reason: "duplicate-delivery"; receipt: Receipt }
+  | { ok: false; duplicate: true; reason: "key-reused-for-other-task"; receipt?: undefined }
+  | { ok: false; duplicate: false; reason: "not-succeeded"; receipt?: undefined };
+
+/** A task reached a terminal state ("go and look": no result inside). */
+export interface Notification {
+  taskId: string;
+  state: "succeeded" | "failed" | "expired";
+  atMs: number;
+}
+
+/** Why part of a resume answer was not applied. */
+export type RejectReason =
+  | "duplicate"
+  | "gap"
+  | "diverged"
+  | "stale-snapshot"
+  | "stale-answer"
+  | "regressed"
+  | "wrong-task"
+  | "no-base";
+
+/** One part of an answer that was not applied. */
+export interface Rejection {
+  version: number;
+  reason: RejectReason;
+}
+
+/** What `TaskMirror.merge` did. */
+export interface MergeOutcome {
+  mode: ResumeMode;
+  /** The local task changed: its version rose, or it became known. */
+  changed: boolean;
+  /** Versions applied, in order (a snapshot applies its version). */
+  applied: number[];
+  rejected: Rejection[];
+  /** `"snapshot"`: the answer could not be trusted; ask for a snapshot. */
+  next: "none" | "snapshot";
+}
+
+/** The persisted form of a mirror. */
+export interface MirrorJSON {
+  taskId: string;
+  task: TaskView | null;
+}
+
+/** Stable error codes. */
+export type ErrorCode = "invalid-request" | "not-found" | "task-exists" | "not-initialized" | "internal";
+
+/** Every taskwire error: an `Error` with a stable `code`. */
+export class TaskwireError extends Error {
+  readonly name: "TaskwireError";
+  readonly code: ErrorCode;
+  constructor(code: ErrorCode, message: string);
+}
+
+/** Where the .wasm comes from, for `init`. */
+export type WasmSource = string | URL | Request | Response | BufferSource | WebAssembly.Module;
+
+/**
+ * Instantiates the WebAssembly module (browsers, workers, bundlers); once,
+ * before any other call. Idempotent. In Node it is done on import.
+ */
+export function init(source?: WasmSource): Promise<void>;
+export default init;
+
+/** Instantiates synchronously from bytes or a compiled module. */
+export function initSync(source: BufferSource | WebAssembly.Module): void;
+
+/** A queued task at version 0. Throws `TaskwireError` on invalid input. */
+export function createTask(input: CreateTaskInput): Task;
+
+/** Applies one event to a task, as the seed's pure transition. */
+export function applyEvent(task: Task, event: TaskEvent): Transition<Task>;
+
+/** Expires a task now (recorded at `expiresAtMs`). */
+export function expireTask(task: Task): Transition<Task>;
+
+/** Options of `TaskBook`. */
+export interface TaskBookOptions {
+  /** Gaps of at most this many versions get a delta (default 8). */
+  retentionVersions?: number;
+}
+
+/**
+ * Many tasks with the three idempotency layers (callback ids, result
+ * hashes, delivery keys), the notification outbox and cursor resume. Tasks
+ * live inside WebAssembly: O(1) per event.
+ */
+export class TaskBook {
+  constructor(options?: TaskBookOptions);
+  /** Creates a task; an existing id throws `task-exists`. */
+  create(input: CreateTaskInput): Task;
+  /** The task with its history. */
+  get(id: string): Task | undefined;
+  /** Applies an executor's event, at most once per callback id. */
+  apply(taskId: string, event: TaskEvent, callbackId?: string): CallbackResult;
+  /** Answers a client that last saw version `cursor`. */
+  resume(taskId: string, cursor: number): ResumeAnswer;
+  /** The same answer as JSON text, ready to send over HTTP. */
+  resumeJson(taskId: string, cursor: number): string;
+  /** Hands a result over, at most once per key. */
+  deliverResult(taskId: string, key: string, nowMs: number): Delivery;
+  /** Expires every live task whose deadline has passed; returns their ids. */
+  expireDue(nowMs: number): string[];
+  /** Takes every notification out of the outbox. */
+  drainNotifications(): Notification[];
+  /** The number of tasks. */
+  readonly size: number;
+  /** Releases the WebAssembly memory now. */
+  free(): void;
+}
+
+/**
+ * One task as a client knows it. Merges resume answers through the same
+ * reducer as the server and never moves version or progress backwards.
+ *
+ * @example
+ * const mirror = new TaskMirror(id);
+ * const outcome = mirror.mergeJson(await response.text());
+ * if (outcome.next === "snapshot") { ... ask for ?snapshot=1 ... }
+ */
+export class TaskMirror {
+  constructor(taskId: string);
+  static fromSnapshot(task: TaskView): TaskMirror;
+  /** Restores what `toJSON()` produced (object or JSON text). */
+  static fromJSON(value: MirrorJSON | string): TaskMirror;
+  merge(answer: ResumeAnswer): MergeOutcome;
+  /** Merges an answer given as JSON text: one crossing, no JSON.parse. */
+  mergeJson(json: string): MergeOutcome;
+  readonly task: TaskView | undefined;
+  readonly taskId: string;
+  /** The cursor to resume from (0 when nothing is known). */
+  readonly version: number;
+  readonly state: State | undefined;
+  readonly progress: number;
+  toJSON(): MirrorJSON;
+  free(): void;
+}

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Installs what a fresh machine lacks for building and testing taskwire,
+# and does nothing when it is already there. Called by `npm test`,
+# `npm run build` and `npm run demo`; safe to run by hand.
+#
+#   scripts/setup.sh            toolchain + npm dependencies
+#   scripts/setup.sh browser    … + Chromium and chromedriver
+#   scripts/setup.sh postgres   … + PostgreSQL server binaries
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Must equal the `=` pin of wasm-bindgen in wasm/Cargo.toml.
+WASM_BINDGEN_VERSION=0.2.130
+
+say() { printf 'setup: %s\n' "$*" >&2; }
+
+need_rust() {
+  command -v cargo >/dev/null || { say "cargo not found: install Rust with rustup (https://rustup.rs)"; exit 1; }
+  if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown; then
+    say "adding the wasm32-unknown-unknown target"
+    rustup target add wasm32-unknown-unknown
+  fi
+  if [ "$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')" != "$WASM_BINDGEN_VERSION" ]; then
+    say "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION (a few minutes, once)"
+    cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --force
+  fi
+  if ! command -v wasm-pack >/dev/null; then
+    say "installing wasm-pack (a few minutes, once)"
+    cargo install wasm-pack
+  fi
+}
+
+need_npm() {
+  if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+    say "installing npm dependencies"
+    npm ci --no-audit --no-fund
+  fi
+}
+
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else return 1; fi
+}
+
+need_browser() {
+  local chrome="${CHROME_BIN:-/usr/bin/chromium}" driver="${CHROMEDRIVER:-/usr/bin/chromedriver}"
+  if [ -x "$chrome" ] && [ -x "$driver" ]; then return; fi
+  if command -v apt-get >/dev/null && as_root true 2>/dev/null; then
+    say "installing Chromium and chromedriver with apt"
+    as_root apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq chromium chromium-driver >/dev/null
+  else
+    say "Chromium and chromedriver are needed for the browser tests."
+    say "Install them (Debian: apt-get install chromium chromium-driver), or set"
+    say "CHROME_BIN and CHROMEDRIVER to an existing Chrome/Chromium and matching chromedriver."
+    exit 1
+  fi
+}
+
+need_postgres() {
+  if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null; then return; fi
+  if command -v apt-get >/dev/null && as_root true 2>/dev/null; then
+    say "installing PostgreSQL with apt"
+    as_root apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq postgresql >/dev/null
+  else
+    say "PostgreSQL server binaries (initdb, pg_ctl) are needed for the scale-out tests."
+    exit 1
+  fi
+}
+
+need_rust
+need_npm
+for extra in "$@"; do
+  case "$extra" in
+    browser) need_browser ;;
+    postgres) need_postgres ;;
+    *) say "unknown extra: $extra"; exit 2 ;;
+  esac
+done

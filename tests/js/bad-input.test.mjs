@@ -1,0 +1,175 @@
+// Thousands of random and malformed JavaScript values into every function
+// and constructor of the package. Every call must either return or throw
+// an Error with a `.code`; a wasm trap (`RuntimeError: unreachable`) or any
+// other throw fails. Afterwards the module must still work: the seed's
+// summary scenario runs and gives the right result. Seeded; the failing
+// seed and call are printed.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import * as tw from "../../dist/node.js";
+
+const { TaskBook, TaskMirror, createTask, applyEvent, expireTask } = tw;
+
+function rng(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const HUGE = "x".repeat(1 << 20);
+const TOO_HUGE = "y".repeat(33 * 1024 * 1024);
+
+function throwingGetter(field) {
+  return Object.defineProperty({ type: "start", atMs: 1, worker: "w" }, field, {
+    enumerable: true,
+    get() {
+      throw new Error("getter exploded");
+    },
+  });
+}
+
+function cyclic() {
+  const o = { type: "start", atMs: 1, worker: "w" };
+  o.self = o;
+  return o;
+}
+
+function deep(n) {
+  let v = [];
+  for (let i = 0; i < n; i++) v = [v];
+  return v;
+}
+
+const SCALARS = [
+  null, undefined, true, false, 0, -0, 1, -1, 1.5, NaN, Infinity, -Infinity, 2 ** 60, 2 ** 53, 2 ** 53 + 2,
+  Number.MAX_VALUE, Number.MIN_VALUE, 1e-320, "", " ", "\uFEFF", "0", "1", "t", "summary", "NaN", "\ud800",
+  "\u0000", "😀", HUGE, 10n, Symbol("s"), () => 1, new Date(0), /re/, new Map(), new Uint8Array(4),
+];
+
+const TEMPLATES = {
+  start: { type: "start", atMs: 1200, worker: "w" },
+  progress: { type: "progress", atMs: 6400, progress: 25, cursor: "c" },
+  succeed: { type: "succeed", atMs: 24300, resultRef: "r", resultHash: "sha256:ab12" },
+  fail: { type: "fail", atMs: 10, error: "e", retryable: true },
+  expire: { type: "expire", atMs: 5 },
+  input: { id: "t", nowMs: 0, ttlMs: 1000, maxAttempts: 3 },
+  view: { id: "t", state: "running", expiresAtMs: 1000, attempts: 1, maxAttempts: 3, progress: 10, version: 2 },
+  task: { id: "t", state: "queued", expiresAtMs: 1000, attempts: 0, maxAttempts: 3, progress: 0, version: 0, history: [] },
+  delta: { mode: "delta", events: [{ version: 1, event: { type: "start", atMs: 1, worker: "w" } }], task: { id: "t", state: "running", expiresAtMs: 1000, attempts: 1, maxAttempts: 3, progress: 0, version: 1 } },
+  snapshot: { mode: "snapshot", events: [], task: { id: "t", state: "queued", expiresAtMs: 1000, attempts: 0, maxAttempts: 3, progress: 0, version: 0 } },
+  mirror: { taskId: "t", task: null },
+};
+
+function junk(r, depth = 0) {
+  const k = r();
+  if (k < 0.45 || depth > 3) return SCALARS[Math.floor(r() * SCALARS.length)];
+  if (k < 0.55) return [junk(r, depth + 1), junk(r, depth + 1)];
+  if (k < 0.6) return throwingGetter(["atMs", "type", "worker"][Math.floor(r() * 3)]);
+  if (k < 0.63) return cyclic();
+  if (k < 0.65) return deep(r() < 0.5 ? 100 : 20_000);
+  if (k < 0.66) return TOO_HUGE;
+  if (k < 0.68) return new Proxy({}, { get() { throw new Error("proxy"); }, ownKeys() { throw new Error("proxy"); } });
+  return mutate(r, Object.values(TEMPLATES)[Math.floor(r() * Object.keys(TEMPLATES).length)], depth + 1);
+}
+
+/** A near-valid value: a template (plain data) with a few fields
+ * replaced, removed or added. */
+function mutate(r, template, depth = 0) {
+  const v = structuredClone(template);
+  const keys = Object.keys(v);
+  const n = 1 + Math.floor(r() * 3);
+  for (let i = 0; i < n; i++) {
+    const key = keys[Math.floor(r() * keys.length)];
+    const what = r();
+    if (what < 0.5) v[key] = junk(r, depth + 1);
+    else if (what < 0.7) delete v[key];
+    else if (what < 0.85) v["extra" + i] = junk(r, depth + 1);
+    // Recurse into the template's own (plain) value, never into junk.
+    else if (template[key] && typeof template[key] === "object") v[key] = mutate(r, template[key], depth + 1);
+  }
+  return v;
+}
+
+function arg(r) {
+  return r() < 0.5 ? junk(r) : mutate(r, Object.values(TEMPLATES)[Math.floor(r() * Object.keys(TEMPLATES).length)]);
+}
+
+/** JSON text of a value, as a server might send it (the harness's own
+ * stringify must not throw on the proxies and cycles it generates). */
+function safeText(v) {
+  try {
+    return JSON.stringify(v) ?? "null";
+  } catch {
+    return "{";
+  }
+}
+
+function validBook() {
+  const book = new TaskBook({ retentionVersions: 8 });
+  book.create({ id: "t", nowMs: 0, ttlMs: 1000, maxAttempts: 3 });
+  book.apply("t", { type: "start", atMs: 1, worker: "w" });
+  return book;
+}
+
+const CALLS = [
+  ["createTask", (r) => createTask(arg(r))],
+  ["applyEvent", (r) => applyEvent(arg(r), arg(r))],
+  ["expireTask", (r) => expireTask(arg(r))],
+  ["new TaskBook", (r) => new TaskBook(arg(r))],
+  ["book.create", (r, ctx) => ctx.book.create(arg(r))],
+  ["book.get", (r, ctx) => ctx.book.get(junk(r))],
+  ["book.apply", (r, ctx) => ctx.book.apply(r() < 0.7 ? "t" : junk(r), arg(r), r() < 0.5 ? undefined : junk(r))],
+  ["book.resume", (r, ctx) => ctx.book.resume(r() < 0.7 ? "t" : junk(r), junk(r))],
+  ["book.resumeJson", (r, ctx) => ctx.book.resumeJson(r() < 0.7 ? "t" : junk(r), junk(r))],
+  ["book.deliverResult", (r, ctx) => ctx.book.deliverResult(r() < 0.7 ? "t" : junk(r), junk(r), junk(r))],
+  ["book.expireDue", (r, ctx) => ctx.book.expireDue(junk(r))],
+  ["book.drainNotifications", (_r, ctx) => ctx.book.drainNotifications()],
+  ["new TaskMirror", (r) => new TaskMirror(junk(r))],
+  ["TaskMirror.fromSnapshot", (r) => TaskMirror.fromSnapshot(arg(r))],
+  ["TaskMirror.fromJSON", (r) => TaskMirror.fromJSON(arg(r))],
+  ["mirror.merge", (r, ctx) => ctx.mirror.merge(arg(r))],
+  ["mirror.mergeJson", (r, ctx) => ctx.mirror.mergeJson(r() < 0.5 ? safeText(arg(r)) : junk(r))],
+];
+
+test("no input traps the module or throws anything but a coded Error", () => {
+  const seed = Number(process.env.FUZZ_SEED ?? 20261129);
+  const rounds = Number(process.env.FUZZ_ROUNDS ?? 10000);
+  const r = rng(seed);
+  const ctx = { book: validBook(), mirror: new TaskMirror("t") };
+  let threw = 0;
+  for (let i = 0; i < rounds; i++) {
+    const [name, call] = CALLS[Math.floor(r() * CALLS.length)];
+    try {
+      call(r, ctx);
+    } catch (e) {
+      threw++;
+      if (!(e instanceof Error) || typeof e.code !== "string" || e.code === "internal" || e instanceof WebAssembly.RuntimeError) {
+        assert.fail(`seed ${seed}, call ${i} (${name}): threw ${e instanceof Error ? `${e.name} ${e.code ?? ""}: ${e.message}` : String(e)}`);
+      }
+    }
+  }
+  assert.ok(threw > rounds / 10, `only ${threw} of ${rounds} calls were rejected: the fuzz is too tame`);
+
+  // The module still works: the fuzzed book keeps its task, and a fresh
+  // run of the seed's summary gives the right answer.
+  assert.equal(ctx.book.get("t").id, "t");
+  const book = new TaskBook();
+  book.create({ id: "summary", nowMs: 0, ttlMs: 3_600_000, maxAttempts: 3 });
+  for (const [event, cb] of [
+    [{ type: "start", atMs: 1200, worker: "w" }, "1"],
+    [{ type: "progress", atMs: 6400, progress: 25, cursor: "c" }, "2"],
+    [{ type: "progress", atMs: 13100, progress: 55, cursor: "c" }, "3"],
+    [{ type: "progress", atMs: 20700, progress: 82, cursor: "c" }, "4"],
+    [{ type: "succeed", atMs: 24300, resultRef: "r", resultHash: "sha256:ab12" }, "5"],
+  ]) {
+    assert.equal(book.apply("summary", event, cb).changed, true);
+  }
+  assert.equal(book.apply("summary", { type: "succeed", atMs: 24400, resultRef: "r", resultHash: "sha256:ab12" }, "6").reason, "duplicate-result");
+  assert.deepEqual(book.resume("summary", 3).events.map((e) => e.version), [4, 5]);
+  assert.equal(book.drainNotifications().length, 1);
+});

@@ -1,0 +1,87 @@
+// Compiled with `tsc --noEmit -p tests/js` in CI: the public types must
+// accept correct use and reject incorrect use (the @ts-expect-error lines
+// fail the build if they ever stop being errors).
+import init, {
+  TaskBook,
+  TaskMirror,
+  TaskwireError,
+  applyEvent,
+  createTask,
+  type CallbackResult,
+  type Delivery,
+  type MergeOutcome,
+  type ResumeAnswer,
+  type Task,
+  type TaskEvent,
+  type TaskView,
+} from "taskwire";
+
+async function example(): Promise<void> {
+  await init();
+  const book = new TaskBook({ retentionVersions: 8 });
+  const task: Task = book.create({ id: "t", nowMs: 0, ttlMs: 1000, maxAttempts: 3 });
+  const event: TaskEvent = { type: "progress", atMs: 1, progress: 25, cursor: "c" };
+  const result: CallbackResult = book.apply(task.id, event, "cb-1");
+  const reason: "progress" | "started" | string = result.reason;
+  void reason;
+
+  // @ts-expect-error: a progress event needs `cursor`
+  book.apply("t", { type: "progress", atMs: 1, progress: 25 });
+  // @ts-expect-error: unknown event type
+  book.apply("t", { type: "launch", atMs: 1 });
+  // @ts-expect-error: reasons are a closed union
+  const bad: CallbackResult["reason"] = "done";
+  void bad;
+
+  const answer: ResumeAnswer = book.resume("t", 3);
+  switch (answer.mode) {
+    case "delta":
+      for (const entry of answer.events) {
+        if (entry.event.type === "succeed") {
+          const hash: string = entry.event.resultHash;
+          void hash;
+        }
+      }
+      break;
+    case "snapshot": {
+      const view: TaskView = answer.task;
+      void view;
+      break;
+    }
+    case "caught-up":
+      break;
+    default: {
+      const never: never = answer;
+      void never;
+    }
+  }
+
+  const delivery: Delivery = book.deliverResult("t", "k", 1);
+  if (delivery.ok) {
+    const key: string = delivery.receipt.idempotencyKey;
+    void key;
+  }
+
+  const mirror = new TaskMirror("t");
+  const outcome: MergeOutcome = mirror.merge(answer);
+  if (outcome.next === "snapshot") {
+    mirror.mergeJson("{}");
+  }
+  const version: number = mirror.version;
+  const restored = TaskMirror.fromJSON(mirror.toJSON());
+  void restored, version;
+
+  const t2 = applyEvent(createTask({ id: "x", nowMs: 0, ttlMs: 1, maxAttempts: 1 }), { type: "expire", atMs: 0 });
+  const history: number = t2.task.history.length;
+  void history;
+
+  try {
+    book.get("t");
+  } catch (e) {
+    if (e instanceof TaskwireError) {
+      const code: "invalid-request" | "not-found" | "task-exists" | "not-initialized" | "internal" = e.code;
+      void code;
+    }
+  }
+}
+void example;

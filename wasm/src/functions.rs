@@ -1,0 +1,35 @@
+//! The pure functions: `createTask`, `applyEvent`, `expireTask`.
+//!
+//! They take and return whole tasks, history included, as in the seed:
+//! O(history) per call, because the task lives in JavaScript between
+//! calls. `TaskBook` keeps tasks inside wasm and is O(1) per event.
+
+use taskwire_core as tw;
+use tw::wire::{from_json, to_json};
+use wasm_bindgen::prelude::wasm_bindgen;
+
+use crate::{throw, Result};
+
+/// `createTask(input)`: a queued task at version 0.
+#[wasm_bindgen]
+pub fn create_task(input: &str) -> Result<String> {
+    let input: tw::CreateTask = from_json(input, "input").map_err(throw)?;
+    tw::create_task(&input).map(|t| to_json(&t)).map_err(throw)
+}
+
+/// `applyEvent(task, event)`: the transition, task included.
+#[wasm_bindgen]
+pub fn apply_event(task: &str, event: &str) -> Result<String> {
+    // The event is checked first, as everywhere: invalid input is an error
+    // whatever the task.
+    let event: tw::Event = from_json(event, "event").map_err(throw)?;
+    let task: tw::Task = from_json(task, "task").map_err(throw)?;
+    Ok(to_json(&tw::apply_event(task, event)))
+}
+
+/// `expireTask(task)`: the transition, task included.
+#[wasm_bindgen]
+pub fn expire_task(task: &str) -> Result<String> {
+    let task: tw::Task = from_json(task, "task").map_err(throw)?;
+    Ok(to_json(&tw::expire_task(task)))
+}

@@ -1,0 +1,53 @@
+//! # taskwire-wasm
+//!
+//! Thin wasm-bindgen bindings over `taskwire-core`, consumed by the npm
+//! package's JavaScript layer (`js/`), which is the public API.
+//!
+//! ## The boundary: JSON text, one crossing per call
+//! Every value crosses as JSON text: JavaScript's native `JSON.stringify`
+//! and `JSON.parse` are faster than walking an object field by field
+//! across the boundary (serde-wasm-bindgen measured ~2.5 µs just to read
+//! one small event), and a resume answer fetched from a server is already
+//! text, so the client hands it over without ever parsing it in
+//! JavaScript. The numbers are in the package README.
+//!
+//! ## Errors
+//! A failed call throws a JavaScript string `"<code>\t<message>"`; the JS
+//! layer turns it into a `TaskwireError` (an `Error` with `.code`). No
+//! export can panic: every input is parsed with `taskwire_core::wire`, and
+//! release builds abort on panic, so a panic path would be a trap.
+
+#![forbid(unsafe_code)]
+
+use taskwire_core as tw;
+use wasm_bindgen::JsValue;
+
+mod book;
+mod functions;
+mod mirror;
+
+pub use book::BookHandle;
+pub use functions::{apply_event, create_task, expire_task};
+pub use mirror::MirrorHandle;
+
+/// The thrown form of an error: `"<code>\t<message>"`.
+fn throw(e: tw::Error) -> JsValue {
+    let mut s = String::with_capacity(e.message.len() + 20);
+    s.push_str(e.code.as_str());
+    s.push('\t');
+    s.push_str(&e.message);
+    JsValue::from_str(&s)
+}
+
+/// Reads a JavaScript number that must be a safe integer ≥ 0.
+fn safe_int(value: f64, field: &str) -> Result<u64> {
+    tw::value::to_safe_u64(value).ok_or_else(|| {
+        throw(tw::Error::invalid(format!(
+            "{field}: must be an integer from 0 to {}, got {}",
+            tw::MAX_SAFE_INTEGER,
+            tw::value::number(value)
+        )))
+    })
+}
+
+type Result<T> = std::result::Result<T, JsValue>;
