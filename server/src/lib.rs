@@ -12,12 +12,14 @@
 //! - [`sweeper`]: expires tasks at their TTL.
 //! - [`notify`]: posts outbox rows to `--notify-url`.
 //! - [`client`]: a small HTTP client (tests, load tool, webhook).
+//! - [`demo`]: `--demo`'s page, in-server executor and endpoints.
 
 #![forbid(unsafe_code)]
 
 pub mod auth;
 pub mod client;
 pub mod config;
+pub mod demo;
 pub mod error;
 pub mod hub;
 pub mod notify;
@@ -64,6 +66,8 @@ pub struct Inner {
     pub stats: Stats,
     /// The configuration it started with.
     pub config: Config,
+    /// The address actually bound (the demo executor calls back to it).
+    pub addr: SocketAddr,
 }
 
 /// Shared application state.
@@ -129,6 +133,7 @@ pub async fn start(config: Config) -> Result<Server, String> {
         cors_origins: config.cors_origins.clone(),
         stats: Stats::default(),
         config: config.clone(),
+        addr,
     });
     let mut background = vec![tokio::spawn(sweeper::run(
         Arc::clone(&state),

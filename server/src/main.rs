@@ -16,9 +16,25 @@ macro_rules! say {
 use taskwire_server::signature::DEV_SECRET;
 use taskwire_server::Config;
 
-#[tokio::main]
-async fn main() {
+fn main() {
     let config = Config::parse();
+    // Store reads run on the blocking pool, at most 8 at once; a small cap
+    // keeps idle pool threads (and their stacks) from piling up under
+    // 10,000 held requests.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .max_blocking_threads(16)
+        .build();
+    match runtime {
+        Ok(rt) => rt.block_on(serve(config)),
+        Err(e) => {
+            eprintln!("taskwire-server: runtime: {e}");
+            std::process::exit(2);
+        }
+    }
+}
+
+async fn serve(config: Config) {
     let server = match taskwire_server::start(config.clone()).await {
         Ok(s) => s,
         Err(e) => {
@@ -65,6 +81,18 @@ fn print_banner(config: &Config, addr: std::net::SocketAddr) {
     say!("  retention:  {} versions", config.retention);
     if !config.cors_origins.is_empty() {
         say!("  cors:       {}", config.cors_origins.join(", "));
+    }
+    if config.demo {
+        let dir = &config.demo_dir;
+        let note = if dir.join("index.html").is_file() {
+            ""
+        } else {
+            " (no index.html there yet)"
+        };
+        say!(
+            "  demo:       page from {}{note}; executor and /v1/demo/* enabled",
+            dir.display()
+        );
     }
     if let Some(url) = &config.notify_url {
         say!("  notify:     {url}");

@@ -7,7 +7,7 @@ mod cors;
 mod events;
 mod notifications;
 mod resume;
-mod tasks;
+pub(crate) mod tasks;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -39,7 +39,11 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/tasks/{id}/callbacks", post(callbacks::callback))
         .route("/v1/tasks/{id}/deliveries", post(tasks::deliver))
         .route("/v1/notifications", get(notifications::list));
-    app = app.fallback(not_found);
+    app = if state.config.demo {
+        crate::demo::routes(app)
+    } else {
+        app.fallback(not_found)
+    };
     app.method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(middleware::from_fn_with_state(state.clone(), cors::cors))
