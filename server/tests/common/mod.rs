@@ -158,6 +158,8 @@ pub fn fail_ev(at: u64, retryable: bool) -> Value {
 /// Asserts the JSON error shape.
 pub fn assert_error(r: &Reply, status: u16, code: &str, field: &str) {
     assert_eq!(r.status, status, "{:?}", r.json());
+    assert_eq!(r.header("cache-control"), Some("no-store"));
+    assert_eq!(r.header("content-type"), Some("application/json"));
     let body = r.json();
     assert_eq!(body["error"]["code"], code, "{body}");
     let message = body["error"]["message"].as_str().unwrap_or("");
