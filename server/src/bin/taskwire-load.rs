@@ -224,7 +224,7 @@ async fn fanout(ctx: Arc<Ctx>, watchers: usize, trials: usize) -> Res<()> {
     }
     let mut lasts = Vec::new();
     let mut all = Vec::new();
-    for trial in 0..trials.min(99) {
+    for trial in 0..trials.clamp(1, 99) {
         let cursor = trial as u64 + 1;
         let mut tasks = Vec::with_capacity(watchers);
         for mut c in conns.drain(..) {
