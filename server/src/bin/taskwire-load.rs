@@ -1,0 +1,316 @@
+//! `taskwire-load`: the loopback load client behind the numbers in
+//! server/README.md. Three scenarios, each bounded in count and time:
+//!
+//! - `hold`: N concurrent held long-polls; prints the server's RSS.
+//! - `fanout`: W watchers of one task; time from a callback to the last
+//!   watcher receiving it, over T trials (p50/p99).
+//! - `callbacks`: C connections posting signed callbacks for S seconds;
+//!   durable callbacks per second (each answer comes after its commit).
+//!
+//! Loopback only: `--addr` must be a 127.0.0.0/8 address.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::{Parser, Subcommand};
+use serde_json::json;
+use taskwire_server::client::Conn;
+use taskwire_server::signature::{Secret, DEV_SECRET};
+
+#[derive(Parser)]
+#[command(
+    name = "taskwire-load",
+    about = "Loopback load client for taskwire-server"
+)]
+struct Args {
+    /// Server address (loopback only).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    addr: String,
+    /// Bearer token.
+    #[arg(long, default_value = "demo")]
+    token: String,
+    /// Callback secret.
+    #[arg(long, default_value = DEV_SECRET, hide_default_value = true)]
+    secret: String,
+    #[command(subcommand)]
+    scenario: Scenario,
+}
+
+#[derive(Subcommand)]
+enum Scenario {
+    /// Hold N long-polls at once and report the server's RSS.
+    Hold {
+        /// Held requests.
+        #[arg(long, default_value_t = 10_000)]
+        n: usize,
+        /// Tasks they are spread over.
+        #[arg(long, default_value_t = 100)]
+        tasks: usize,
+        /// Server pid, to read its RSS from /proc.
+        #[arg(long)]
+        pid: Option<u32>,
+    },
+    /// Time a callback's fan-out to W watchers of one task.
+    Fanout {
+        /// Watchers.
+        #[arg(long, default_value_t = 1_000)]
+        watchers: usize,
+        /// Trials.
+        #[arg(long, default_value_t = 30)]
+        trials: usize,
+    },
+    /// Durable callbacks per second.
+    Callbacks {
+        /// Concurrent connections.
+        #[arg(long, default_value_t = 64)]
+        conns: usize,
+        /// Seconds to run.
+        #[arg(long, default_value_t = 10)]
+        seconds: u64,
+    },
+}
+
+type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+#[tokio::main]
+async fn main() -> Res<()> {
+    let args = Args::parse();
+    let ip = args.addr.rsplit_once(':').map_or("", |(h, _)| h);
+    if !(ip.starts_with("127.") || ip == "localhost" || ip == "[::1]") {
+        return Err(format!("--addr {}: loopback addresses only", args.addr).into());
+    }
+    let ctx = Arc::new(Ctx {
+        addr: args.addr.clone(),
+        auth: format!("Bearer {}", args.token),
+        secret: Secret::parse(&args.secret)?,
+    });
+    match args.scenario {
+        Scenario::Hold { n, tasks, pid } => hold(ctx, n, tasks, pid).await,
+        Scenario::Fanout { watchers, trials } => fanout(ctx, watchers, trials).await,
+        Scenario::Callbacks { conns, seconds } => callbacks(ctx, conns, seconds).await,
+    }
+}
+
+struct Ctx {
+    addr: String,
+    auth: String,
+    secret: Secret,
+}
+
+impl Ctx {
+    async fn create(&self, conn: &mut Conn) -> Res<String> {
+        let r = conn
+            .send(
+                "POST",
+                "/v1/tasks",
+                &[("authorization", &self.auth)],
+                r#"{"ttlMs":3600000,"maxAttempts":1}"#,
+            )
+            .await?;
+        r.json()["id"]
+            .as_str()
+            .map(String::from)
+            .ok_or_else(|| format!("create: {}", r.status).into())
+    }
+
+    async fn callback(
+        &self,
+        conn: &mut Conn,
+        task: &str,
+        id: &str,
+        event: &serde_json::Value,
+    ) -> Res<()> {
+        let body = event.to_string();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)?
+            .as_secs() as i64;
+        let signed = self.secret.headers(id, now, body.as_bytes());
+        let hs: Vec<(&str, &str)> = signed.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let r = conn
+            .send("POST", &format!("/v1/tasks/{task}/callbacks"), &hs, body)
+            .await?;
+        if r.status != 200 {
+            return Err(format!("callback: {} {:?}", r.status, r.json()).into());
+        }
+        Ok(())
+    }
+}
+
+fn progress(p: u64) -> serde_json::Value {
+    json!({"type":"progress","atMs":p + 1,"progress":p,"cursor":format!("c{p}")})
+}
+
+fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+async fn hold(ctx: Arc<Ctx>, n: usize, tasks: usize, pid: Option<u32>) -> Res<()> {
+    let mut conn = Conn::open(&ctx.addr).await?;
+    let mut ids = Vec::new();
+    for _ in 0..tasks.max(1) {
+        ids.push(ctx.create(&mut conn).await?);
+    }
+    if let Some(pid) = pid {
+        println!("server RSS before: {} KiB", rss_kib(pid).unwrap_or(0));
+    }
+    let returned = Arc::new(AtomicU64::new(0));
+    let mut held = Vec::with_capacity(n);
+    for i in 0..n {
+        let ctx = Arc::clone(&ctx);
+        let id = ids[i % ids.len()].clone();
+        let returned = Arc::clone(&returned);
+        held.push(tokio::spawn(async move {
+            let mut c = Conn::open(&ctx.addr).await?;
+            let path = format!("/v1/tasks/{id}/resume?cursor=0&waitMs=30000");
+            let r = c
+                .send("GET", &path, &[("authorization", &ctx.auth)], "")
+                .await?;
+            returned.fetch_add(1, Ordering::Relaxed);
+            Res::Ok(r.json()["mode"] == "delta")
+        }));
+        if i % 500 == 499 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let early = returned.load(Ordering::Relaxed);
+    println!(
+        "held long-polls: {} (returned early: {early})",
+        n as u64 - early
+    );
+    if let Some(pid) = pid {
+        println!(
+            "server RSS while holding {n}: {} KiB",
+            rss_kib(pid).unwrap_or(0)
+        );
+    }
+    // Release them all with one callback per task.
+    let t = Instant::now();
+    for id in &ids {
+        ctx.callback(
+            &mut conn,
+            id,
+            "start",
+            &json!({"type":"start","atMs":1,"worker":"load"}),
+        )
+        .await?;
+    }
+    let mut woken = 0;
+    for h in held {
+        if matches!(h.await, Ok(Ok(true))) {
+            woken += 1;
+        }
+    }
+    println!("woken with a delta: {woken}/{n} in {:?}", t.elapsed());
+    Ok(())
+}
+
+async fn fanout(ctx: Arc<Ctx>, watchers: usize, trials: usize) -> Res<()> {
+    let mut conn = Conn::open(&ctx.addr).await?;
+    let id = ctx.create(&mut conn).await?;
+    ctx.callback(
+        &mut conn,
+        &id,
+        "start",
+        &json!({"type":"start","atMs":1,"worker":"load"}),
+    )
+    .await?;
+    let mut conns = Vec::with_capacity(watchers);
+    for _ in 0..watchers {
+        conns.push(Conn::open(&ctx.addr).await?);
+    }
+    let mut lasts = Vec::new();
+    let mut all = Vec::new();
+    for trial in 0..trials.clamp(1, 99) {
+        let cursor = trial as u64 + 1;
+        let mut tasks = Vec::with_capacity(watchers);
+        for mut c in conns.drain(..) {
+            let ctx = Arc::clone(&ctx);
+            let path = format!("/v1/tasks/{id}/resume?cursor={cursor}&waitMs=30000");
+            tasks.push(tokio::spawn(async move {
+                let r = c
+                    .send("GET", &path, &[("authorization", &ctx.auth)], "")
+                    .await;
+                (c, r.map(|_| Instant::now()))
+            }));
+        }
+        // Let every request reach the server and be held.
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        let t0 = Instant::now();
+        ctx.callback(&mut conn, &id, &format!("p{cursor}"), &progress(cursor))
+            .await?;
+        let mut last = Duration::ZERO;
+        for t in tasks {
+            let (c, at) = t.await?;
+            let d = at?.saturating_duration_since(t0);
+            all.push(d);
+            last = last.max(d);
+            conns.push(c);
+        }
+        lasts.push(last);
+    }
+    lasts.sort();
+    all.sort();
+    let pct = |v: &[Duration], p: f64| v[((v.len() as f64 - 1.0) * p).round() as usize];
+    println!(
+        "{watchers} watchers, {} trials: last watcher p50 {:?}, p99 {:?}, max {:?}",
+        lasts.len(),
+        pct(&lasts, 0.5),
+        pct(&lasts, 0.99),
+        lasts[lasts.len() - 1]
+    );
+    println!(
+        "every watcher (n={}): p50 {:?}, p99 {:?}",
+        all.len(),
+        pct(&all, 0.5),
+        pct(&all, 0.99)
+    );
+    Ok(())
+}
+
+async fn callbacks(ctx: Arc<Ctx>, conns: usize, seconds: u64) -> Res<()> {
+    let done = Arc::new(AtomicU64::new(0));
+    let until = Instant::now() + Duration::from_secs(seconds);
+    let mut workers = Vec::new();
+    let t = Instant::now();
+    for _ in 0..conns {
+        let ctx = Arc::clone(&ctx);
+        let done = Arc::clone(&done);
+        workers.push(tokio::spawn(async move {
+            let mut conn = Conn::open(&ctx.addr).await?;
+            while Instant::now() < until {
+                let id = ctx.create(&mut conn).await?;
+                ctx.callback(
+                    &mut conn,
+                    &id,
+                    "s",
+                    &json!({"type":"start","atMs":1,"worker":"load"}),
+                )
+                .await?;
+                done.fetch_add(1, Ordering::Relaxed);
+                for p in 1..=100 {
+                    if Instant::now() >= until {
+                        break;
+                    }
+                    ctx.callback(&mut conn, &id, &format!("p{p}"), &progress(p))
+                        .await?;
+                    done.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            Res::Ok(())
+        }));
+    }
+    for w in workers {
+        w.await??;
+    }
+    let n = done.load(Ordering::Relaxed);
+    let secs = t.elapsed().as_secs_f64();
+    println!(
+        "{n} durable callbacks in {secs:.1} s over {conns} connections: {:.0}/s",
+        n as f64 / secs
+    );
+    Ok(())
+}

@@ -1,0 +1,133 @@
+//! A minimal HTTP/1.1 client on hyper (already in axum's tree), for the
+//! demo executor's callbacks, the notify webhook, the tests and the load
+//! tool. Plain `http://` only: the reference server talks to executors
+//! and webhooks on a trusted network or loopback (TLS belongs to a proxy).
+
+use std::io;
+
+use axum::body::Bytes;
+use axum::http::{HeaderMap, Method, Request, Response, Uri};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::client::conn::http1::SendRequest;
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpStream;
+
+/// A complete response.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    /// The status code.
+    pub status: u16,
+    /// The headers.
+    pub headers: HeaderMap,
+    /// The whole body.
+    pub body: Bytes,
+}
+
+impl Reply {
+    /// The body as JSON (`Null` when it is not JSON).
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).unwrap_or(serde_json::Value::Null)
+    }
+
+    /// A header as text.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+}
+
+/// One keep-alive connection.
+pub struct Conn {
+    sender: SendRequest<Full<Bytes>>,
+    host: String,
+}
+
+fn other(e: impl std::fmt::Display) -> io::Error {
+    io::Error::other(e.to_string())
+}
+
+impl Conn {
+    /// Connects to `host:port`.
+    pub async fn open(authority: &str) -> io::Result<Conn> {
+        let stream = TcpStream::connect(authority).await?;
+        stream.set_nodelay(true)?;
+        let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(other)?;
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        Ok(Conn {
+            sender,
+            host: authority.to_string(),
+        })
+    }
+
+    /// Sends a request and returns the response with its body unread
+    /// (for streams).
+    pub async fn stream(
+        &mut self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: impl Into<Bytes>,
+    ) -> io::Result<Response<Incoming>> {
+        let mut req = Request::builder()
+            .method(Method::from_bytes(method.as_bytes()).map_err(other)?)
+            .uri(path)
+            .header("host", &self.host);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let req = req.body(Full::new(body.into())).map_err(other)?;
+        self.sender.ready().await.map_err(other)?;
+        self.sender.send_request(req).await.map_err(other)
+    }
+
+    /// Sends a request and reads the whole response.
+    pub async fn send(
+        &mut self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: impl Into<Bytes>,
+    ) -> io::Result<Reply> {
+        let res = self.stream(method, path, headers, body).await?;
+        let (parts, body) = res.into_parts();
+        let body = body.collect().await.map_err(other)?.to_bytes();
+        Ok(Reply {
+            status: parts.status.as_u16(),
+            headers: parts.headers,
+            body,
+        })
+    }
+}
+
+/// One request on a fresh connection.
+pub async fn request(
+    authority: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: impl Into<Bytes>,
+) -> io::Result<Reply> {
+    Conn::open(authority)
+        .await?
+        .send(method, path, headers, body)
+        .await
+}
+
+/// Splits `http://host:port/path` into (`host:port`, `/path`).
+pub fn split_http_url(url: &str) -> Result<(String, String), String> {
+    let uri: Uri = url.parse().map_err(|e| format!("{url}: {e}"))?;
+    if uri.scheme_str() != Some("http") {
+        return Err(format!("{url}: only http:// URLs are supported"));
+    }
+    let authority = uri.authority().ok_or_else(|| format!("{url}: no host"))?;
+    let host = match authority.port_u16() {
+        Some(_) => authority.to_string(),
+        None => format!("{}:80", authority.host()),
+    };
+    let path = uri.path_and_query().map_or("/", |p| p.as_str()).to_string();
+    Ok((host, path))
+}

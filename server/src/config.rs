@@ -1,0 +1,120 @@
+//! Command-line flags, each with an environment twin (`--listen` /
+//! `TASKWIRE_LISTEN`). Defaults make `cargo run -p taskwire-server` work
+//! out of the box on a laptop: token `demo` for tenant `demo`, the
+//! documented development callback secret, data in `./data/`.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use clap::Parser;
+
+use crate::signature::{Secret, DEV_SECRET};
+
+/// The reference taskwire backend: follow long-running tasks through
+/// disconnects, retries and duplicates (see PROTOCOL.md).
+#[derive(Debug, Clone, Parser)]
+#[command(name = "taskwire-server", version)]
+pub struct Config {
+    /// Address to listen on.
+    #[arg(long, env = "TASKWIRE_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: String,
+
+    /// Directory for the SQLite database (created if missing).
+    #[arg(long, env = "TASKWIRE_DATA", default_value = "./data")]
+    pub data: PathBuf,
+
+    /// Bearer token and the tenant it maps to, as TOKEN=TENANT. Repeatable;
+    /// the environment twin takes a comma-separated list.
+    #[arg(
+        long = "token",
+        env = "TASKWIRE_TOKEN",
+        value_name = "TOKEN=TENANT",
+        value_delimiter = ',',
+        default_value = "demo=demo"
+    )]
+    pub tokens: Vec<String>,
+
+    /// Standard Webhooks secret (whsec_<base64>) that executor callbacks are
+    /// signed with; also signs --notify-url posts. The default is a public
+    /// development secret.
+    #[arg(long, env = "TASKWIRE_CALLBACK_SECRET", default_value = DEV_SECRET, hide_default_value = true)]
+    pub callback_secret: String,
+
+    /// Resume window in versions: a client further behind gets a snapshot.
+    #[arg(long, env = "TASKWIRE_RETENTION", default_value_t = 8)]
+    pub retention: u64,
+
+    /// Browser origin allowed by CORS (e.g. http://localhost:5173).
+    /// Repeatable; the environment twin takes a comma-separated list.
+    #[arg(
+        long = "cors-origin",
+        env = "TASKWIRE_CORS_ORIGIN",
+        value_delimiter = ','
+    )]
+    pub cors_origins: Vec<String>,
+
+    /// POST each committed notification to this http:// URL, signed like
+    /// callbacks (webhook-id = notification key), retried with backoff.
+    #[arg(long, env = "TASKWIRE_NOTIFY_URL")]
+    pub notify_url: Option<String>,
+
+    /// Serve the demo page and enable the in-server demo executor and the
+    /// /v1/demo endpoints (see server/README.md).
+    #[arg(long, env = "TASKWIRE_DEMO")]
+    pub demo: bool,
+
+    /// The static directory served at / with --demo.
+    #[arg(long, env = "TASKWIRE_DEMO_DIR", default_value = "web-demo")]
+    pub demo_dir: PathBuf,
+
+    /// SSE heartbeat interval in milliseconds (hidden: tests shorten it).
+    #[arg(
+        long,
+        env = "TASKWIRE_HEARTBEAT_MS",
+        default_value_t = 15_000,
+        hide = true
+    )]
+    pub heartbeat_ms: u64,
+
+    /// How often the TTL sweeper looks for due tasks, in milliseconds.
+    #[arg(long, env = "TASKWIRE_SWEEP_MS", default_value_t = 250, hide = true)]
+    pub sweep_ms: u64,
+
+    /// Most callbacks committed in one group-commit transaction (hidden:
+    /// 1 disables group commit, for the benchmark).
+    #[arg(long, env = "TASKWIRE_MAX_BATCH", default_value_t = 256, hide = true)]
+    pub max_batch: usize,
+}
+
+impl Config {
+    /// The config with every default (no command line, no environment):
+    /// what the tests start from.
+    pub fn defaults() -> Self {
+        Config::parse_from(["taskwire-server"])
+    }
+
+    /// Token → tenant, checked.
+    pub fn token_map(&self) -> Result<HashMap<String, String>, String> {
+        let mut map = HashMap::new();
+        for pair in &self.tokens {
+            let (token, tenant) = pair
+                .split_once('=')
+                .ok_or_else(|| format!("--token: expected TOKEN=TENANT, got {pair:?}"))?;
+            if token.is_empty() || tenant.is_empty() {
+                return Err(format!(
+                    "--token: token and tenant must not be empty in {pair:?}"
+                ));
+            }
+            map.insert(token.to_string(), tenant.to_string());
+        }
+        if map.is_empty() {
+            return Err("--token: at least one TOKEN=TENANT is needed".into());
+        }
+        Ok(map)
+    }
+
+    /// The callback secret, checked.
+    pub fn secret(&self) -> Result<Secret, String> {
+        Secret::parse(&self.callback_secret)
+    }
+}

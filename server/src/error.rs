@@ -1,0 +1,156 @@
+//! The one error shape of the HTTP API:
+//! `{"error":{"code":"invalid-request","message":"cursor: …"}}`.
+//!
+//! Every handler returns `Result<_, ApiError>`, so a client error can only
+//! become one of the statuses PROTOCOL.md lists; `internal` (500) is kept
+//! for store failures, never for bad input.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+use taskwire_core::{Error as CoreError, ErrorCode};
+
+use crate::store::StoreError;
+
+/// An HTTP error with a stable code and a message naming the field.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    /// The HTTP status.
+    pub status: StatusCode,
+    /// The stable code (`invalid-request`, `not-found`, …).
+    pub code: &'static str,
+    /// For humans; names the field or id involved.
+    pub message: String,
+    /// Seconds for `Retry-After` (overload only).
+    pub retry_after: Option<u32>,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+            retry_after: None,
+        }
+    }
+
+    /// 400 `invalid-request`.
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "invalid-request", message)
+    }
+
+    /// 401 `unauthorized`.
+    pub fn unauthorized(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
+    }
+
+    /// 404 `not-found`.
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, "not-found", message)
+    }
+
+    /// 404 for a task id (unknown or another tenant's: same answer).
+    pub fn no_task(id: &str) -> Self {
+        Self::not_found(format!("taskId: no task with id {}", quoted(id)))
+    }
+
+    /// 405 `method-not-allowed`.
+    pub fn method_not_allowed(message: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method-not-allowed",
+            message,
+        )
+    }
+
+    /// 409 `not-succeeded`.
+    pub fn not_succeeded(id: &str) -> Self {
+        Self::new(
+            StatusCode::CONFLICT,
+            "not-succeeded",
+            format!("taskId: task {} has no result", quoted(id)),
+        )
+    }
+
+    /// 413 `payload-too-large`.
+    pub fn too_large(limit: usize) -> Self {
+        Self::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload-too-large",
+            format!("body: must be at most {limit} bytes"),
+        )
+    }
+
+    /// 422 with a code of its own.
+    pub fn unprocessable(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNPROCESSABLE_ENTITY, code, message)
+    }
+
+    /// 503 `overloaded` with `Retry-After: 1`.
+    pub fn overloaded(message: impl Into<String>) -> Self {
+        let mut e = Self::new(StatusCode::SERVICE_UNAVAILABLE, "overloaded", message);
+        e.retry_after = Some(1);
+        e
+    }
+
+    /// 500 `internal`: a server bug or a failing disk, never bad input.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
+    }
+}
+
+/// Quotes a client-supplied string for a message, cut so that a long id
+/// cannot make a long error.
+pub fn quoted(s: &str) -> String {
+    const MAX_CHARS: usize = 64;
+    match s.char_indices().nth(MAX_CHARS) {
+        Some((cut, _)) => format!("\"{}…\"", s.get(..cut).unwrap_or("")),
+        None => format!("\"{s}\""),
+    }
+}
+
+impl From<CoreError> for ApiError {
+    fn from(e: CoreError) -> Self {
+        match e.code {
+            ErrorCode::InvalidRequest => ApiError::invalid(e.message),
+            ErrorCode::NotFound => ApiError::not_found(e.message),
+            // Ids are server-assigned, so a clash is a server bug.
+            ErrorCode::TaskExists => ApiError::internal(e.message),
+        }
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NotFound(id) => ApiError::no_task(&id),
+            StoreError::Invalid(e) => e.into(),
+            StoreError::IdempotencyKeyReused(key) => ApiError::unprocessable(
+                "idempotency-key-reused",
+                format!(
+                    "Idempotency-Key: {} was used with a different body",
+                    quoted(&key)
+                ),
+            ),
+            StoreError::Overloaded => ApiError::overloaded("store: too many writes queued"),
+            StoreError::Internal(message) => ApiError::internal(format!("store: {message}")),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = json!({"error": {"code": self.code, "message": self.message}});
+        let mut res = (self.status, axum::Json(body)).into_response();
+        // An error must not be replayed from a cache either (a 404 before a
+        // create, a 503 during a burst).
+        res.headers_mut()
+            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        if let Some(secs) = self.retry_after {
+            res.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        res
+    }
+}

@@ -1,0 +1,269 @@
+//! In-process wake-ups: commits in, held long-polls and SSE streams out.
+//!
+//! Each watched task has a `tokio::sync::watch` channel holding the latest
+//! committed view and the last `retention` history entries. The store
+//! calls [`Hub::publish`] after every commit (in version order per task),
+//! so a waiter wakes from the commit itself, never by polling the
+//! database, and 1,000 waiters of one task are answered from this memory
+//! copy instead of 1,000 SQLite reads.
+//!
+//! Waiters [`Hub::subscribe`] *before* reading the task from the store:
+//! a commit that lands between the read and the wait is then still seen.
+//!
+//! Seam for issue 7: a PostgreSQL store running on several instances
+//! calls `publish` from its LISTEN/NOTIFY listener for changes committed
+//! elsewhere; [`answer_from`] falls back to a store read whenever memory
+//! does not cover the gap, so partial information is safe.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use taskwire_core::{plan_resume, HistoryEntry, ResumeAnswer, ResumePlan, TaskView};
+use tokio::sync::{watch, Notify};
+
+use crate::store::Change;
+
+/// The latest committed state of one task, as far as this process knows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Latest {
+    /// The view after the last published change.
+    pub view: TaskView,
+    /// Contiguous recent entries, oldest first, ending at `view.version`.
+    pub recent: VecDeque<HistoryEntry>,
+}
+
+type Slot = watch::Sender<Option<Arc<Latest>>>;
+
+/// The wake-up hub shared by the store and the handlers.
+#[derive(Debug)]
+pub struct Hub {
+    slots: Mutex<HashMap<String, Slot>>,
+    retention: usize,
+    /// Bumped by `/v1/demo/drop-connections`: every held request aborts.
+    drops: watch::Sender<u64>,
+    /// Woken when an outbox row commits (the notify-webhook sender waits).
+    pub outbox: Notify,
+}
+
+impl Hub {
+    /// A hub keeping `retention` recent entries per watched task.
+    pub fn new(retention: u64) -> Arc<Self> {
+        Arc::new(Hub {
+            slots: Mutex::new(HashMap::new()),
+            retention: usize::try_from(retention).unwrap_or(usize::MAX).min(4096),
+            drops: watch::channel(0).0,
+            outbox: Notify::new(),
+        })
+    }
+
+    fn slots(&self) -> MutexGuard<'_, HashMap<String, Slot>> {
+        // A poisoned lock only means another thread panicked mid-update of
+        // a map of channels; the map itself is still usable.
+        self.slots.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Starts watching a task. Call before reading it from the store.
+    pub fn subscribe(self: &Arc<Self>, id: &str) -> Subscription {
+        let rx = self
+            .slots()
+            .entry(id.to_string())
+            .or_insert_with(|| watch::channel(None).0)
+            .subscribe();
+        Subscription {
+            hub: Arc::clone(self),
+            id: id.to_string(),
+            rx,
+            drops: self.drops.subscribe(),
+        }
+    }
+
+    /// Publishes committed changes (in commit order). Tasks nobody watches
+    /// cost one map lookup.
+    pub fn publish(&self, changes: &[Change]) {
+        if changes.is_empty() {
+            return;
+        }
+        let slots = self.slots();
+        for change in changes {
+            let Some(slot) = slots.get(&change.view.id) else {
+                continue;
+            };
+            let retention = self.retention;
+            slot.send_modify(|latest| {
+                let mut recent = match latest.as_deref() {
+                    Some(old) if old.view.version + 1 == change.entry.version => old.recent.clone(),
+                    _ => VecDeque::new(),
+                };
+                if change.entry.version == change.view.version {
+                    recent.push_back(change.entry.clone());
+                } else {
+                    recent.clear();
+                }
+                while recent.len() > retention {
+                    recent.pop_front();
+                }
+                *latest = Some(Arc::new(Latest {
+                    view: change.view.clone(),
+                    recent,
+                }));
+            });
+        }
+    }
+
+    /// Makes every held long-poll and SSE stream abort its connection.
+    pub fn drop_connections(&self) {
+        self.drops.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// How many tasks are watched now.
+    pub fn watched(&self) -> usize {
+        self.slots().len()
+    }
+}
+
+/// A waiter's handle on one task; removes the task's slot when the last
+/// waiter goes.
+#[derive(Debug)]
+pub struct Subscription {
+    hub: Arc<Hub>,
+    id: String,
+    rx: watch::Receiver<Option<Arc<Latest>>>,
+    drops: watch::Receiver<u64>,
+}
+
+/// Why a wait ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Wake {
+    /// The task passed the cursor; the latest known state.
+    Changed(Arc<Latest>),
+    /// `/v1/demo/drop-connections` (or shutdown): abort the connection.
+    Dropped,
+}
+
+impl Subscription {
+    /// Waits until the published version passes `cursor`, or a drop.
+    pub async fn wait_past(&mut self, cursor: u64) -> Wake {
+        loop {
+            if let Some(latest) = self.rx.borrow_and_update().clone() {
+                if latest.view.version > cursor {
+                    return Wake::Changed(latest);
+                }
+            }
+            tokio::select! {
+                changed = self.rx.changed() => {
+                    if changed.is_err() {
+                        return Wake::Dropped;
+                    }
+                }
+                _ = self.drops.changed() => return Wake::Dropped,
+            }
+        }
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        let mut slots = self.hub.slots();
+        // Our own receiver is still alive here, so 1 means "only us".
+        if slots.get(&self.id).is_some_and(|s| s.receiver_count() <= 1) {
+            slots.remove(&self.id);
+        }
+    }
+}
+
+/// Answers a client at `cursor` from memory, as the store would (core's
+/// `plan_resume`); `None` when memory lacks entries the delta needs.
+pub fn answer_from(latest: &Latest, cursor: u64, retention: u64) -> Option<ResumeAnswer> {
+    let view = &latest.view;
+    match plan_resume(view.version, cursor, retention) {
+        ResumePlan::CaughtUp => Some(ResumeAnswer::CaughtUp {
+            task: Some(view.clone()),
+        }),
+        ResumePlan::Snapshot => Some(ResumeAnswer::Snapshot { task: view.clone() }),
+        ResumePlan::Delta => {
+            let first = latest.recent.front()?.version;
+            if first > cursor + 1 {
+                return None;
+            }
+            let events: Vec<HistoryEntry> = latest
+                .recent
+                .iter()
+                .filter(|e| e.version > cursor)
+                .cloned()
+                .collect();
+            Some(ResumeAnswer::Delta {
+                events,
+                task: Some(view.clone()),
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use taskwire_core::{create_task, CreateTask, Event, Millis};
+
+    fn view() -> TaskView {
+        create_task(&CreateTask {
+            id: "t".into(),
+            now_ms: 0.0,
+            ttl_ms: 1e9,
+            max_attempts: 1,
+        })
+        .unwrap()
+        .view()
+        .clone()
+    }
+
+    fn change(view: &mut TaskView, event: Event) -> Change {
+        let entry = view.step(&event).entry.unwrap();
+        Change {
+            view: view.clone(),
+            entry,
+        }
+    }
+
+    #[tokio::test]
+    async fn wakes_a_subscriber_and_answers_from_memory() {
+        let hub = Hub::new(8);
+        let mut sub = hub.subscribe("t");
+        let mut v = view();
+        let c = change(
+            &mut v,
+            Event::Start {
+                at_ms: Millis::new(1.0, "x").unwrap(),
+                worker: "w".into(),
+            },
+        );
+        let waiter = tokio::spawn(async move { sub.wait_past(0).await });
+        tokio::task::yield_now().await;
+        hub.publish(&[c]);
+        let Wake::Changed(latest) = waiter.await.unwrap() else {
+            panic!("dropped")
+        };
+        assert_eq!(latest.view.version, 1);
+        let answer = answer_from(&latest, 0, 8).unwrap();
+        assert_eq!(answer.events().len(), 1);
+        // The slot goes with its last subscriber.
+        assert_eq!(hub.watched(), 0);
+        // A cursor before what memory holds needs the store.
+        assert_eq!(
+            answer_from(&latest, 0, 8).map(|a| a.mode()),
+            Some(taskwire_core::ResumeMode::Delta)
+        );
+        let mut older = (*latest).clone();
+        older.recent.clear();
+        assert!(answer_from(&older, 0, 8).is_none());
+    }
+
+    #[tokio::test]
+    async fn drop_connections_releases_waiters() {
+        let hub = Hub::new(8);
+        let mut sub = hub.subscribe("t");
+        let waiter = tokio::spawn(async move { sub.wait_past(0).await });
+        tokio::task::yield_now().await;
+        hub.drop_connections();
+        assert_eq!(waiter.await.unwrap(), Wake::Dropped);
+    }
+}

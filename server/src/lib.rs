@@ -1,0 +1,167 @@
+//! # taskwire-server
+//!
+//! The reference backend of PROTOCOL.md: axum + tokio over a SQLite store
+//! with group commit, waking held long-polls and SSE streams from the
+//! commit itself.
+//!
+//! ## Map
+//! - [`config`]: flags and their environment twins.
+//! - [`store`]: the one storage interface; [`store::sqlite`] implements it.
+//! - [`hub`]: in-process wake-ups (the seam for cross-instance NOTIFY).
+//! - [`routes`]: the HTTP API; [`auth`] and [`signature`] guard it.
+//! - [`sweeper`]: expires tasks at their TTL.
+//! - [`notify`]: posts outbox rows to `--notify-url`.
+//! - [`client`]: a small HTTP client (tests, load tool, webhook).
+//! - [`demo`]: `--demo`'s page, in-server executor and endpoints.
+
+#![forbid(unsafe_code)]
+
+pub mod auth;
+pub mod client;
+pub mod config;
+pub mod demo;
+pub mod error;
+pub mod hub;
+pub mod notify;
+pub mod routes;
+pub mod signature;
+pub mod stats;
+pub mod store;
+pub mod sweeper;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+pub use config::Config;
+
+use crate::hub::Hub;
+use crate::signature::Secret;
+use crate::stats::Stats;
+use crate::store::sqlite::SqliteStore;
+use crate::store::Store;
+
+/// What every handler shares.
+pub struct Inner {
+    /// The storage interface (handlers know nothing else of storage).
+    pub store: Arc<dyn Store>,
+    /// Wake-ups.
+    pub hub: Arc<Hub>,
+    /// Bearer token → tenant.
+    pub tokens: HashMap<String, String>,
+    /// Callback signing secret.
+    pub secret: Secret,
+    /// Resume window, in versions.
+    pub retention: u64,
+    /// SSE heartbeat interval.
+    pub heartbeat_ms: u64,
+    /// Origins allowed by CORS.
+    pub cors_origins: Vec<String>,
+    /// Callback counters.
+    pub stats: Stats,
+    /// The configuration it started with.
+    pub config: Config,
+    /// The address actually bound (the demo executor calls back to it).
+    pub addr: SocketAddr,
+}
+
+/// Shared application state.
+pub type AppState = Arc<Inner>;
+
+/// A running server.
+pub struct Server {
+    /// The address it listens on (the real port when 0 was asked).
+    pub addr: SocketAddr,
+    /// Its state (tests peek at stats and the hub).
+    pub state: AppState,
+    shutdown: Option<oneshot::Sender<()>>,
+    serve: JoinHandle<std::io::Result<()>>,
+    background: Vec<JoinHandle<()>>,
+}
+
+impl Server {
+    /// Stops: aborts held requests, finishes the rest, stops the sweeper.
+    pub async fn stop(mut self) {
+        self.state.hub.drop_connections();
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        let _ = (&mut self.serve).await;
+        for task in &self.background {
+            task.abort();
+        }
+    }
+
+    /// Waits until the server stops by itself (it does not, short of an
+    /// I/O error on the listener).
+    pub async fn wait(self) -> std::io::Result<()> {
+        self.serve
+            .await
+            .map_err(|e| std::io::Error::other(e.to_string()))?
+    }
+}
+
+/// Opens the store, binds `config.listen` and starts serving.
+pub async fn start(config: Config) -> Result<Server, String> {
+    let tokens = config.token_map()?;
+    let secret = config.secret()?;
+    let hub = Hub::new(config.retention);
+    let store = SqliteStore::open(
+        &config.data,
+        Arc::clone(&hub),
+        config.retention,
+        config.max_batch,
+    )?;
+    let listener = TcpListener::bind(&config.listen)
+        .await
+        .map_err(|e| format!("--listen {}: {e}", config.listen))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| format!("--listen {}: {e}", config.listen))?;
+    let state: AppState = Arc::new(Inner {
+        store: Arc::new(store),
+        hub,
+        tokens,
+        secret,
+        retention: config.retention,
+        heartbeat_ms: config.heartbeat_ms,
+        cors_origins: config.cors_origins.clone(),
+        stats: Stats::default(),
+        config: config.clone(),
+        addr,
+    });
+    let mut background = vec![tokio::spawn(sweeper::run(
+        Arc::clone(&state),
+        Duration::from_millis(config.sweep_ms.max(10)),
+    ))];
+    if let Some(url) = &config.notify_url {
+        let (authority, path) =
+            client::split_http_url(url).map_err(|e| format!("--notify-url {e}"))?;
+        background.push(tokio::spawn(notify::run(
+            Arc::clone(&state),
+            authority,
+            path,
+        )));
+    }
+    let app = routes::router(Arc::clone(&state));
+    let (tx, rx) = oneshot::channel::<()>();
+    let serve = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                let _ = rx.await;
+            })
+            .await
+    });
+    Ok(Server {
+        addr,
+        state,
+        shutdown: Some(tx),
+        serve,
+        background,
+    })
+}

@@ -1,0 +1,101 @@
+//! `taskwire-server`: see `--help` and server/README.md.
+
+use std::io::Write;
+
+use clap::Parser;
+
+/// `println!` that ignores a closed stdout (a supervisor that stopped
+/// reading must not crash the server).
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, $($arg)*);
+        let _ = out.flush();
+    }};
+}
+use taskwire_server::signature::DEV_SECRET;
+use taskwire_server::Config;
+
+fn main() {
+    let config = Config::parse();
+    // Store reads run on the blocking pool, at most 8 at once; a small cap
+    // keeps idle pool threads (and their stacks) from piling up under
+    // 10,000 held requests.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .max_blocking_threads(16)
+        .build();
+    match runtime {
+        Ok(rt) => rt.block_on(serve(config)),
+        Err(e) => {
+            eprintln!("taskwire-server: runtime: {e}");
+            std::process::exit(2);
+        }
+    }
+}
+
+async fn serve(config: Config) {
+    let server = match taskwire_server::start(config.clone()).await {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("taskwire-server: {e}");
+            std::process::exit(2);
+        }
+    };
+    print_banner(&config, server.addr);
+    tokio::select! {
+        res = server.wait() => {
+            if let Err(e) = res {
+                eprintln!("taskwire-server: {e}");
+                std::process::exit(1);
+            }
+        }
+        _ = tokio::signal::ctrl_c() => {}
+    }
+}
+
+fn print_banner(config: &Config, addr: std::net::SocketAddr) {
+    say!("taskwire-server listening on http://{addr}");
+    say!(
+        "  data:       {}",
+        config.data.join("taskwire.sqlite3").display()
+    );
+    let tenants: Vec<String> = config
+        .tokens
+        .iter()
+        .map(|pair| match pair.split_once('=') {
+            Some((token, tenant)) => {
+                format!("{}…={tenant}", token.chars().take(4).collect::<String>())
+            }
+            None => pair.clone(),
+        })
+        .collect();
+    say!("  tokens:     {}", tenants.join(", "));
+    if config.callback_secret == DEV_SECRET {
+        say!(
+            "  callbacks:  signed with the DEVELOPMENT secret {DEV_SECRET} (set --callback-secret)"
+        );
+    } else {
+        say!("  callbacks:  signed with the configured secret");
+    }
+    say!("  retention:  {} versions", config.retention);
+    if !config.cors_origins.is_empty() {
+        say!("  cors:       {}", config.cors_origins.join(", "));
+    }
+    if config.demo {
+        let dir = &config.demo_dir;
+        let note = if dir.join("index.html").is_file() {
+            ""
+        } else {
+            " (no index.html there yet)"
+        };
+        say!(
+            "  demo:       page from {}{note}; executor and /v1/demo/* enabled",
+            dir.display()
+        );
+    }
+    if let Some(url) = &config.notify_url {
+        say!("  notify:     {url}");
+    }
+    // Flushed line by line: tests and scripts wait for "listening on".
+}

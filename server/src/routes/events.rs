@@ -1,0 +1,126 @@
+//! `GET /v1/tasks/{id}/events`: the resume answers as Server-Sent Events.
+//!
+//! First message: the answer for the starting cursor (`Last-Event-ID`,
+//! else `?cursor`, else 0). Then one message per wake, answering the
+//! previous message's `id`. The stream ends after a terminal message.
+
+use std::time::Duration;
+
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{header, HeaderMap, HeaderValue};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use taskwire_core::wire::to_json;
+use taskwire_core::{ResumeAnswer, MAX_SAFE_INTEGER};
+
+use super::{parse_int, task_id, Query};
+use crate::auth::Tenant;
+use crate::error::ApiError;
+use crate::hub::{answer_from, Subscription, Wake};
+use crate::AppState;
+
+struct Stream {
+    state: AppState,
+    tenant: String,
+    id: String,
+    sub: Subscription,
+    cursor: u64,
+    pending: Option<ResumeAnswer>,
+    done: bool,
+}
+
+/// Opens the stream (errors before the first byte are normal HTTP errors).
+pub async fn events(
+    State(state): State<AppState>,
+    Tenant(tenant): Tenant,
+    path: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, ApiError> {
+    let id = task_id(path)?;
+    let cursor = match headers.get("last-event-id") {
+        Some(v) => {
+            let text = v
+                .to_str()
+                .map_err(|_| ApiError::invalid("Last-Event-ID: must be an integer"))?;
+            parse_int("Last-Event-ID", text.trim(), MAX_SAFE_INTEGER)?
+        }
+        None => Query::parse(raw.as_deref())
+            .int("cursor", MAX_SAFE_INTEGER)?
+            .unwrap_or(0),
+    };
+    let sub = state.hub.subscribe(&id);
+    let first = state
+        .store
+        .resume(tenant.clone(), id.clone(), cursor, false)
+        .await?;
+    let heartbeat = Duration::from_millis(state.heartbeat_ms.max(1));
+    let stream = futures_util::stream::unfold(
+        Stream {
+            state,
+            tenant,
+            id,
+            sub,
+            cursor,
+            pending: Some(first),
+            done: false,
+        },
+        next,
+    );
+    let mut res = Sse::new(stream)
+        .keep_alive(KeepAlive::new().interval(heartbeat).text("hb"))
+        .into_response();
+    let h = res.headers_mut();
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    Ok(res)
+}
+
+type Item = Result<SseEvent, std::io::Error>;
+
+async fn next(mut st: Stream) -> Option<(Item, Stream)> {
+    if st.done {
+        return None;
+    }
+    let answer = match st.pending.take() {
+        Some(a) => a,
+        None => match st.sub.wait_past(st.cursor).await {
+            Wake::Changed(latest) => match answer_from(&latest, st.cursor, st.state.retention) {
+                Some(a) => a,
+                None => {
+                    let read = st
+                        .state
+                        .store
+                        .resume(st.tenant.clone(), st.id.clone(), st.cursor, false)
+                        .await;
+                    match read {
+                        Ok(a) => a,
+                        Err(e) => {
+                            return Some((Err(std::io::Error::other(format!("{e:?}"))), ended(st)))
+                        }
+                    }
+                }
+            },
+            Wake::Dropped => {
+                let err = std::io::Error::other("connection dropped by the server");
+                return Some((Err(err), ended(st)));
+            }
+        },
+    };
+    let (version, terminal) = answer
+        .task()
+        .map_or((st.cursor, false), |t| (t.version, t.state.is_terminal()));
+    st.cursor = version;
+    st.done = terminal;
+    let event = SseEvent::default()
+        .event("resume")
+        .id(version.to_string())
+        .data(to_json(&answer));
+    Some((Ok(event), st))
+}
+
+fn ended(mut st: Stream) -> Stream {
+    st.done = true;
+    st
+}

@@ -1,0 +1,244 @@
+//! The HTTP API of PROTOCOL.md: routing, and the small parsers every
+//! handler shares (ids, bodies, query parameters). Handlers only talk to
+//! the [`crate::store::Store`] interface and the hub.
+
+mod callbacks;
+mod cors;
+mod events;
+mod notifications;
+mod resume;
+pub(crate) mod tasks;
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use axum::body::Bytes;
+use axum::extract::rejection::{BytesRejection, PathRejection};
+use axum::extract::{DefaultBodyLimit, Path};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{middleware, Router};
+use taskwire_core::value::is_blank;
+use taskwire_core::MAX_SAFE_INTEGER;
+
+use crate::error::{quoted, ApiError};
+use crate::AppState;
+
+/// Bodies above this are refused with 413.
+pub const BODY_LIMIT: usize = 64 * 1024;
+/// Ids, callback ids and keys are at most this many bytes.
+pub const MAX_ID_BYTES: usize = 255;
+
+/// The whole application router.
+pub fn router(state: AppState) -> Router {
+    let mut app = Router::new()
+        .route("/v1/tasks", post(tasks::create))
+        .route("/v1/tasks/{id}", get(tasks::get))
+        .route("/v1/tasks/{id}/resume", get(resume::resume))
+        .route("/v1/tasks/{id}/events", get(events::events))
+        .route("/v1/tasks/{id}/callbacks", post(callbacks::callback))
+        .route("/v1/tasks/{id}/deliveries", post(tasks::deliver))
+        .route("/v1/notifications", get(notifications::list));
+    app = if state.config.demo {
+        crate::demo::routes(app)
+    } else {
+        app.fallback(not_found)
+    };
+    app.method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(middleware::from_fn_with_state(state.clone(), cors::cors))
+        .with_state(state)
+}
+
+/// Unknown route: 404 with the JSON error body.
+pub async fn not_found() -> ApiError {
+    ApiError::not_found("path: no such route")
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::method_not_allowed("method: not allowed on this path")
+}
+
+/// The task id from the path: non-blank, at most 255 bytes.
+pub fn task_id(path: Result<Path<String>, PathRejection>) -> Result<String, ApiError> {
+    let Path(id) = path.map_err(|e| ApiError::invalid(format!("taskId: {}", e.body_text())))?;
+    check_id("taskId", &id)?;
+    Ok(id)
+}
+
+/// Checks an id or key: non-blank, at most 255 bytes.
+pub fn check_id(field: &str, id: &str) -> Result<(), ApiError> {
+    if id.len() > MAX_ID_BYTES {
+        return Err(ApiError::invalid(format!(
+            "{field}: must be at most {MAX_ID_BYTES} bytes, got {}",
+            id.len()
+        )));
+    }
+    if is_blank(id) {
+        return Err(ApiError::invalid(format!("{field}: must not be blank")));
+    }
+    Ok(())
+}
+
+/// The request body, or 413 past the limit.
+pub fn body(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
+    body.map_err(|e| {
+        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::too_large(BODY_LIMIT)
+        } else {
+            ApiError::invalid(format!("body: {}", e.body_text()))
+        }
+    })
+}
+
+/// The `Idempotency-Key` header, checked, if present.
+pub fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    let Some(value) = headers.get("idempotency-key") else {
+        return Ok(None);
+    };
+    let key = value
+        .to_str()
+        .map_err(|_| ApiError::invalid("Idempotency-Key: must be visible ASCII"))?;
+    check_id("Idempotency-Key", key)?;
+    Ok(Some(key.to_string()))
+}
+
+/// The server's clock in whole milliseconds since the epoch (whole, so
+/// `expiresAtMs` reads cleanly; f64 holds them exactly).
+pub fn now_ms() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as f64)
+        .unwrap_or(0.0)
+}
+
+/// The server's clock in whole seconds (for webhook timestamps).
+pub fn now_secs() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// Query parameters, parsed by hand so every error names its parameter.
+pub struct Query(Vec<(String, String)>);
+
+impl Query {
+    /// Splits a raw query string (no percent-decoding: every parameter
+    /// here is a number or a flag).
+    pub fn parse(raw: Option<&str>) -> Self {
+        Query(
+            raw.unwrap_or("")
+                .split('&')
+                .filter(|p| !p.is_empty())
+                .map(|p| match p.split_once('=') {
+                    Some((k, v)) => (k.to_string(), v.to_string()),
+                    None => (p.to_string(), String::new()),
+                })
+                .collect(),
+        )
+    }
+
+    fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// An optional integer parameter in `0..=max`.
+    pub fn int(&self, name: &str, max: u64) -> Result<Option<u64>, ApiError> {
+        self.get(name).map(|v| parse_int(name, v, max)).transpose()
+    }
+
+    /// A required integer parameter in `0..=max`.
+    pub fn required_int(&self, name: &str, max: u64) -> Result<u64, ApiError> {
+        self.int(name, max)?
+            .ok_or_else(|| ApiError::invalid(format!("{name}: query parameter is required")))
+    }
+
+    /// A flag: absent, `0`/`false`, or `1`/`true`.
+    pub fn flag(&self, name: &str) -> Result<bool, ApiError> {
+        match self.get(name) {
+            None | Some("0") | Some("false") => Ok(false),
+            Some("1") | Some("true") | Some("") => Ok(true),
+            Some(other) => Err(ApiError::invalid(format!(
+                "{name}: must be 1 or 0, got {}",
+                quoted(other)
+            ))),
+        }
+    }
+}
+
+/// Parses a decimal integer in `0..=max` (at most 2^53 − 1).
+pub fn parse_int(name: &str, text: &str, max: u64) -> Result<u64, ApiError> {
+    let max = max.min(MAX_SAFE_INTEGER);
+    let bad = || {
+        ApiError::invalid(format!(
+            "{name}: must be an integer from 0 to {max}, got {}",
+            quoted(text)
+        ))
+    };
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad());
+    }
+    text.parse::<u64>()
+        .ok()
+        .filter(|n| *n <= max)
+        .ok_or_else(bad)
+}
+
+/// A JSON response with `Cache-Control: no-store` (resume answers must
+/// never be replayed from a cache).
+pub fn no_store_json(body: String) -> Response {
+    let mut res = (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        body,
+    )
+        .into_response();
+    res.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    res
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers_name_their_parameter() {
+        assert_eq!(parse_int("cursor", "12", MAX_SAFE_INTEGER).unwrap(), 12);
+        for bad in [
+            "",
+            "-1",
+            "1.5",
+            "1e3",
+            "x",
+            "9007199254740992",
+            "99999999999999999999999",
+        ] {
+            let err = parse_int("cursor", bad, MAX_SAFE_INTEGER).unwrap_err();
+            assert!(err.message.starts_with("cursor: "), "{}", err.message);
+        }
+        assert!(parse_int("waitMs", "30001", 30_000).is_err());
+    }
+
+    #[test]
+    fn queries_split_and_flag() {
+        let q = Query::parse(Some("cursor=3&snapshot=1&x"));
+        assert_eq!(q.required_int("cursor", 10).unwrap(), 3);
+        assert!(q.flag("snapshot").unwrap());
+        assert!(q.required_int("waitMs", 10).is_err());
+        assert!(Query::parse(Some("snapshot=yes")).flag("snapshot").is_err());
+    }
+
+    #[test]
+    fn ids_are_limited() {
+        assert!(check_id("taskId", &"x".repeat(255)).is_ok());
+        assert!(check_id("taskId", &"x".repeat(256)).is_err());
+        assert!(check_id("taskId", " ").is_err());
+    }
+}

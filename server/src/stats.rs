@@ -1,0 +1,89 @@
+//! Counters of what callbacks did, by core reason: how many duplicates the
+//! server absorbed. Served by `GET /v1/demo/stats`; cheap enough (one
+//! relaxed atomic add per callback) to keep on always.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde_json::{json, Map, Value};
+use taskwire_core::Reason;
+
+const REASONS: [Reason; 17] = [
+    Reason::Started,
+    Reason::AlreadyRunning,
+    Reason::NotStartable,
+    Reason::Progress,
+    Reason::StaleProgress,
+    Reason::DuplicateProgress,
+    Reason::NotRunning,
+    Reason::Succeeded,
+    Reason::Requeued,
+    Reason::Failed,
+    Reason::Expired,
+    Reason::DuplicateExpire,
+    Reason::DuplicateResult,
+    Reason::ResultConflict,
+    Reason::TerminalConflict,
+    Reason::DuplicateCallback,
+    Reason::CallbackConflict,
+];
+
+/// Callback counters.
+#[derive(Debug, Default)]
+pub struct Stats {
+    by_reason: [AtomicU64; 17],
+    callbacks: AtomicU64,
+    rejected_signatures: AtomicU64,
+    expired_by_sweeper: AtomicU64,
+}
+
+impl Stats {
+    /// Counts one judged callback.
+    pub fn callback(&self, reason: Reason) {
+        self.callbacks.fetch_add(1, Ordering::Relaxed);
+        if let Some(i) = REASONS.iter().position(|r| *r == reason) {
+            if let Some(counter) = self.by_reason.get(i) {
+                counter.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Counts a callback refused with 401.
+    pub fn rejected_signature(&self) {
+        self.rejected_signatures.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts tasks the sweeper expired.
+    pub fn swept(&self, n: usize) {
+        self.expired_by_sweeper
+            .fetch_add(n as u64, Ordering::Relaxed);
+    }
+
+    /// The JSON served by `/v1/demo/stats`.
+    pub fn to_json(&self) -> Value {
+        let mut reasons = Map::new();
+        for (reason, counter) in REASONS.iter().zip(&self.by_reason) {
+            reasons.insert(
+                reason.as_str().into(),
+                counter.load(Ordering::Relaxed).into(),
+            );
+        }
+        let get = |r: Reason| reasons.get(r.as_str()).and_then(Value::as_u64).unwrap_or(0);
+        let deduplicated = [
+            Reason::DuplicateCallback,
+            Reason::DuplicateResult,
+            Reason::DuplicateProgress,
+            Reason::AlreadyRunning,
+            Reason::DuplicateExpire,
+        ]
+        .into_iter()
+        .map(get)
+        .sum::<u64>();
+        json!({
+            "callbacks": self.callbacks.load(Ordering::Relaxed),
+            "deduplicated": deduplicated,
+            "rejectedSignatures": self.rejected_signatures.load(Ordering::Relaxed),
+            "expiredBySweeper": self.expired_by_sweeper.load(Ordering::Relaxed),
+            "byReason": reasons,
+        })
+    }
+}

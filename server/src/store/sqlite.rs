@@ -1,0 +1,761 @@
+//! The SQLite store: WAL mode, `synchronous=FULL`, one writer thread with
+//! group commit, and a small pool of reader connections.
+//!
+//! **Group commit.** Every write (create, callback, delivery, expiry) is a
+//! job sent to one writer thread. The thread takes every job waiting (up
+//! to `max_batch`), opens one `BEGIN IMMEDIATE` transaction, runs each job
+//! inside its own `SAVEPOINT` (so a failing job rolls back alone and each
+//! callback stays atomic and isolated), then `COMMIT`s once: one fsync for
+//! the whole batch. Only after that COMMIT returns are the changes
+//! published to the hub and the answers sent. Under light load a batch is
+//! one job, exactly a per-callback transaction; under load the fsync cost
+//! is shared (see server/README.md for the numbers).
+//!
+//! **Reads** (get, resume, feeds) use separate connections: WAL lets them
+//! read the last commit while the writer writes. A resume reads the view
+//! and its entries in one read transaction, so they always agree.
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex};
+
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use serde_json::Value;
+use taskwire_core::wire::{from_json, to_json};
+use taskwire_core::{
+    check_callback, check_delivery_input, decide_delivery, notification_key, plan_resume, Delivery,
+    DeliveryReason, Event, HistoryEntry, Notification, Reason, Receipt, ResumeAnswer, ResumePlan,
+    State, TaskView,
+};
+use tokio::sync::{oneshot, Semaphore};
+
+use super::{
+    Callback, CallbackAnswer, Change, Created, NewTask, OutboxEntry, Store, StoreError,
+    StoreFuture, TaskRecord,
+};
+use crate::hub::Hub;
+
+/// The schema. `view` holds the task's `TaskView` as JSON (parsed back
+/// through core, which re-checks its invariants); the other task columns
+/// exist for indexes and queries.
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS tasks (
+    id            TEXT PRIMARY KEY,
+    tenant        TEXT NOT NULL,
+    view          TEXT NOT NULL,
+    version       INTEGER NOT NULL,
+    live          INTEGER NOT NULL,
+    expires_at_ms REAL NOT NULL,
+    kind          TEXT,
+    input         TEXT
+);
+CREATE INDEX IF NOT EXISTS tasks_due ON tasks (expires_at_ms) WHERE live = 1;
+CREATE TABLE IF NOT EXISTS history (
+    task_id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    event   TEXT NOT NULL,
+    PRIMARY KEY (task_id, version)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS callbacks (
+    task_id     TEXT NOT NULL,
+    callback_id TEXT NOT NULL,
+    event       TEXT NOT NULL,
+    PRIMARY KEY (task_id, callback_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS idempotency (
+    tenant  TEXT NOT NULL,
+    key     TEXT NOT NULL,
+    request TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    PRIMARY KEY (tenant, key)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS deliveries (
+    tenant  TEXT NOT NULL,
+    key     TEXT NOT NULL,
+    receipt TEXT NOT NULL,
+    PRIMARY KEY (tenant, key)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS outbox (
+    seq             INTEGER PRIMARY KEY AUTOINCREMENT,
+    tenant          TEXT NOT NULL,
+    key             TEXT NOT NULL UNIQUE,
+    task_id         TEXT NOT NULL,
+    state           TEXT NOT NULL,
+    at_ms           REAL NOT NULL,
+    sent            INTEGER NOT NULL DEFAULT 0,
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    next_attempt_ms REAL NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS outbox_tenant ON outbox (tenant, seq);
+CREATE INDEX IF NOT EXISTS outbox_pending ON outbox (next_attempt_ms) WHERE sent = 0;
+";
+
+/// Writes queued beyond this answer 503 instead of growing memory.
+const QUEUE: usize = 16_384;
+/// Reader connections (and blocking threads) in use at once.
+const READERS: usize = 8;
+
+/// The SQLite implementation of [`Store`].
+pub struct SqliteStore {
+    jobs: SyncSender<Job>,
+    readers: Arc<Readers>,
+    read_permits: Arc<Semaphore>,
+    retention: u64,
+}
+
+enum Op {
+    Create(NewTask),
+    Callback(Callback),
+    Deliver {
+        tenant: String,
+        id: String,
+        key: String,
+        now_ms: f64,
+    },
+    ExpireDue {
+        now_ms: f64,
+        limit: u32,
+    },
+    Webhook {
+        seq: u64,
+        sent: bool,
+        next_attempt_ms: f64,
+    },
+}
+
+enum Done {
+    Created(Created),
+    Callback(CallbackAnswer),
+    Delivery(Delivery),
+    Expired(usize),
+    Unit,
+}
+
+struct Job {
+    op: Op,
+    reply: oneshot::Sender<Result<Done, StoreError>>,
+}
+
+impl SqliteStore {
+    /// Opens (or creates) `dir/taskwire.sqlite3` and starts the writer.
+    /// `max_batch` 1 turns group commit off.
+    pub fn open(
+        dir: &Path,
+        hub: Arc<Hub>,
+        retention: u64,
+        max_batch: usize,
+    ) -> Result<Self, String> {
+        std::fs::create_dir_all(dir).map_err(|e| format!("--data {}: {e}", dir.display()))?;
+        let path = dir.join("taskwire.sqlite3");
+        let conn = Connection::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        conn.execute_batch(
+            "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA busy_timeout = 5000;",
+        )
+        .and_then(|()| conn.execute_batch(SCHEMA))
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+        let (jobs, rx) = mpsc::sync_channel(QUEUE);
+        let max_batch = max_batch.max(1);
+        std::thread::Builder::new()
+            .name("taskwire-writer".into())
+            .spawn(move || writer(conn, rx, hub, max_batch))
+            .map_err(|e| format!("writer thread: {e}"))?;
+        Ok(SqliteStore {
+            jobs,
+            readers: Arc::new(Readers {
+                path,
+                pool: Mutex::new(Vec::new()),
+            }),
+            read_permits: Arc::new(Semaphore::new(READERS)),
+            retention,
+        })
+    }
+
+    fn write(
+        &self,
+        op: Op,
+    ) -> impl std::future::Future<Output = Result<Done, StoreError>> + Send + 'static {
+        let (reply, rx) = oneshot::channel();
+        let sent = self.jobs.try_send(Job { op, reply });
+        async move {
+            match sent {
+                Ok(()) => rx
+                    .await
+                    .unwrap_or_else(|_| Err(StoreError::Internal("writer stopped".into()))),
+                Err(TrySendError::Full(_)) => Err(StoreError::Overloaded),
+                Err(TrySendError::Disconnected(_)) => {
+                    Err(StoreError::Internal("writer stopped".into()))
+                }
+            }
+        }
+    }
+
+    fn read<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> StoreFuture<'_, T> {
+        let readers = Arc::clone(&self.readers);
+        let permits = Arc::clone(&self.read_permits);
+        Box::pin(async move {
+            let _permit = permits
+                .acquire_owned()
+                .await
+                .map_err(|_| StoreError::Internal("reader pool closed".into()))?;
+            tokio::task::spawn_blocking(move || readers.with(f))
+                .await
+                .map_err(|e| StoreError::Internal(format!("reader: {e}")))?
+        })
+    }
+}
+
+fn unexpected() -> StoreError {
+    StoreError::Internal("writer answered another job".into())
+}
+
+impl Store for SqliteStore {
+    fn create(&self, task: NewTask) -> StoreFuture<'_, Created> {
+        let done = self.write(Op::Create(task));
+        Box::pin(async move {
+            match done.await? {
+                Done::Created(c) => Ok(c),
+                _ => Err(unexpected()),
+            }
+        })
+    }
+
+    fn get(&self, tenant: String, id: String) -> StoreFuture<'_, TaskRecord> {
+        self.read(move |conn| {
+            load_task(conn, &id)?
+                .filter(|r| r.tenant == tenant)
+                .ok_or(StoreError::NotFound(id))
+        })
+    }
+
+    fn resume(
+        &self,
+        tenant: String,
+        id: String,
+        cursor: u64,
+        force_snapshot: bool,
+    ) -> StoreFuture<'_, ResumeAnswer> {
+        let retention = self.retention;
+        self.read(move |conn| {
+            let tx = conn.transaction()?;
+            let view = load_task(&tx, &id)?
+                .filter(|r| r.tenant == tenant)
+                .ok_or_else(|| StoreError::NotFound(id.clone()))?
+                .view;
+            let plan = if force_snapshot {
+                ResumePlan::Snapshot
+            } else {
+                plan_resume(view.version, cursor, retention)
+            };
+            Ok(match plan {
+                ResumePlan::CaughtUp => ResumeAnswer::CaughtUp { task: Some(view) },
+                ResumePlan::Snapshot => ResumeAnswer::Snapshot { task: view },
+                ResumePlan::Delta => ResumeAnswer::Delta {
+                    events: history_after(&tx, &id, cursor)?,
+                    task: Some(view),
+                },
+            })
+        })
+    }
+
+    fn callback(&self, callback: Callback) -> StoreFuture<'_, CallbackAnswer> {
+        let done = self.write(Op::Callback(callback));
+        Box::pin(async move {
+            match done.await? {
+                Done::Callback(a) => Ok(a),
+                _ => Err(unexpected()),
+            }
+        })
+    }
+
+    fn deliver(
+        &self,
+        tenant: String,
+        id: String,
+        key: String,
+        now_ms: f64,
+    ) -> StoreFuture<'_, Delivery> {
+        let done = self.write(Op::Deliver {
+            tenant,
+            id,
+            key,
+            now_ms,
+        });
+        Box::pin(async move {
+            match done.await? {
+                Done::Delivery(d) => Ok(d),
+                _ => Err(unexpected()),
+            }
+        })
+    }
+
+    fn notifications(
+        &self,
+        tenant: String,
+        after: u64,
+        limit: u32,
+    ) -> StoreFuture<'_, Vec<OutboxEntry>> {
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT seq, key, task_id, state, at_ms, tenant, attempts FROM outbox
+                 WHERE tenant = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+            )?;
+            let rows = stmt.query_map(params![tenant, to_i64(after), limit], outbox_row)?;
+            rows.map(|r| r.map_err(StoreError::from).and_then(|r| r))
+                .collect()
+        })
+    }
+
+    fn expire_due(&self, now_ms: f64, limit: u32) -> StoreFuture<'_, usize> {
+        let done = self.write(Op::ExpireDue { now_ms, limit });
+        Box::pin(async move {
+            match done.await? {
+                Done::Expired(n) => Ok(n),
+                _ => Err(unexpected()),
+            }
+        })
+    }
+
+    fn pending_webhooks(&self, now_ms: f64, limit: u32) -> StoreFuture<'_, Vec<OutboxEntry>> {
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT seq, key, task_id, state, at_ms, tenant, attempts FROM outbox
+                 WHERE sent = 0 AND next_attempt_ms <= ?1 ORDER BY seq LIMIT ?2",
+            )?;
+            let rows = stmt.query_map(params![now_ms, limit], outbox_row)?;
+            rows.map(|r| r.map_err(StoreError::from).and_then(|r| r))
+                .collect()
+        })
+    }
+
+    fn webhook_attempted(&self, seq: u64, sent: bool, next_attempt_ms: f64) -> StoreFuture<'_, ()> {
+        let done = self.write(Op::Webhook {
+            seq,
+            sent,
+            next_attempt_ms,
+        });
+        Box::pin(async move { done.await.map(drop) })
+    }
+}
+
+/// Reader connections, opened on demand and reused.
+struct Readers {
+    path: PathBuf,
+    pool: Mutex<Vec<Connection>>,
+}
+
+impl Readers {
+    fn with<T>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let pooled = self.pool.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let mut conn = match pooled {
+            Some(c) => c,
+            None => {
+                let c = Connection::open(&self.path)?;
+                c.execute_batch("PRAGMA busy_timeout = 5000; PRAGMA query_only = 1;")?;
+                c
+            }
+        };
+        let out = f(&mut conn);
+        self.pool
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(conn);
+        out
+    }
+}
+
+/// The writer thread: group commit (see the module docs).
+fn writer(mut conn: Connection, rx: Receiver<Job>, hub: Arc<Hub>, max_batch: usize) {
+    while let Ok(first) = rx.recv() {
+        let mut batch = vec![first];
+        while batch.len() < max_batch {
+            match rx.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
+            }
+        }
+        let mut changes = Vec::new();
+        let mut outbox = false;
+        let results = commit_batch(&mut conn, &mut batch, &mut changes, &mut outbox);
+        match results {
+            Ok(results) => {
+                // Durable now: wake watchers, then answer.
+                hub.publish(&changes);
+                if outbox {
+                    hub.outbox.notify_one();
+                }
+                for (job, result) in batch.into_iter().zip(results) {
+                    let _ = job.reply.send(result);
+                }
+            }
+            Err(e) => {
+                for job in batch {
+                    let _ = job.reply.send(Err(e.clone()));
+                }
+            }
+        }
+    }
+}
+
+/// Runs a batch in one transaction, one savepoint per job. Returns each
+/// job's result once the COMMIT succeeded.
+fn commit_batch(
+    conn: &mut Connection,
+    batch: &mut [Job],
+    changes: &mut Vec<Change>,
+    outbox: &mut bool,
+) -> Result<Vec<Result<Done, StoreError>>, StoreError> {
+    let mut tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let mut results = Vec::with_capacity(batch.len());
+    for job in batch.iter_mut() {
+        let op = std::mem::replace(
+            &mut job.op,
+            Op::ExpireDue {
+                now_ms: 0.0,
+                limit: 0,
+            },
+        );
+        let mut job_changes = Vec::new();
+        let mut job_outbox = false;
+        let sp = tx.savepoint()?;
+        let result = run(&sp, op, &mut job_changes, &mut job_outbox);
+        if result.is_ok() {
+            sp.commit()?;
+            changes.append(&mut job_changes);
+            *outbox |= job_outbox;
+        } else {
+            drop(sp); // rolls back this job alone
+        }
+        results.push(result);
+    }
+    tx.commit()?;
+    Ok(results)
+}
+
+fn run(
+    tx: &Connection,
+    op: Op,
+    changes: &mut Vec<Change>,
+    outbox: &mut bool,
+) -> Result<Done, StoreError> {
+    match op {
+        Op::Create(task) => create(tx, task).map(Done::Created),
+        Op::Callback(cb) => callback(tx, cb, changes, outbox).map(Done::Callback),
+        Op::Deliver {
+            tenant,
+            id,
+            key,
+            now_ms,
+        } => deliver(tx, &tenant, &id, &key, now_ms).map(Done::Delivery),
+        Op::ExpireDue { now_ms, limit } => {
+            expire_due(tx, now_ms, limit, changes, outbox).map(Done::Expired)
+        }
+        Op::Webhook {
+            seq,
+            sent,
+            next_attempt_ms,
+        } => {
+            tx.prepare_cached(
+                "UPDATE outbox SET sent = ?2, attempts = attempts + 1, next_attempt_ms = ?3 WHERE seq = ?1",
+            )?
+            .execute(params![to_i64(seq), sent, next_attempt_ms])?;
+            Ok(Done::Unit)
+        }
+    }
+}
+
+fn create(tx: &Connection, task: NewTask) -> Result<Created, StoreError> {
+    if let Some((key, request)) = &task.idempotency {
+        let seen: Option<(String, String)> = tx
+            .prepare_cached(
+                "SELECT request, task_id FROM idempotency WHERE tenant = ?1 AND key = ?2",
+            )?
+            .query_row(params![task.tenant, key], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?;
+        if let Some((seen_request, task_id)) = seen {
+            if &seen_request != request {
+                return Err(StoreError::IdempotencyKeyReused(key.clone()));
+            }
+            let record = load_task(tx, &task_id)?.ok_or_else(|| {
+                StoreError::Internal(format!("idempotency row points at missing task {task_id}"))
+            })?;
+            return Ok(Created {
+                record,
+                created: false,
+            });
+        }
+        tx.prepare_cached(
+            "INSERT INTO idempotency (tenant, key, request, task_id) VALUES (?1, ?2, ?3, ?4)",
+        )?
+        .execute(params![task.tenant, key, request, task.view.id])?;
+    }
+    let input = task.input.as_ref().map(|v| v.to_string());
+    tx.prepare_cached(
+        "INSERT INTO tasks (id, tenant, view, version, live, expires_at_ms, kind, input)
+         VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7)",
+    )?
+    .execute(params![
+        task.view.id,
+        task.tenant,
+        to_json(&task.view),
+        to_i64(task.view.version),
+        task.view.expires_at_ms,
+        task.kind,
+        input
+    ])?;
+    Ok(Created {
+        record: TaskRecord {
+            tenant: task.tenant,
+            view: task.view,
+            kind: task.kind,
+            input: task.input,
+        },
+        created: true,
+    })
+}
+
+fn callback(
+    tx: &Connection,
+    cb: Callback,
+    changes: &mut Vec<Change>,
+    outbox: &mut bool,
+) -> Result<CallbackAnswer, StoreError> {
+    let record =
+        load_task(tx, &cb.task_id)?.ok_or_else(|| StoreError::NotFound(cb.task_id.clone()))?;
+    let seen: Option<String> = tx
+        .prepare_cached("SELECT event FROM callbacks WHERE task_id = ?1 AND callback_id = ?2")?
+        .query_row(params![cb.task_id, cb.callback_id], |r| r.get(0))
+        .optional()?;
+    let seen = seen
+        .map(|text| from_json::<Event>(&text, "callbacks.event"))
+        .transpose()
+        .map_err(corrupt)?;
+    if let Some(outcome) = check_callback(seen.as_ref(), &cb.event) {
+        let duplicate_callback = outcome.reason == Reason::DuplicateCallback;
+        return Ok(CallbackAnswer::new(
+            outcome,
+            duplicate_callback,
+            &record.view,
+        ));
+    }
+    let mut view = record.view;
+    let step = view.step(&cb.event);
+    if let Some(entry) = step.entry {
+        // Only ids whose event changed the task are remembered (core fix 1).
+        tx.prepare_cached(
+            "INSERT INTO callbacks (task_id, callback_id, event) VALUES (?1, ?2, ?3)",
+        )?
+        .execute(params![cb.task_id, cb.callback_id, to_json(&cb.event)])?;
+        let at_ms = cb.event.at_ms().get();
+        commit_change(
+            tx,
+            &record.tenant,
+            &view,
+            entry,
+            step.outcome.notify,
+            at_ms,
+            changes,
+            outbox,
+        )?;
+    }
+    Ok(CallbackAnswer::new(step.outcome, false, &view))
+}
+
+/// Writes one change: the task row, its history entry and, for a terminal
+/// state, its outbox row (the UNIQUE key makes a second one impossible).
+#[allow(clippy::too_many_arguments)]
+fn commit_change(
+    tx: &Connection,
+    tenant: &str,
+    view: &TaskView,
+    entry: HistoryEntry,
+    notify: bool,
+    at_ms: f64,
+    changes: &mut Vec<Change>,
+    outbox: &mut bool,
+) -> Result<(), StoreError> {
+    tx.prepare_cached("UPDATE tasks SET view = ?2, version = ?3, live = ?4 WHERE id = ?1")?
+        .execute(params![
+            view.id,
+            to_json(view),
+            to_i64(view.version),
+            !view.state.is_terminal()
+        ])?;
+    tx.prepare_cached("INSERT INTO history (task_id, version, event) VALUES (?1, ?2, ?3)")?
+        .execute(params![
+            view.id,
+            to_i64(entry.version),
+            to_json(&entry.event)
+        ])?;
+    if notify {
+        tx.prepare_cached(
+            "INSERT INTO outbox (tenant, key, task_id, state, at_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
+        )?
+        .execute(params![
+            tenant,
+            notification_key(&view.id, view.state, view.version),
+            view.id,
+            view.state.as_str(),
+            at_ms
+        ])?;
+        *outbox = true;
+    }
+    changes.push(Change {
+        view: view.clone(),
+        entry,
+    });
+    Ok(())
+}
+
+fn deliver(
+    tx: &Connection,
+    tenant: &str,
+    id: &str,
+    key: &str,
+    now_ms: f64,
+) -> Result<Delivery, StoreError> {
+    let (key, now) = check_delivery_input(key, now_ms).map_err(StoreError::Invalid)?;
+    let existing: Option<String> = tx
+        .prepare_cached("SELECT receipt FROM deliveries WHERE tenant = ?1 AND key = ?2")?
+        .query_row(params![tenant, key.as_str()], |r| r.get(0))
+        .optional()?;
+    let existing = existing
+        .map(|text| from_json::<Receipt>(&text, "deliveries.receipt"))
+        .transpose()
+        .map_err(corrupt)?;
+    let task = load_task(tx, id)?
+        .filter(|r| r.tenant == tenant)
+        .map(|r| r.view);
+    let delivery =
+        decide_delivery(existing.as_ref(), id, task.as_ref(), &key, now).map_err(|e| {
+            match e.code {
+                taskwire_core::ErrorCode::NotFound => StoreError::NotFound(id.to_string()),
+                _ => StoreError::Invalid(e),
+            }
+        })?;
+    if let (DeliveryReason::Delivered, Some(receipt)) = (delivery.reason, &delivery.receipt) {
+        tx.prepare_cached("INSERT INTO deliveries (tenant, key, receipt) VALUES (?1, ?2, ?3)")?
+            .execute(params![tenant, key.as_str(), to_json(receipt)])?;
+    }
+    Ok(delivery)
+}
+
+fn expire_due(
+    tx: &Connection,
+    now_ms: f64,
+    limit: u32,
+    changes: &mut Vec<Change>,
+    outbox: &mut bool,
+) -> Result<usize, StoreError> {
+    let due: Vec<(String, String)> = {
+        let mut stmt = tx.prepare_cached(
+            "SELECT tenant, view FROM tasks WHERE live = 1 AND expires_at_ms <= ?1
+             ORDER BY expires_at_ms LIMIT ?2",
+        )?;
+        let rows = stmt.query_map(params![now_ms, limit], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        rows.collect::<Result<_, _>>()?
+    };
+    let mut expired = 0;
+    for (tenant, text) in due {
+        let mut view = from_json::<TaskView>(&text, "tasks.view").map_err(corrupt)?;
+        let step = view.expire_step();
+        if let Some(entry) = step.entry {
+            // As core's Book::expire_due: the notification is at "now".
+            commit_change(
+                tx,
+                &tenant,
+                &view,
+                entry,
+                step.outcome.notify,
+                now_ms,
+                changes,
+                outbox,
+            )?;
+            expired += 1;
+        }
+    }
+    Ok(expired)
+}
+
+fn load_task(conn: &Connection, id: &str) -> Result<Option<TaskRecord>, StoreError> {
+    let row: Option<(String, String, Option<String>, Option<String>)> = conn
+        .prepare_cached("SELECT tenant, view, kind, input FROM tasks WHERE id = ?1")?
+        .query_row(params![id], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        })
+        .optional()?;
+    let Some((tenant, view, kind, input)) = row else {
+        return Ok(None);
+    };
+    let view = from_json::<TaskView>(&view, "tasks.view").map_err(corrupt)?;
+    let input = input
+        .map(|text| serde_json::from_str::<Value>(&text))
+        .transpose()
+        .map_err(|e| StoreError::Internal(format!("tasks.input: {e}")))?;
+    Ok(Some(TaskRecord {
+        tenant,
+        view,
+        kind,
+        input,
+    }))
+}
+
+fn history_after(
+    conn: &Connection,
+    id: &str,
+    cursor: u64,
+) -> Result<Vec<HistoryEntry>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT version, event FROM history WHERE task_id = ?1 AND version > ?2 ORDER BY version",
+    )?;
+    let rows = stmt.query_map(params![id, to_i64(cursor)], |r| {
+        Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (version, event) = row?;
+        out.push(HistoryEntry {
+            version: u64::try_from(version)
+                .map_err(|_| StoreError::Internal("history.version < 0".into()))?,
+            event: from_json(&event, "history.event").map_err(corrupt)?,
+        });
+    }
+    Ok(out)
+}
+
+type OutboxRow = Result<OutboxEntry, StoreError>;
+
+fn outbox_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<OutboxRow> {
+    let seq: i64 = r.get(0)?;
+    let state: String = r.get(3)?;
+    let attempts: i64 = r.get(6)?;
+    Ok((|| {
+        let state: State = serde_json::from_value(Value::String(state))
+            .map_err(|e| StoreError::Internal(format!("outbox.state: {e}")))?;
+        Ok(OutboxEntry {
+            seq: u64::try_from(seq).map_err(|_| StoreError::Internal("outbox.seq < 0".into()))?,
+            key: r.get(1)?,
+            notification: Notification {
+                task_id: r.get(2)?,
+                state,
+                at_ms: r.get(4)?,
+            },
+            tenant: r.get(5)?,
+            attempts: u32::try_from(attempts).unwrap_or(u32::MAX),
+        })
+    })())
+}
+
+/// Counters are ≤ 2^53 − 1 (core enforces it), so they fit SQLite's i64.
+fn to_i64(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+fn corrupt(e: taskwire_core::Error) -> StoreError {
+    StoreError::Internal(format!("stored row does not parse: {}", e.message))
+}

@@ -1,0 +1,170 @@
+//! Shared test harness: a real server on a free loopback port with a real
+//! SQLite file in a temp dir, driven over real HTTP.
+#![allow(dead_code)]
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::{json, Value};
+use taskwire_core::wire::from_json;
+use taskwire_core::ResumeAnswer;
+use taskwire_server::client::{self, Reply};
+use taskwire_server::signature::{Secret, DEV_SECRET};
+use taskwire_server::{start, Config, Server};
+
+pub struct Harness {
+    pub server: Option<Server>,
+    pub addr: String,
+    pub dir: tempfile::TempDir,
+    pub config: Config,
+}
+
+pub fn test_config(dir: &std::path::Path) -> Config {
+    let mut c = Config::defaults();
+    c.listen = "127.0.0.1:0".into();
+    c.data = dir.to_path_buf();
+    c.tokens = vec!["demo=demo".into(), "other=other".into()];
+    c.sweep_ms = 50;
+    c.heartbeat_ms = 150;
+    c
+}
+
+pub async fn harness(tweak: impl FnOnce(&mut Config)) -> Harness {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut config = test_config(dir.path());
+    tweak(&mut config);
+    let server = start(config.clone()).await.expect("server starts");
+    Harness {
+        addr: server.addr.to_string(),
+        server: Some(server),
+        dir,
+        config,
+    }
+}
+
+pub fn now_secs() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+}
+
+pub fn secret() -> Secret {
+    Secret::parse(DEV_SECRET).unwrap()
+}
+
+impl Harness {
+    /// Stops the server and starts a new one on the same data dir.
+    pub async fn restart(&mut self) {
+        if let Some(s) = self.server.take() {
+            s.stop().await;
+        }
+        let server = start(self.config.clone()).await.expect("server restarts");
+        self.addr = server.addr.to_string();
+        self.server = Some(server);
+    }
+
+    pub fn state(&self) -> &taskwire_server::AppState {
+        &self.server.as_ref().unwrap().state
+    }
+
+    pub async fn req(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: impl Into<axum::body::Bytes>,
+    ) -> Reply {
+        client::request(&self.addr, method, path, headers, body)
+            .await
+            .expect("request")
+    }
+
+    pub async fn get(&self, token: &str, path: &str) -> Reply {
+        let auth = format!("Bearer {token}");
+        self.req("GET", path, &[("authorization", &auth)], "").await
+    }
+
+    pub async fn post(&self, token: &str, path: &str, extra: &[(&str, &str)], body: &str) -> Reply {
+        let auth = format!("Bearer {token}");
+        let mut headers = vec![
+            ("authorization", auth.as_str()),
+            ("content-type", "application/json"),
+        ];
+        headers.extend_from_slice(extra);
+        self.req("POST", path, &headers, body.to_string()).await
+    }
+
+    /// Creates a task for `token`'s tenant and returns its id.
+    pub async fn create(&self, token: &str, body: Value) -> String {
+        let r = self.post(token, "/v1/tasks", &[], &body.to_string()).await;
+        assert_eq!(r.status, 201, "{:?}", r.json());
+        r.json()["id"].as_str().unwrap().to_string()
+    }
+
+    pub async fn create_default(&self) -> String {
+        self.create("demo", json!({"ttlMs": 3_600_000, "maxAttempts": 3}))
+            .await
+    }
+
+    /// Posts a signed callback.
+    pub async fn callback(&self, task: &str, callback_id: &str, event: &Value) -> Reply {
+        self.callback_raw(task, callback_id, now_secs(), event.to_string().as_bytes())
+            .await
+    }
+
+    pub async fn callback_raw(&self, task: &str, callback_id: &str, ts: i64, body: &[u8]) -> Reply {
+        let signed = secret().headers(callback_id, ts, body);
+        let headers: Vec<(&str, &str)> = signed.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        self.req(
+            "POST",
+            &format!("/v1/tasks/{task}/callbacks"),
+            &headers,
+            body.to_vec(),
+        )
+        .await
+    }
+
+    /// A callback that must be accepted; returns its answer.
+    pub async fn ok_callback(&self, task: &str, callback_id: &str, event: Value) -> Value {
+        let r = self.callback(task, callback_id, &event).await;
+        assert_eq!(r.status, 200, "{:?}", r.json());
+        r.json()
+    }
+
+    pub async fn resume(&self, token: &str, task: &str, query: &str) -> (Reply, ResumeAnswer) {
+        let r = self
+            .get(token, &format!("/v1/tasks/{task}/resume?{query}"))
+            .await;
+        assert_eq!(r.status, 200, "{:?}", r.json());
+        let answer =
+            from_json::<ResumeAnswer>(std::str::from_utf8(&r.body).unwrap(), "answer").unwrap();
+        (r, answer)
+    }
+}
+
+pub fn start_ev(at: u64) -> Value {
+    json!({"type": "start", "atMs": at, "worker": "w1"})
+}
+pub fn progress_ev(at: u64, p: u64) -> Value {
+    json!({"type": "progress", "atMs": at, "progress": p, "cursor": format!("c{p}")})
+}
+pub fn succeed_ev(at: u64, hash: &str) -> Value {
+    json!({"type": "succeed", "atMs": at, "resultRef": "blob://summaries/doc-1", "resultHash": hash})
+}
+pub fn fail_ev(at: u64, retryable: bool) -> Value {
+    json!({"type": "fail", "atMs": at, "error": "quota", "retryable": retryable})
+}
+
+/// Asserts the JSON error shape.
+pub fn assert_error(r: &Reply, status: u16, code: &str, field: &str) {
+    assert_eq!(r.status, status, "{:?}", r.json());
+    assert_eq!(r.header("cache-control"), Some("no-store"));
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    let body = r.json();
+    assert_eq!(body["error"]["code"], code, "{body}");
+    let message = body["error"]["message"].as_str().unwrap_or("");
+    assert!(
+        message.contains(field),
+        "message {message:?} should name {field:?}"
+    );
+}
