@@ -26,6 +26,7 @@ import notifications from './checks/notifications.mjs';
 import isolation from './checks/isolation.mjs';
 import errors from './checks/errors.mjs';
 import ttl from './checks/ttl.mjs';
+import vectors from './checks/vectors.mjs';
 
 /** Every section, in PROTOCOL.md order. */
 export const SECTIONS = [
@@ -41,6 +42,7 @@ export const SECTIONS = [
   notifications,
   isolation,
   ttl,
+  vectors,
 ];
 
 const DEFAULT_TIMEOUT_MS = 30_000;
@@ -59,7 +61,7 @@ export function registerConformance(options, { feedStart } = {}) {
     for (const section of SECTIONS) {
       describe(section.section, { concurrency: true }, () => {
         for (const check of section.checks) {
-          const skip = check.needsTokenB && !config.tokenB ? 'needs a second tenant (--token-b)' : false;
+          const skip = check.needsTokenB && !config.tokenB ? 'needs a second tenant (--token-b)' : (check.skip ?? false);
           test(check.name, { timeout: check.timeoutMs ?? DEFAULT_TIMEOUT_MS, skip }, () =>
             runCheck(check, config, shared),
           );

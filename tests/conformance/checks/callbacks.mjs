@@ -213,10 +213,17 @@ export default {
       },
     },
     {
-      name: 'unknown event fields are ignored; callbacks need no bearer token',
+      name: 'unknown event fields are ignored, times may be fractional; callbacks need no bearer token',
       async run({ a, exec }) {
         const task = await a.createTask();
-        await play(exec, task.id, [[{ ...start(10), note: 'from the future' }, changed('started', { version: 1 })]]);
+        await play(exec, task.id, [
+          [{ ...start(10.25), note: 'from the future' }, changed('started', { version: 1 })],
+          [progress(20.5, 5), changed('progress', { version: 2 })],
+        ]);
+        await a.answer(task.id, 0, {
+          mode: 'delta',
+          events: [{ version: 1, event: { type: 'start', atMs: 10.25 } }, { version: 2, event: { atMs: 20.5 } }],
+        });
       },
     },
     {

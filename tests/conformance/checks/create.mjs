@@ -39,6 +39,11 @@ export default {
       async run({ a }) {
         await a.createTask({ ttlMs: 1000, maxAttempts: 1 });
         await a.createTask({ ttlMs: 1000, maxAttempts: 1, futureField: { x: 1 } });
+        // The server assigns the id and the starting state, whatever the body says.
+        const chosen = `chosen-${uid('id')}`;
+        const t = await a.createTask({ ttlMs: 60_000, maxAttempts: 1, id: chosen, state: 'succeeded', version: 7 });
+        assert.notEqual(t.id, chosen, 'a client cannot choose the task id');
+        assertMatches(t, { state: 'queued', version: 0 });
         await a.createTask({ ttlMs: 0.5, maxAttempts: MAX_SAFE, kind: 'k'.repeat(64) });
         await a.createTask({ ttlMs: 1000, maxAttempts: 1, kind: 'é'.repeat(32), input: null });
       },

@@ -104,6 +104,13 @@ export default {
       },
     },
     {
+      name: 'unknown query parameters are ignored (new optional parameters may appear within /v1)',
+      async run(ctx) {
+        const { task } = await taskAt(ctx, 2);
+        await ctx.a.answer(task.id, 1, { mode: 'delta', versions: [2] }, { futureParam: 'x', 'x-trace': 1 });
+      },
+    },
+    {
       name: 'unknown task: 404',
       async run({ a }) {
         assertError(await a.resume('no-such-task-7f3a', { cursor: 0 }), 404, 'not-found');

@@ -1,7 +1,8 @@
 // Assertions on protocol values. Responses may carry fields this suite
 // does not know (PROTOCOL.md §Versioning), so objects are matched as in
 // tests/vectors/README.md: every expected key must be present with a
-// matching value, `null` means "absent", arrays match element by element.
+// matching value, `null` means "absent", arrays match element by element
+// (and an `undefined` expectation is no expectation).
 
 import assert, { AssertionError } from 'node:assert/strict';
 
@@ -35,7 +36,9 @@ export function assertMatches(actual, expected, what = 'value') {
     if (typeof actual !== 'object' || actual === null || Array.isArray(actual)) {
       fail(`${what}: expected an object, got ${show(actual)}`);
     }
-    for (const [k, v] of Object.entries(expected)) assertMatches(actual[k], v, `${what}.${k}`);
+    for (const [k, v] of Object.entries(expected)) {
+      if (v !== undefined) assertMatches(actual[k], v, `${what}.${k}`);
+    }
     return;
   }
   if (actual !== expected) fail(`${what}: expected ${show(expected)}, got ${show(actual)}`);
