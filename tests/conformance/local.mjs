@@ -62,7 +62,8 @@ function freePort() {
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const token = () => randomBytes(18).toString('base64url');
+// Hex after a prefix: a value starting with '-' would read as a flag.
+const token = () => `tok_${randomBytes(16).toString('hex')}`;
 
 /** Waits until the backend answers an authenticated request (any HTTP status). */
 async function waitUntilUp(baseUrl, auth, server, timeoutMs) {
@@ -125,31 +126,39 @@ async function main() {
   const server = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   server.stdout.pipe(log);
   server.stderr.pipe(log);
+  // Interrupted: do not leave the backend running.
+  for (const signal of ['SIGINT', 'SIGTERM']) {
+    process.once(signal, () => {
+      server.kill('SIGKILL');
+      process.exit(130);
+    });
+  }
   const spawned = new Promise((resolve, reject) => {
     server.once('spawn', resolve);
     server.once('error', reject);
   });
 
   let code = 1;
+  let started = false;
   try {
     await spawned;
+    started = true;
     await waitUntilUp(baseUrl, config.TASKWIRE_TOKEN, server, Number(opts['startup-ms']));
-    // The suite runs as its own process (run.mjs), the same way it runs
-    // against any backend; configuration goes by environment so that the
-    // tokens do not show in process listings.
+    // The suite runs as its own process (run.mjs), exactly as it runs
+    // against any backend, configured by environment as a CI job would.
     const run = fileURLToPath(new URL('./run.mjs', import.meta.url));
     const suite = spawn(process.execPath, [run, baseUrl], {
       stdio: 'inherit',
       env: { ...process.env, ...config },
     });
-    code = await new Promise((resolve) => suite.on('exit', (c, signal) => resolve(c ?? (signal ? 1 : 1))));
+    code = await new Promise((resolve) => suite.on('exit', (c) => resolve(c ?? 1)));
   } catch (err) {
     console.error(`error: ${err.message}`);
   } finally {
-    const exitedEarly = server.exitCode !== null || server.signalCode !== null;
+    const exitedEarly = started && (server.exitCode !== null || server.signalCode !== null);
     await stop(server);
     await new Promise((r) => log.end(r));
-    if (code !== 0 || exitedEarly) {
+    if (started && (code !== 0 || exitedEarly)) {
       const text = await readFile(logPath, 'utf8').catch(() => '');
       const tail = text.split('\n').slice(-40).join('\n');
       console.error(`\n── backend output (last 40 lines of ${logPath}) ──\n${tail}`);

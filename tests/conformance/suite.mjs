@@ -77,6 +77,8 @@ async function runCheck(check, config, shared) {
     await check.run(ctx);
   } catch (err) {
     throw withTranscript(err, ctx.transcript);
+  } finally {
+    ctx.transcript.abortAll();
   }
 }
 

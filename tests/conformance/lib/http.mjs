@@ -12,6 +12,8 @@ import { AssertionError } from 'node:assert';
 
 const BODY_LIMIT = 1500;
 const MAX_OVERLOAD_RETRIES = 3;
+/** How long a stream may take to send its headers. */
+const HEAD_TIMEOUT_MS = 10_000;
 
 /** The exchanges of one check, printed when it fails. */
 export class Transcript {
@@ -19,6 +21,19 @@ export class Transcript {
   constructor(redact = {}) {
     this.entries = [];
     this.redact = Object.entries(redact).filter(([secret]) => secret);
+    this.live = new Set();
+  }
+
+  /** Tracks a request or stream so that `abortAll` can end it. */
+  track(controller) {
+    this.live.add(controller);
+    return () => this.live.delete(controller);
+  }
+
+  /** Ends whatever the check left open (held requests, streams). */
+  abortAll() {
+    for (const c of this.live) c.abort();
+    this.live.clear();
   }
 
   add(entry) {
@@ -100,9 +115,9 @@ export class Http {
    * bearer token is sent unless `token: null` is passed; `headers` adds
    * or overrides headers.
    */
-  async request(method, path, { json, body, headers = {}, token = this.token, signal } = {}) {
+  async request(method, path, { json, body, headers = {}, token = this.token } = {}) {
     for (let attempt = 0; ; attempt++) {
-      const res = await this.once(method, path, { json, body, headers, token, signal });
+      const res = await this.once(method, path, { json, body, headers, token });
       if (![429, 503].includes(res.status) || attempt >= MAX_OVERLOAD_RETRIES) {
         return res;
       }
@@ -116,7 +131,7 @@ export class Http {
     }
   }
 
-  async once(method, path, { json, body, headers, token, signal }) {
+  async once(method, path, { json, body, headers, token }) {
     const sent = {};
     if (json !== undefined) {
       body = JSON.stringify(json);
@@ -132,7 +147,11 @@ export class Http {
       requestBody: describeBody(body),
     });
     const started = Date.now();
+    const controller = new AbortController();
+    const untrack = this.transcript.track(controller);
+    const timer = setTimeout(() => controller.abort(), this.timeoutMs);
     let response;
+    let text;
     try {
       response = await fetch(entry.url, {
         method,
@@ -141,13 +160,16 @@ export class Http {
         // A ReadableStream body goes out chunked; fetch requires half duplex for it.
         ...(body instanceof ReadableStream ? { duplex: 'half' } : {}),
         redirect: 'manual',
-        signal: signal ?? AbortSignal.timeout(this.timeoutMs),
+        signal: controller.signal,
       });
+      text = await response.text();
     } catch (err) {
       entry.error = err.cause?.message ?? err.message;
       throw new AssertionError({ message: `${method} ${path}: request failed: ${entry.error}` });
+    } finally {
+      clearTimeout(timer);
+      untrack();
     }
-    const text = await response.text();
     entry.status = response.status;
     entry.ms = Date.now() - started;
     entry.responseHeaders = shownHeaders(response.headers);
@@ -171,17 +193,22 @@ export class Http {
    * headers have arrived (for SSE). The transcript gets the head; the
    * caller records the messages it reads.
    */
-  async open(path, { headers = {}, token = this.token, signal } = {}) {
+  async open(path, { headers = {}, token = this.token, controller } = {}) {
     const sent = { accept: 'text/event-stream', ...headers };
     if (token) sent.authorization = `Bearer ${token}`;
     const entry = this.transcript.add({ method: 'GET', url: this.url(path), requestHeaders: sent });
     const started = Date.now();
+    // The stream stays open until the caller closes it or the check ends.
+    this.transcript.track(controller);
+    const headTimer = setTimeout(() => controller.abort(), HEAD_TIMEOUT_MS);
     let response;
     try {
-      response = await fetch(entry.url, { headers: sent, signal });
+      response = await fetch(entry.url, { headers: sent, signal: controller.signal });
     } catch (err) {
       entry.error = err.cause?.message ?? err.message;
       throw new AssertionError({ message: `GET ${path}: request failed: ${entry.error}` });
+    } finally {
+      clearTimeout(headTimer);
     }
     entry.status = response.status;
     entry.ms = Date.now() - started;

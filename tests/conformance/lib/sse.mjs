@@ -136,7 +136,7 @@ export class EventStream {
  */
 export async function openEventStream(http, path, { headers = {}, token } = {}) {
   const controller = new AbortController();
-  const opts = { headers, signal: controller.signal };
+  const opts = { headers, controller };
   if (token !== undefined) opts.token = token;
   const { response, entry } = await http.open(path, opts);
   if (response.status !== 200) {
