@@ -26,6 +26,7 @@ const USAGE = `usage: node tests/conformance/local.mjs --server "<command>" [--r
   --server CMD     the backend command (split on spaces), started with
                    --listen/--data/--token/--callback-secret/--retention
   --retention N    passed to the backend and the suite (default 8)
+  --cors-origin O  passed to the backend and the suite (runs the CORS checks)
   --keep           keep the temporary directory (data and server.log)
   --startup-ms N   how long the backend may take to answer (default 20000)`;
 
@@ -35,6 +36,7 @@ function options() {
       options: {
         server: { type: 'string' },
         retention: { type: 'string', default: '8' },
+        'cors-origin': { type: 'string' },
         keep: { type: 'boolean', default: false },
         'startup-ms': { type: 'string', default: '20000' },
         help: { type: 'boolean', short: 'h' },
@@ -119,7 +121,9 @@ async function main() {
     '--token', `${config.TASKWIRE_TOKEN_B}=tenant-b`,
     '--callback-secret', config.TASKWIRE_CALLBACK_SECRET,
     '--retention', opts.retention,
+    ...(opts['cors-origin'] ? ['--cors-origin', opts['cors-origin']] : []),
   ];
+  if (opts['cors-origin']) config.TASKWIRE_CORS_ORIGIN = opts['cors-origin'];
   const logPath = join(root, 'server.log');
   const log = createWriteStream(logPath);
   console.log(`starting ${command} on ${baseUrl} (data ${data})`);

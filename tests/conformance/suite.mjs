@@ -27,6 +27,7 @@ import isolation from './checks/isolation.mjs';
 import errors from './checks/errors.mjs';
 import ttl from './checks/ttl.mjs';
 import vectors from './checks/vectors.mjs';
+import cors from './checks/cors.mjs';
 
 /** Every section, in PROTOCOL.md order. */
 export const SECTIONS = [
@@ -42,6 +43,7 @@ export const SECTIONS = [
   notifications,
   isolation,
   ttl,
+  cors,
   vectors,
 ];
 
@@ -61,7 +63,7 @@ export function registerConformance(options, { feedStart } = {}) {
     for (const section of SECTIONS) {
       describe(section.section, { concurrency: true }, () => {
         for (const check of section.checks) {
-          const skip = check.needsTokenB && !config.tokenB ? 'needs a second tenant (--token-b)' : (check.skip ?? false);
+          const skip = skipReason(check, config);
           test(check.name, { timeout: check.timeoutMs ?? DEFAULT_TIMEOUT_MS, skip }, () =>
             runCheck(check, config, shared),
           );
@@ -69,6 +71,12 @@ export function registerConformance(options, { feedStart } = {}) {
       });
     }
   });
+}
+
+function skipReason(check, config) {
+  if (check.needsTokenB && !config.tokenB) return 'needs a second tenant (--token-b)';
+  if (check.needsCorsOrigin && !config.corsOrigin) return 'needs an origin the backend allows (--cors-origin)';
+  return false;
 }
 
 async function runCheck(check, config, shared) {

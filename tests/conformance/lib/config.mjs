@@ -10,6 +10,8 @@ export const USAGE = `usage: node tests/conformance/run.mjs <baseUrl> [options]
                            the isolation checks (skipped without it)
   --callback-secret whsec_…  the executor callback secret (TASKWIRE_CALLBACK_SECRET)
   --retention N            the server's resume window     (TASKWIRE_RETENTION, default 8, at least 2)
+  --cors-origin ORIGIN     an origin the backend allows   (TASKWIRE_CORS_ORIGIN)
+                           by CORS (the CORS checks are skipped without it)
 
 The base URL may also come from TASKWIRE_BASE_URL.`;
 
@@ -23,6 +25,7 @@ export function configFrom(argv, env = process.env) {
       'token-b': { type: 'string' },
       'callback-secret': { type: 'string' },
       retention: { type: 'string' },
+      'cors-origin': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -33,13 +36,14 @@ export function configFrom(argv, env = process.env) {
     tokenB: values['token-b'] ?? env.TASKWIRE_TOKEN_B,
     secret: values['callback-secret'] ?? env.TASKWIRE_CALLBACK_SECRET,
     retention: values.retention ?? env.TASKWIRE_RETENTION,
+    corsOrigin: values['cors-origin'] ?? env.TASKWIRE_CORS_ORIGIN,
   });
 }
 
 export class UsageError extends Error {}
 
-/** Validates and normalizes `{baseUrl, token, tokenB, secret, retention}`. */
-export function checkConfig({ baseUrl, token, tokenB, secret, retention }) {
+/** Validates and normalizes `{baseUrl, token, tokenB, secret, retention, corsOrigin}`. */
+export function checkConfig({ baseUrl, token, tokenB, secret, retention, corsOrigin }) {
   if (!baseUrl) throw new UsageError('a base URL is required');
   let url;
   try {
@@ -70,5 +74,6 @@ export function checkConfig({ baseUrl, token, tokenB, secret, retention }) {
     tokenB: tokenB || null,
     secret,
     retention: r,
+    corsOrigin: corsOrigin || null,
   };
 }
