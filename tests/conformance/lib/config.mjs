@@ -1,0 +1,79 @@
+// Configuration of a conformance run: flags first, then environment.
+
+import { parseArgs } from 'node:util';
+import { secretKey } from './sign.mjs';
+
+export const USAGE = `usage: node tests/conformance/run.mjs <baseUrl> [options]
+
+  --token TOKEN            tenant A's bearer token        (TASKWIRE_TOKEN)
+  --token-b TOKEN          a second tenant's token, for   (TASKWIRE_TOKEN_B)
+                           the isolation checks (skipped without it)
+  --callback-secret whsec_…  the executor callback secret (TASKWIRE_CALLBACK_SECRET)
+  --retention N            the server's resume window     (TASKWIRE_RETENTION, default 8, at least 2)
+  --cors-origin ORIGIN     an origin the backend allows   (TASKWIRE_CORS_ORIGIN)
+                           by CORS (the CORS checks are skipped without it)
+
+The base URL may also come from TASKWIRE_BASE_URL.`;
+
+/** Parses argv and env into a config, or throws an Error with the usage. */
+export function configFrom(argv, env = process.env) {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      token: { type: 'string' },
+      'token-b': { type: 'string' },
+      'callback-secret': { type: 'string' },
+      retention: { type: 'string' },
+      'cors-origin': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) throw new UsageError('');
+  return checkConfig({
+    baseUrl: positionals[0] ?? env.TASKWIRE_BASE_URL,
+    token: values.token ?? env.TASKWIRE_TOKEN,
+    tokenB: values['token-b'] ?? env.TASKWIRE_TOKEN_B,
+    secret: values['callback-secret'] ?? env.TASKWIRE_CALLBACK_SECRET,
+    retention: values.retention ?? env.TASKWIRE_RETENTION,
+    corsOrigin: values['cors-origin'] ?? env.TASKWIRE_CORS_ORIGIN,
+  });
+}
+
+export class UsageError extends Error {}
+
+/** Validates and normalizes `{baseUrl, token, tokenB, secret, retention, corsOrigin}`. */
+export function checkConfig({ baseUrl, token, tokenB, secret, retention, corsOrigin }) {
+  if (!baseUrl) throw new UsageError('a base URL is required');
+  let url;
+  try {
+    url = new URL(baseUrl);
+  } catch {
+    throw new UsageError(`not a URL: ${baseUrl}`);
+  }
+  if (!['http:', 'https:'].includes(url.protocol)) throw new UsageError(`not an http(s) URL: ${baseUrl}`);
+  if (!token) throw new UsageError('a bearer token is required (--token or TASKWIRE_TOKEN)');
+  if (tokenB && tokenB === token) throw new UsageError('--token-b must be another tenant\'s token');
+  if (!secret) {
+    throw new UsageError('the callback secret is required (--callback-secret or TASKWIRE_CALLBACK_SECRET)');
+  }
+  try {
+    secretKey(secret);
+  } catch (err) {
+    throw new UsageError(err.message);
+  }
+  const r = retention === undefined || retention === '' ? 8 : Number(retention);
+  // The seed's client at version 3 resumes with versions 4 and 5 as a
+  // delta, so the checks need a window of at least 2.
+  if (!Number.isInteger(r) || r < 2 || r > 10_000) {
+    throw new UsageError(`--retention must be an integer from 2 to 10000, got ${retention}`);
+  }
+  return {
+    baseUrl: url.href.replace(/\/+$/, ''),
+    token,
+    tokenB: tokenB || null,
+    secret,
+    retention: r,
+    corsOrigin: corsOrigin || null,
+  };
+}

@@ -1,0 +1,180 @@
+#!/usr/bin/env node
+// Starts a backend on a free port with a fresh data directory, runs the
+// conformance suite against it, stops it, and exits with the suite's code:
+//
+//   node tests/conformance/local.mjs --server target/debug/taskwire-server
+//   node tests/conformance/local.mjs --server "node examples/node-backend/server.mjs"
+//
+// The backend is started as
+//   <server> --listen 127.0.0.1:PORT --data DIR --token TA=tenant-a
+//            --token TB=tenant-b --callback-secret whsec_… --retention N
+// with fresh random tokens and secret, DIR an empty directory. Its output
+// goes to server.log next to DIR, printed on failure.
+
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createWriteStream } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+
+const USAGE = `usage: node tests/conformance/local.mjs --server "<command>" [--retention N] [--keep]
+
+  --server CMD     the backend command (split on spaces), started with
+                   --listen/--data/--token/--callback-secret/--retention
+  --retention N    passed to the backend and the suite (default 8)
+  --cors-origin O  passed to the backend and the suite (runs the CORS checks)
+  --keep           keep the temporary directory (data and server.log)
+  --startup-ms N   how long the backend may take to answer (default 20000)`;
+
+function options() {
+  try {
+    const { values } = parseArgs({
+      options: {
+        server: { type: 'string' },
+        retention: { type: 'string', default: '8' },
+        'cors-origin': { type: 'string' },
+        keep: { type: 'boolean', default: false },
+        'startup-ms': { type: 'string', default: '20000' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+    if (values.help || !values.server) throw new Error(values.help ? '' : '--server is required');
+    return values;
+  } catch (err) {
+    if (err.message) console.error(`error: ${err.message}\n`);
+    console.error(USAGE);
+    process.exit(2);
+  }
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+// Hex after a prefix: a value starting with '-' would read as a flag.
+const token = () => `tok_${randomBytes(16).toString('hex')}`;
+
+/** Waits until the backend answers an authenticated request (any HTTP status). */
+async function waitUntilUp(baseUrl, auth, server, timeoutMs) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (server.exitCode !== null || server.signalCode !== null) {
+      throw new Error(`the backend exited during startup (${server.exitCode ?? server.signalCode})`);
+    }
+    try {
+      await fetch(`${baseUrl}/v1/notifications`, {
+        headers: { authorization: `Bearer ${auth}` },
+        signal: AbortSignal.timeout(1000),
+      });
+      return;
+    } catch {
+      await sleep(100);
+    }
+  }
+  throw new Error(`the backend did not answer within ${timeoutMs} ms`);
+}
+
+function stop(child, graceMs = 5000) {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
+}
+
+async function main() {
+  const opts = options();
+  const [command, ...commandArgs] = opts.server.trim().split(/\s+/);
+  const port = await freePort();
+  const root = await mkdtemp(join(tmpdir(), 'taskwire-conformance-'));
+  const data = join(root, 'data');
+  await mkdir(data);
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const config = {
+    TASKWIRE_TOKEN: token(),
+    TASKWIRE_TOKEN_B: token(),
+    TASKWIRE_CALLBACK_SECRET: `whsec_${randomBytes(32).toString('base64')}`,
+    TASKWIRE_RETENTION: opts.retention,
+  };
+  const args = [
+    ...commandArgs,
+    '--listen', `127.0.0.1:${port}`,
+    '--data', data,
+    '--token', `${config.TASKWIRE_TOKEN}=tenant-a`,
+    '--token', `${config.TASKWIRE_TOKEN_B}=tenant-b`,
+    '--callback-secret', config.TASKWIRE_CALLBACK_SECRET,
+    '--retention', opts.retention,
+    ...(opts['cors-origin'] ? ['--cors-origin', opts['cors-origin']] : []),
+  ];
+  if (opts['cors-origin']) config.TASKWIRE_CORS_ORIGIN = opts['cors-origin'];
+  const logPath = join(root, 'server.log');
+  const log = createWriteStream(logPath);
+  console.log(`starting ${command} on ${baseUrl} (data ${data})`);
+  const server = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  server.stdout.pipe(log);
+  server.stderr.pipe(log);
+  // Interrupted: do not leave the backend running.
+  for (const signal of ['SIGINT', 'SIGTERM']) {
+    process.once(signal, () => {
+      server.kill('SIGKILL');
+      process.exit(130);
+    });
+  }
+  const spawned = new Promise((resolve, reject) => {
+    server.once('spawn', resolve);
+    server.once('error', reject);
+  });
+
+  let code = 1;
+  let started = false;
+  try {
+    await spawned;
+    started = true;
+    await waitUntilUp(baseUrl, config.TASKWIRE_TOKEN, server, Number(opts['startup-ms']));
+    // The suite runs as its own process (run.mjs), exactly as it runs
+    // against any backend, configured by environment as a CI job would.
+    const run = fileURLToPath(new URL('./run.mjs', import.meta.url));
+    const suite = spawn(process.execPath, [run, baseUrl], {
+      stdio: 'inherit',
+      env: { ...process.env, ...config },
+    });
+    code = await new Promise((resolve) => suite.on('exit', (c) => resolve(c ?? 1)));
+  } catch (err) {
+    console.error(`error: ${err.message}`);
+  } finally {
+    const exitedEarly = started && (server.exitCode !== null || server.signalCode !== null);
+    await stop(server);
+    await new Promise((r) => log.end(r));
+    if (started && (code !== 0 || exitedEarly)) {
+      const text = await readFile(logPath, 'utf8').catch(() => '');
+      const tail = text.split('\n').slice(-40).join('\n');
+      console.error(`\n── backend output (last 40 lines of ${logPath}) ──\n${tail}`);
+      if (exitedEarly) {
+        console.error(`the backend exited before the end (${server.exitCode ?? server.signalCode})`);
+        code = code || 1;
+      }
+    }
+    if (opts.keep) console.error(`kept ${root}`);
+    else await rm(root, { recursive: true, force: true });
+  }
+  process.exit(code);
+}
+
+await main();

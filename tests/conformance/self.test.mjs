@@ -1,0 +1,61 @@
+// Tests of the suite's own helpers, without a backend:
+//   node --test tests/conformance/self.test.mjs
+
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { sign } from './lib/sign.mjs';
+import { SseParser } from './lib/sse.mjs';
+import { assertAnswer, assertMatches } from './lib/match.mjs';
+import { changes } from './lib/events.mjs';
+import { checkConfig } from './lib/config.mjs';
+
+test('sign: the Standard Webhooks reference vector', () => {
+  // From the Standard Webhooks reference libraries' tests.
+  const sig = sign('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'msg_p5jXN8AQM9LWM0D4loKWxJek', 1614265330, '{"test": 2432232314}');
+  assert.equal(sig, 'v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=');
+});
+
+test('SseParser: messages, comments, CRLF, multi-line data, split chunks', () => {
+  const p = new SseParser();
+  const text = ': hb\r\nevent: resume\r\nid: 5\r\ndata: {"a":\r\ndata: 1}\r\n\r\n: hb\n\nevent:resume\nid:6\ndata:x\n\n';
+  const out = [];
+  for (const ch of text) out.push(...p.push(ch));
+  assert.deepEqual(out, [
+    { event: 'resume', id: '5', data: '{"a":\n1}' },
+    { event: 'resume', id: '6', data: 'x' },
+  ]);
+  assert.deepEqual(p.comments, ['hb', 'hb']);
+});
+
+test('assertMatches: null means absent, arrays by length, extra keys allowed', () => {
+  assertMatches({ a: 1, b: { c: 2, d: 3 } }, { b: { c: 2 }, e: null });
+  assert.throws(() => assertMatches({ e: 1 }, { e: null }), /expected absent/);
+  assert.throws(() => assertMatches([1, 2], [1]), /expected 1 elements/);
+});
+
+test('assertAnswer: a delta must end at the task version, consecutively', () => {
+  const task = { id: 't', state: 'running', expiresAtMs: 1, attempts: 1, maxAttempts: 1, progress: 0, version: 3 };
+  const e = (version) => ({ version, event: { type: 'start', atMs: 1, worker: 'w' } });
+  assertAnswer({ mode: 'delta', events: [e(2), e(3)], task }, { versions: [2, 3] });
+  assert.throws(() => assertAnswer({ mode: 'delta', events: [e(1), e(3)], task }), /consecutive/);
+  assert.throws(() => assertAnswer({ mode: 'delta', events: [e(2)], task }), /task's version/);
+  assert.throws(() => assertAnswer({ mode: 'caught-up', events: [], task: { ...task, history: [] } }), /history/);
+});
+
+test('changes(n): one changing event per version, retrying past progress 99', () => {
+  const evs = changes(203);
+  assert.equal(evs.length, 203);
+  assert.equal(evs[0].type, 'start');
+  assert.equal(evs[100].type, 'fail');
+  assert.equal(evs[101].type, 'start');
+  assert.equal(evs[102].progress, 1);
+});
+
+test('checkConfig: defaults and refusals', () => {
+  const base = { baseUrl: 'http://127.0.0.1:8080/', token: 't', secret: 'whsec_c2VjcmV0' };
+  assert.deepEqual(checkConfig(base), { baseUrl: 'http://127.0.0.1:8080', token: 't', tokenB: null, secret: 'whsec_c2VjcmV0', retention: 8, corsOrigin: null });
+  assert.throws(() => checkConfig({ ...base, secret: 'nope' }), /whsec_/);
+  assert.throws(() => checkConfig({ ...base, retention: '1' }), /retention/);
+  assert.equal(checkConfig({ ...base, retention: '2' }).retention, 2);
+  assert.throws(() => checkConfig({ ...base, tokenB: 't' }), /another tenant/);
+});
