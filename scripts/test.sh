@@ -31,6 +31,11 @@ npx tsc -p tests/js
 step "npm package: vectors, API, bad input, packed tarball (Node + Vite + Chromium)"
 node --test tests/js/
 
+step "conformance: the suite's own helpers, then the reference server"
+node --test tests/conformance/self.test.mjs
+cargo build --locked -p taskwire-server
+node tests/conformance/local.mjs --server target/debug/taskwire-server --cors-origin http://127.0.0.1:5173
+
 step "wasm bindings: wasm-pack test --node and --headless --chrome"
 wasm-pack test --node wasm
 WASM_BINDGEN_USE_BROWSER=1 wasm-pack test --headless --chrome wasm
