@@ -1,7 +1,7 @@
 // `npm run bench`: the npm package's speed in Node, through the public API
 // (so every number includes the JS/wasm crossing and JSON conversion).
 // Numbers go in the README; run on an idle machine, best of 5.
-import { TaskBook, TaskMirror } from "../dist/node.js";
+import { TaskBook, TaskMirror } from "../dist/full/node.js";
 
 function best(label, n, unit, fn) {
   let bestMs = Infinity;

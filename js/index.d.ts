@@ -310,3 +310,112 @@ export class TaskMirror {
   toJSON(): MirrorJSON;
   free(): void;
 }
+
+// ---- the browser client --------------------------------------------------
+
+/** Options of `TaskClient`. */
+export interface TaskClientOptions {
+  /** The backend, e.g. `"http://127.0.0.1:8080"` (http:// or https://). */
+  baseUrl: string;
+  /** Sent on every request (e.g. `Authorization`); never put in the URL. */
+  headers?: Record<string, string>;
+  /** An injected `fetch` (tests, proxies); `globalThis.fetch` otherwise. */
+  fetch?: (input: string, init: RequestInit) => Promise<Response>;
+  /** Exponential backoff with full jitter: `random(0, min(maxMs, initialMs·2^n))`. */
+  backoff?: { initialMs?: number; maxMs?: number };
+  /** Save each watched task in `localStorage` (`true`: prefix `"taskwire:"`, or your prefix), so a new page load resumes by delta. */
+  persist?: boolean | string;
+  /** `"long-poll"` (default) or `"sse"` (falls back to long-poll behind a buffering proxy). */
+  transport?: "long-poll" | "sse";
+  /** How long the server may hold a long-poll (ms, ≤ 30,000; default 25,000). */
+  waitMs?: number;
+}
+
+/** Input of `TaskClient.createTask` (PROTOCOL.md, "Create a task"). */
+export interface CreateTaskRequest {
+  ttlMs: number;
+  maxAttempts: number;
+  kind?: string;
+  input?: unknown;
+}
+
+/** A task as the server returns it on creation. */
+export interface CreatedTask extends TaskView {
+  kind?: string;
+  input?: unknown;
+}
+
+/** What `onUpdate` receives: only when the version rises. */
+export interface WatchUpdate {
+  task: TaskView;
+  mode: ResumeMode;
+  /** Versions applied (a snapshot applies its version). */
+  applied: number[];
+  /** Everything refused since the previous update (stale, duplicate, …). */
+  rejected: Rejection[];
+}
+
+/** What `onReject` receives: an answer refused without the version rising. */
+export interface WatchRejection {
+  mode: ResumeMode;
+  rejected: Rejection[];
+  /** The version the watch holds (unchanged). */
+  version: number;
+}
+
+/** Connection state, for an indicator. */
+export interface WatchStatus {
+  state: "connecting" | "live" | "reconnecting" | "offline" | "closed";
+  /** Consecutive failures, when reconnecting. */
+  attempt?: number;
+  /** When the next attempt starts, when reconnecting. */
+  retryInMs?: number;
+  error?: string;
+}
+
+/** Options of `TaskClient.watch`. */
+export interface WatchOptions {
+  /** A version to start from when nothing is persisted. */
+  cursor?: number;
+  onUpdate?: (update: WatchUpdate) => void;
+  onStatus?: (status: WatchStatus) => void;
+  onReject?: (rejection: WatchRejection) => void;
+}
+
+/** Error codes of a watch that ended without a terminal task. */
+export type WatchErrorCode = "unauthorized" | "forbidden" | "not-found" | "stopped";
+
+/** A running watch: see `TaskClient.watch`. */
+export interface Watch {
+  /** The task as known (no history), or undefined before the first answer. */
+  readonly task: TaskView | undefined;
+  /** The version known: the cursor of the next request. */
+  readonly version: number;
+  readonly status: WatchStatus;
+  /**
+   * Resolves with the terminal task. Rejects with a `TaskwireError` whose
+   * code is a `WatchErrorCode` (and `status` for HTTP errors).
+   */
+  readonly done: Promise<TaskView>;
+  /** Aborts the request in flight and cancels timers now. */
+  stop(): void;
+}
+
+/**
+ * Follows tasks on any backend that speaks PROTOCOL.md.
+ *
+ * @example
+ * const client = new TaskClient({ baseUrl: "/api", headers: { Authorization: "Bearer demo" }, persist: true });
+ * const task = await client.createTask({ ttlMs: 3_600_000, maxAttempts: 3, kind: "summary" });
+ * const watch = client.watch(task.id, { onUpdate: (u) => render(u.task) });
+ * const finished = await watch.done;
+ */
+export class TaskClient {
+  constructor(options: TaskClientOptions);
+  /** POST /v1/tasks. With `idempotencyKey`, safe to retry (and retried on network errors). */
+  createTask(request: CreateTaskRequest, options?: { idempotencyKey?: string }): Promise<CreatedTask>;
+  /** POST /v1/tasks/{id}/deliveries: the same key returns the same receipt. */
+  deliver(taskId: string, key: string): Promise<Receipt>;
+  /** Follows a task until it is terminal, stopped, or refused. */
+  watch(taskId: string, options?: WatchOptions): Watch;
+}

@@ -5,7 +5,7 @@
 import wasmInit, { initSync as wasmInitSync } from "./taskwire_wasm.js";
 import { isReady, markReady } from "./api.js";
 
-export { TaskwireError, createTask, applyEvent, expireTask, TaskBook, TaskMirror } from "./api.js";
+export * from "./exports.js";
 
 /**
  * Instantiates the WebAssembly module. Idempotent; concurrent calls share

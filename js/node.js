@@ -5,7 +5,7 @@ import { readFileSync } from "node:fs";
 import { initSync as wasmInitSync } from "./taskwire_wasm.js";
 import { markReady } from "./api.js";
 
-export { TaskwireError, createTask, applyEvent, expireTask, TaskBook, TaskMirror } from "./api.js";
+export * from "./exports.js";
 
 wasmInitSync({ module: readFileSync(new URL("./taskwire_wasm_bg.wasm", import.meta.url)) });
 markReady();

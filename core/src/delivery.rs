@@ -2,12 +2,13 @@
 
 use serde::Serialize;
 
+use crate::json::{self, Fields, FromJson, Path, Value};
 use crate::task::{State, TaskView};
 use crate::value::{Millis, NonBlank};
 use crate::Error;
 
 /// Proof that a task's result was handed over under an idempotency key.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Receipt {
     /// The task whose result was delivered.
@@ -19,9 +20,24 @@ pub struct Receipt {
     /// The key the delivery was made under.
     pub idempotency_key: String,
     /// When the first delivery under this key happened.
-    #[serde(with = "crate::value::ms")]
+    #[serde(serialize_with = "crate::value::ms::serialize")]
     pub delivered_at_ms: f64,
 }
+
+impl FromJson for Receipt {
+    fn from_json(value: &Value<'_>, at: Path<'_>) -> Result<Self, json::Error> {
+        let f = Fields::of(value, at)?;
+        Ok(Receipt {
+            task_id: f.req("taskId")?,
+            result_ref: f.req("resultRef")?,
+            result_hash: f.req("resultHash")?,
+            idempotency_key: f.req("idempotencyKey")?,
+            delivered_at_ms: f.req("deliveredAtMs")?,
+        })
+    }
+}
+
+json::impl_deserialize!(Receipt);
 
 /// Why a delivery did or did not happen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]

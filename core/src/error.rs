@@ -67,7 +67,7 @@ impl Error {
 
 /// Quotes a user-supplied string for a message, cut to a readable length so
 /// that a megabyte id does not become a megabyte error message.
-pub(crate) fn quoted(s: &str) -> String {
+pub fn quoted(s: &str) -> String {
     const MAX_CHARS: usize = 64;
     match s.char_indices().nth(MAX_CHARS) {
         Some((cut, _)) => format!("\"{}…\"", s.get(..cut).unwrap_or(s)),

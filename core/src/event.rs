@@ -1,7 +1,8 @@
 //! The five events an executor (or the system) reports about a task.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
+use crate::json::{self, Fields, FromJson, Path, Value};
 use crate::value::{Millis, NonBlank, Percent};
 
 /// One report about a task, tagged by `type` on the wire:
@@ -13,12 +14,11 @@ use crate::value::{Millis, NonBlank, Percent};
 /// Every field holds a validated value ([`Millis`], [`Percent`],
 /// [`NonBlank`]), so an `Event` that exists is valid. Parsing checks the
 /// whole event before any state logic runs (fix 4 to the seed).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(
     tag = "type",
     rename_all = "lowercase",
-    rename_all_fields = "camelCase",
-    try_from = "RawEvent"
+    rename_all_fields = "camelCase"
 )]
 pub enum Event {
     /// A worker picked the task up.
@@ -63,7 +63,7 @@ pub enum Event {
 }
 
 /// The event kinds, as spelled in `type`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum EventKind {
     /// [`Event::Start`]
@@ -115,60 +115,58 @@ impl Event {
     }
 }
 
-/// The flat shape every event is parsed into first. Parsing a flat struct
-/// needs no buffering (unlike serde's internally tagged enums), and the
-/// per-kind check below can say exactly which field a kind is missing.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct RawEvent {
-    #[serde(rename = "type")]
-    kind: EventKind,
-    at_ms: Option<Millis>,
-    worker: Option<String>,
-    progress: Option<Percent>,
-    cursor: Option<String>,
-    result_ref: Option<NonBlank>,
-    result_hash: Option<NonBlank>,
-    error: Option<String>,
-    retryable: Option<bool>,
+impl FromJson for EventKind {
+    fn from_json(value: &Value<'_>, at: Path<'_>) -> Result<Self, json::Error> {
+        use EventKind::*;
+        json::variant(
+            value,
+            at,
+            &[
+                ("start", Start),
+                ("progress", Progress),
+                ("succeed", Succeed),
+                ("fail", Fail),
+                ("expire", Expire),
+            ],
+        )
+    }
 }
 
-/// The error names the field relative to the event (`.worker: …`); the
-/// parser prefixes where the event sits (see [`crate::wire::from_json`]).
-fn required<T>(value: Option<T>, field: &str, kind: EventKind) -> Result<T, String> {
-    value.ok_or_else(|| format!(".{field}: required for a {} event", kind.as_str()))
-}
-
-impl TryFrom<RawEvent> for Event {
-    type Error = String;
-
-    fn try_from(raw: RawEvent) -> Result<Self, String> {
-        let kind = raw.kind;
-        let at_ms = required(raw.at_ms, "atMs", kind)?;
+impl FromJson for Event {
+    /// Reads `type` first, then exactly the fields that kind needs; other
+    /// fields are ignored (forward compatibility).
+    fn from_json(value: &Value<'_>, at: Path<'_>) -> Result<Self, json::Error> {
+        let f = Fields::of(value, at)?;
+        let kind: EventKind = f.req("type")?;
+        let required =
+            |field: &str| f.missing(field, &format!("required for a {} event", kind.as_str()));
+        let at_ms: Millis = f.get("atMs")?.ok_or_else(|| required("atMs"))?;
         Ok(match kind {
             EventKind::Start => Event::Start {
                 at_ms,
-                worker: required(raw.worker, "worker", kind)?,
+                worker: f.get("worker")?.ok_or_else(|| required("worker"))?,
             },
             EventKind::Progress => Event::Progress {
                 at_ms,
-                progress: required(raw.progress, "progress", kind)?,
-                cursor: required(raw.cursor, "cursor", kind)?,
+                progress: f.get("progress")?.ok_or_else(|| required("progress"))?,
+                cursor: f.get("cursor")?.ok_or_else(|| required("cursor"))?,
             },
             EventKind::Succeed => Event::Succeed {
                 at_ms,
-                result_ref: required(raw.result_ref, "resultRef", kind)?,
-                result_hash: required(raw.result_hash, "resultHash", kind)?,
+                result_ref: f.get("resultRef")?.ok_or_else(|| required("resultRef"))?,
+                result_hash: f.get("resultHash")?.ok_or_else(|| required("resultHash"))?,
             },
             EventKind::Fail => Event::Fail {
                 at_ms,
-                error: required(raw.error, "error", kind)?,
-                retryable: required(raw.retryable, "retryable", kind)?,
+                error: f.get("error")?.ok_or_else(|| required("error"))?,
+                retryable: f.get("retryable")?.ok_or_else(|| required("retryable"))?,
             },
             EventKind::Expire => Event::Expire { at_ms },
         })
     }
 }
+
+json::impl_deserialize!(Event, EventKind);
 
 #[cfg(test)]
 mod tests {
@@ -223,16 +221,25 @@ mod tests {
                 r#"{"type":"fail","atMs":1,"error":"e","retryable":"yes"}"#,
                 "event.retryable:",
             ),
-            (r#"{"type":"launch","atMs":1}"#, "event.type:"),
+            (r#"{"type":"launch","atMs":1}"#, "event.type: unknown value"),
             (r#"{"atMs":1}"#, "event.type: required"),
-            (r#"[]"#, "event:"),
-            (r#"null"#, "event:"),
+            (r#"[]"#, "event: expected an object, got an array"),
+            (r#"null"#, "event: expected an object, got null"),
         ];
         for (json, prefix) in cases {
             let err = parse(json).unwrap_err();
             assert_eq!(err.code, crate::ErrorCode::InvalidRequest);
             assert!(err.message.starts_with(prefix), "{json}: {}", err.message);
         }
+    }
+
+    #[test]
+    fn serde_reads_the_same_format() {
+        let json = r#"{"type":"fail","atMs":5,"error":"quota","retryable":true}"#;
+        let via_serde: Event = serde_json::from_str(json).unwrap();
+        assert_eq!(via_serde, parse(json).unwrap());
+        let err = serde_json::from_str::<Event>(r#"{"type":"fail","atMs":5}"#).unwrap_err();
+        assert!(err.to_string().starts_with(".error: required"), "{err}");
     }
 
     #[test]

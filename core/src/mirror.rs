@@ -13,7 +13,9 @@
 //! Use: `merge` each answer; when [`MergeOutcome::next`] is
 //! [`Next::Snapshot`], ask the server for a snapshot and merge that.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
+
+use crate::json::{self, Fields, FromJson, Path, Value};
 
 use crate::resume::{ResumeAnswer, ResumeMode};
 use crate::task::{HistoryEntry, State, TaskView};
@@ -102,35 +104,34 @@ impl MergeOutcome {
 }
 
 /// One task as a client knows it. See the module docs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", try_from = "MirrorWire")]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Mirror {
     task_id: String,
     task: Option<TaskView>,
 }
 
-/// The persisted shape: `{"taskId":"t1","task":{…}|null}`.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct MirrorWire {
-    task_id: NonBlank,
-    task: Option<TaskView>,
-}
-
-impl TryFrom<MirrorWire> for Mirror {
-    type Error = String;
-    fn try_from(wire: MirrorWire) -> Result<Self, String> {
-        if let Some(task) = &wire.task {
-            if task.id != wire.task_id.as_str() {
-                return Err(".task.id: does not match taskId".into());
-            }
+impl FromJson for Mirror {
+    /// The persisted shape: `{"taskId":"t1","task":{…}|null}`.
+    fn from_json(value: &Value<'_>, at: Path<'_>) -> Result<Self, json::Error> {
+        let f = Fields::of(value, at)?;
+        let task_id: NonBlank = f.req("taskId")?;
+        let task: Option<TaskView> = f.get("task")?;
+        if task.as_ref().is_some_and(|t| t.id != task_id.as_str()) {
+            let at_task = Path::Key(&at, "task");
+            return Err(json::invalid(
+                "does not match taskId",
+                Path::Key(&at_task, "id"),
+            ));
         }
         Ok(Mirror {
-            task_id: wire.task_id.into_string(),
-            task: wire.task,
+            task_id: task_id.into_string(),
+            task,
         })
     }
 }
+
+json::impl_deserialize!(Mirror);
 
 impl Mirror {
     /// A mirror that knows nothing yet about task `task_id` (version 0).

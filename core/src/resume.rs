@@ -12,15 +12,16 @@
 //! ```
 
 use serde::ser::SerializeStruct;
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Serialize, Serializer};
 
+use crate::json::{self, Fields, FromJson, Path, Value};
 use crate::task::{HistoryEntry, TaskView};
 
 /// The default retention window, in versions (the seed's 8).
 pub const DEFAULT_RETENTION_VERSIONS: u64 = 8;
 
 /// The three answer modes, spelled `caught-up`, `delta`, `snapshot`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ResumeMode {
     /// Nothing new since the cursor.
@@ -74,8 +75,7 @@ pub fn plan_resume(version: u64, cursor: u64, retention: u64) -> ResumePlan {
 
 /// A resume answer. The server always sends `task` (without history); a
 /// minimal backend may leave it out of `caught-up` and `delta` answers.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(try_from = "RawAnswer")]
+#[derive(Debug, Clone, PartialEq)]
 pub enum ResumeAnswer {
     /// Nothing new.
     CaughtUp {
@@ -138,35 +138,46 @@ impl Serialize for ResumeAnswer {
     }
 }
 
-#[derive(Deserialize)]
-struct RawAnswer {
-    mode: ResumeMode,
-    events: Option<Vec<HistoryEntry>>,
-    task: Option<TaskView>,
+impl FromJson for ResumeMode {
+    fn from_json(value: &Value<'_>, at: Path<'_>) -> Result<Self, json::Error> {
+        use ResumeMode::*;
+        json::variant(
+            value,
+            at,
+            &[
+                ("caught-up", CaughtUp),
+                ("delta", Delta),
+                ("snapshot", Snapshot),
+            ],
+        )
+    }
 }
 
-impl TryFrom<RawAnswer> for ResumeAnswer {
-    type Error = String;
-    fn try_from(raw: RawAnswer) -> Result<Self, String> {
-        let events = raw.events.unwrap_or_default();
-        if raw.mode != ResumeMode::Delta && !events.is_empty() {
-            return Err(format!(
-                ".events: must be empty for mode {}",
-                raw.mode.as_str()
+impl FromJson for ResumeAnswer {
+    /// An unknown `mode` is an error, never a silent default; `events`
+    /// must be empty unless the answer is a delta; a snapshot needs `task`.
+    fn from_json(value: &Value<'_>, at: Path<'_>) -> Result<Self, json::Error> {
+        let f = Fields::of(value, at)?;
+        let mode: ResumeMode = f.req("mode")?;
+        let events: Vec<HistoryEntry> = f.get("events")?.unwrap_or_default();
+        let task: Option<TaskView> = f.get("task")?;
+        if mode != ResumeMode::Delta && !events.is_empty() {
+            return Err(f.missing(
+                "events",
+                &format!("must be empty for mode {}", mode.as_str()),
             ));
         }
-        Ok(match raw.mode {
-            ResumeMode::CaughtUp => ResumeAnswer::CaughtUp { task: raw.task },
-            ResumeMode::Delta => ResumeAnswer::Delta {
-                events,
-                task: raw.task,
-            },
+        Ok(match mode {
+            ResumeMode::CaughtUp => ResumeAnswer::CaughtUp { task },
+            ResumeMode::Delta => ResumeAnswer::Delta { events, task },
             ResumeMode::Snapshot => ResumeAnswer::Snapshot {
-                task: raw.task.ok_or(".task: required for mode snapshot")?,
+                task: task.ok_or_else(|| f.missing("task", "required for mode snapshot"))?,
             },
         })
     }
 }
+
+json::impl_deserialize!(ResumeMode, ResumeAnswer);
 
 #[cfg(test)]
 mod tests {
@@ -193,7 +204,9 @@ mod tests {
         let err =
             from_json::<ResumeAnswer>(r#"{"mode":"later","events":[]}"#, "answer").unwrap_err();
         assert!(
-            err.message.starts_with("answer.mode: unknown value"),
+            err.message.starts_with(
+                "answer.mode: unknown value \"later\", expected one of caught-up, delta, snapshot"
+            ),
             "{}",
             err.message
         );

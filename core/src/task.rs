@@ -1,16 +1,16 @@
 //! The task record: its current fields ([`TaskView`]) and its history.
 
-use serde::de::IgnoredAny;
 use serde::ser::SerializeStruct;
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Serialize, Serializer};
 
 use crate::event::Event;
+use crate::json::{self, Fields, FromJson, Path, Value};
 use crate::value::{self, is_blank, Millis, NonBlank, MAX_SAFE_INTEGER};
 use crate::Error;
 
 /// Where a task is in its life. The last three are terminal: a terminal
 /// task absorbs every later event as a duplicate or a conflict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum State {
     /// Created, or requeued after a retryable failure; waiting for a worker.
@@ -46,8 +46,7 @@ impl State {
 /// A task's current fields, without its history: what a client holds, and
 /// what resume answers carry. It stays O(1) in size however long the task
 /// runs.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(try_from = "TaskWire<IgnoredAny>")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TaskView {
     /// Unique id, never blank.
     pub id: String,
@@ -75,10 +74,9 @@ pub struct TaskView {
 /// One change in a task's life: the version it produced and the event that
 /// produced it. Expiry is recorded as `expire` at `expiresAtMs`, whatever
 /// event triggered it, so a replay reproduces it exactly.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct HistoryEntry {
     /// The version after this change.
-    #[serde(with = "value::int")]
     pub version: u64,
     /// What happened.
     pub event: Event,
@@ -87,8 +85,7 @@ pub struct HistoryEntry {
 /// A task with its full history, as the server (or a [`crate::Book`])
 /// keeps it. `history[i].version == i + 1` and `history.len() == version`
 /// always hold, which is what makes a resume delta a plain slice.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(try_from = "TaskWire<Vec<HistoryEntry>>")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Task {
     view: TaskView,
     history: Vec<HistoryEntry>,
@@ -96,8 +93,7 @@ pub struct Task {
 
 /// What [`create_task`] needs. On the wire:
 /// `{"id":"t1","nowMs":0,"ttlMs":3600000,"maxAttempts":3}`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CreateTask {
     /// Task id, not blank.
     pub id: String,
@@ -106,7 +102,6 @@ pub struct CreateTask {
     /// Time to live, finite and > 0.
     pub ttl_ms: f64,
     /// Allowed starts, an integer ≥ 1.
-    #[serde(with = "value::int")]
     pub max_attempts: u64,
 }
 
@@ -249,87 +244,103 @@ impl Serialize for Task {
     }
 }
 
-/// The wire shape of a task, parsed before the cross-field checks below.
-/// `H` is the history: parsed for a [`Task`], skipped for a [`TaskView`].
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct TaskWire<H> {
-    id: NonBlank,
-    state: State,
-    #[serde(with = "value::ms")]
-    expires_at_ms: f64,
-    #[serde(with = "value::int")]
-    attempts: u64,
-    #[serde(with = "value::int")]
-    max_attempts: u64,
-    #[serde(deserialize_with = "value::percent::deserialize")]
-    progress: u8,
-    #[serde(with = "value::int")]
-    version: u64,
-    result_ref: Option<String>,
-    result_hash: Option<String>,
-    error: Option<String>,
-    history: Option<H>,
+impl FromJson for State {
+    fn from_json(value: &Value<'_>, at: Path<'_>) -> Result<Self, json::Error> {
+        use State::*;
+        json::variant(
+            value,
+            at,
+            &[
+                ("queued", Queued),
+                ("running", Running),
+                ("succeeded", Succeeded),
+                ("failed", Failed),
+                ("expired", Expired),
+            ],
+        )
+    }
 }
 
-impl<H> TaskWire<H> {
-    /// Checks what the state machine guarantees of every task it produces,
-    /// so that a foreign or corrupted task cannot start out impossible.
-    fn into_view(self) -> Result<(TaskView, Option<H>), String> {
-        if self.expires_at_ms < 0.0 {
-            return Err(".expiresAtMs: must be >= 0".into());
-        }
-        if self.max_attempts == 0 {
-            return Err(".maxAttempts: must be >= 1".into());
-        }
-        if self.attempts > self.max_attempts {
-            return Err(format!(
-                ".attempts: {} exceeds maxAttempts {}",
-                self.attempts, self.max_attempts
-            ));
-        }
-        if self.state == State::Succeeded {
-            let has = |v: &Option<String>| v.as_deref().is_some_and(|s| !is_blank(s));
-            if !has(&self.result_ref) || !has(&self.result_hash) {
-                return Err(".resultRef: a succeeded task needs resultRef and resultHash".into());
-            }
-            if self.progress != 100 {
-                return Err(".progress: a succeeded task is at 100".into());
-            }
-        }
+impl FromJson for TaskView {
+    /// Reads the fields and checks what the state machine guarantees of
+    /// every task it produces, so that a foreign or corrupted task cannot
+    /// start out impossible. A `history` field, if any, is ignored.
+    fn from_json(value: &Value<'_>, at: Path<'_>) -> Result<Self, json::Error> {
+        let f = Fields::of(value, at)?;
+        let id: NonBlank = f.req("id")?;
+        let expires_at_ms: f64 = f.req("expiresAtMs")?;
+        let progress: value::Percent = f.req("progress")?;
         let view = TaskView {
-            id: self.id.into_string(),
-            state: self.state,
-            expires_at_ms: self.expires_at_ms,
-            attempts: self.attempts,
-            max_attempts: self.max_attempts,
-            progress: self.progress,
-            version: self.version,
-            result_ref: self.result_ref,
-            result_hash: self.result_hash,
-            error: self.error,
+            id: id.into_string(),
+            state: f.req("state")?,
+            expires_at_ms,
+            attempts: f.req("attempts")?,
+            max_attempts: f.req("maxAttempts")?,
+            progress: progress.get(),
+            version: f.req("version")?,
+            result_ref: f.get("resultRef")?,
+            result_hash: f.get("resultHash")?,
+            error: f.get("error")?,
         };
-        Ok((view, self.history))
+        let bad = |field: &str, why: String| Err(f.missing(field, &why));
+        if view.expires_at_ms < 0.0 {
+            return bad("expiresAtMs", "must be >= 0".into());
+        }
+        if view.max_attempts == 0 {
+            return bad("maxAttempts", "must be >= 1".into());
+        }
+        if view.attempts > view.max_attempts {
+            return bad(
+                "attempts",
+                format!(
+                    "{} exceeds maxAttempts {}",
+                    view.attempts, view.max_attempts
+                ),
+            );
+        }
+        if view.state == State::Succeeded {
+            let has = |v: &Option<String>| v.as_deref().is_some_and(|s| !is_blank(s));
+            if !has(&view.result_ref) || !has(&view.result_hash) {
+                return bad(
+                    "resultRef",
+                    "a succeeded task needs resultRef and resultHash".into(),
+                );
+            }
+            if view.progress != 100 {
+                return bad("progress", "a succeeded task is at 100".into());
+            }
+        }
+        Ok(view)
     }
 }
 
-impl TryFrom<TaskWire<IgnoredAny>> for TaskView {
-    type Error = String;
-    fn try_from(wire: TaskWire<IgnoredAny>) -> Result<Self, String> {
-        wire.into_view().map(|(view, _)| view)
+impl FromJson for HistoryEntry {
+    fn from_json(value: &Value<'_>, at: Path<'_>) -> Result<Self, json::Error> {
+        let f = Fields::of(value, at)?;
+        Ok(HistoryEntry {
+            version: f.req("version")?,
+            event: f.req("event")?,
+        })
     }
 }
 
-impl TryFrom<TaskWire<Vec<HistoryEntry>>> for Task {
-    type Error = String;
-    fn try_from(wire: TaskWire<Vec<HistoryEntry>>) -> Result<Self, String> {
-        let (view, history) = wire.into_view()?;
-        let history = history.ok_or(".history: required for a full task")?;
+impl FromJson for Task {
+    /// A view plus its history, which must be exactly versions
+    /// `1..=version`.
+    fn from_json(value: &Value<'_>, at: Path<'_>) -> Result<Self, json::Error> {
+        let view = TaskView::from_json(value, at)?;
+        let f = Fields::of(value, at)?;
+        let history: Vec<HistoryEntry> = f
+            .get("history")?
+            .ok_or_else(|| f.missing("history", "required for a full task"))?;
         if history.len() as u64 != view.version {
-            return Err(format!(
-                ".history: holds {} entries but version is {}",
-                history.len(),
-                view.version
+            return Err(f.missing(
+                "history",
+                &format!(
+                    "holds {} entries but version is {}",
+                    history.len(),
+                    view.version
+                ),
             ));
         }
         if let Some((i, entry)) = history
@@ -337,15 +348,30 @@ impl TryFrom<TaskWire<Vec<HistoryEntry>>> for Task {
             .enumerate()
             .find(|(i, entry)| entry.version != *i as u64 + 1)
         {
-            return Err(format!(
-                ".history[{i}].version: expected {}, got {}",
-                i + 1,
-                entry.version
+            let list = Path::Key(&at, "history");
+            return Err(json::invalid(
+                format!("expected {}, got {}", i + 1, entry.version),
+                Path::Key(&Path::Index(&list, i), "version"),
             ));
         }
         Ok(Task { view, history })
     }
 }
+
+impl FromJson for CreateTask {
+    /// Only the types are checked here; [`create_task`] checks the values.
+    fn from_json(value: &Value<'_>, at: Path<'_>) -> Result<Self, json::Error> {
+        let f = Fields::of(value, at)?;
+        Ok(CreateTask {
+            id: f.req("id")?,
+            now_ms: f.req("nowMs")?,
+            ttl_ms: f.req("ttlMs")?,
+            max_attempts: f.req("maxAttempts")?,
+        })
+    }
+}
+
+json::impl_deserialize!(State, TaskView, HistoryEntry, Task, CreateTask);
 
 #[cfg(test)]
 mod tests {

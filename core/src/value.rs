@@ -8,10 +8,9 @@
 //! Each type here can only hold a valid value: once an [`crate::Event`] is
 //! built, the state machine has nothing left to check.
 
-use serde::de::{self, Deserializer, Visitor};
-use serde::{Deserialize, Serialize, Serializer};
-use std::fmt;
+use serde::{Serialize, Serializer};
 
+use crate::json::{self, FromJson, Path, Value};
 use crate::Error;
 
 /// The largest integer JavaScript represents exactly (`Number.MAX_SAFE_INTEGER`).
@@ -82,16 +81,16 @@ impl Serialize for Millis {
     }
 }
 
-impl<'de> Deserialize<'de> for Millis {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let v = d.deserialize_f64(NumberVisitor("a finite number >= 0"))?;
-        if v >= 0.0 {
-            Ok(Millis(v))
+impl FromJson for Millis {
+    fn from_json(value: &Value<'_>, at: Path<'_>) -> Result<Self, json::Error> {
+        let ms = f64::from_json(value, at)?;
+        if ms >= 0.0 {
+            Ok(Millis(ms))
         } else {
-            Err(de::Error::custom(format!(
-                "must be a finite number >= 0, got {}",
-                number(v)
-            )))
+            Err(json::invalid(
+                format!("must be a finite number >= 0, got {}", number(ms)),
+                at,
+            ))
         }
     }
 }
@@ -125,9 +124,17 @@ impl Serialize for Percent {
     }
 }
 
-impl<'de> Deserialize<'de> for Percent {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        percent::deserialize(d).map(Percent)
+impl FromJson for Percent {
+    fn from_json(value: &Value<'_>, at: Path<'_>) -> Result<Self, json::Error> {
+        let p = f64::from_json(value, at)?;
+        if p.fract() == 0.0 && (0.0..=100.0).contains(&p) {
+            Ok(Percent(p as u8))
+        } else {
+            Err(json::invalid(
+                format!("must be an integer from 0 to 100, got {}", number(p)),
+                at,
+            ))
+        }
     }
 }
 
@@ -170,16 +177,18 @@ impl Serialize for NonBlank {
     }
 }
 
-impl<'de> Deserialize<'de> for NonBlank {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
+impl FromJson for NonBlank {
+    fn from_json(value: &Value<'_>, at: Path<'_>) -> Result<Self, json::Error> {
+        let s = String::from_json(value, at)?;
         if is_blank(&s) {
-            Err(de::Error::custom("must not be blank"))
+            Err(json::invalid("must not be blank", at))
         } else {
             Ok(NonBlank(s))
         }
     }
 }
+
+json::impl_deserialize!(Millis, Percent, NonBlank);
 
 /// A number as text for messages: `NaN`, `Infinity` and `-Infinity` as
 /// JavaScript spells them, others in their shortest form. (`{}` on an f64
@@ -193,26 +202,6 @@ pub fn number(v: f64) -> String {
         let mut out = String::new();
         crate::json::write_number(&mut out, v);
         out
-    }
-}
-
-/// Accepts any JSON number as f64. Integers beyond 2^53 round exactly as
-/// `JSON.parse` would round them.
-struct NumberVisitor(&'static str);
-
-impl Visitor<'_> for NumberVisitor {
-    type Value = f64;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.0)
-    }
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<f64, E> {
-        Ok(v)
-    }
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<f64, E> {
-        Ok(v as f64)
-    }
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<f64, E> {
-        Ok(v as f64)
     }
 }
 
@@ -232,57 +221,6 @@ pub mod ms {
             }
         } else {
             s.serialize_f64(v)
-        }
-    }
-
-    /// Reads any finite JSON number (the caller checks the domain).
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
-        let v = d.deserialize_f64(NumberVisitor("a finite number"))?;
-        if v.is_finite() {
-            Ok(v)
-        } else {
-            Err(de::Error::custom("must be a finite number"))
-        }
-    }
-}
-
-/// Serde helpers for counters: accepts `5` and `5.0` (some JSON encoders
-/// write integral floats), rejects fractions, negatives and anything above
-/// [`MAX_SAFE_INTEGER`].
-pub mod int {
-    use super::*;
-
-    /// Writes the counter as a JSON integer.
-    pub fn serialize<S: Serializer>(v: &u64, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_u64(*v)
-    }
-
-    /// Reads a safe non-negative integer.
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-        let v = d.deserialize_f64(NumberVisitor("an integer >= 0"))?;
-        to_safe_u64(v).ok_or_else(|| {
-            de::Error::custom(format!(
-                "must be an integer from 0 to {MAX_SAFE_INTEGER}, got {}",
-                number(v)
-            ))
-        })
-    }
-}
-
-/// Serde helpers for a progress percentage stored as `u8`.
-pub mod percent {
-    use super::*;
-
-    /// Reads an integer from 0 to 100.
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u8, D::Error> {
-        let v = d.deserialize_f64(NumberVisitor("an integer from 0 to 100"))?;
-        if v.fract() == 0.0 && (0.0..=100.0).contains(&v) {
-            Ok(v as u8)
-        } else {
-            Err(de::Error::custom(format!(
-                "must be an integer from 0 to 100, got {}",
-                number(v)
-            )))
         }
     }
 }

@@ -7,21 +7,39 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{json, Error};
+use crate::json::{self, FromJson};
+use crate::Error;
 
-/// Parses `text` as a `T`. `what` names the value in errors (`"event"`
-/// gives messages like `event.atMs: must be a finite number >= 0`).
-pub fn from_json<'a, T: Deserialize<'a>>(text: &'a str, what: &str) -> Result<T, Error> {
-    json::from_str(text).map_err(|e| locate(&e, what))
+/// Parses `text` as one of the wire types. `what` names the value in
+/// errors (`"event"` gives messages like `event.atMs: must be a finite
+/// number >= 0, got -1`).
+pub fn from_json<T: FromJson>(text: &str, what: &str) -> Result<T, Error> {
+    json::read(text).map_err(|e| locate(&e, what))
 }
 
 /// Like [`from_json`], for raw bytes (an HTTP body). Invalid UTF-8 is an
 /// `invalid-request` error, like any other malformed body.
-pub fn from_json_bytes<'a, T: Deserialize<'a>>(bytes: &'a [u8], what: &str) -> Result<T, Error> {
-    match std::str::from_utf8(bytes) {
-        Ok(text) => from_json(text, what),
-        Err(_) => Err(Error::invalid(format!("{what}: body is not valid UTF-8"))),
-    }
+pub fn from_json_bytes<T: FromJson>(bytes: &[u8], what: &str) -> Result<T, Error> {
+    from_json(utf8(bytes, what)?, what)
+}
+
+/// Parses `text` as any serde type (a server's own request bodies), with
+/// the same field-naming errors.
+pub fn from_json_serde<'a, T: Deserialize<'a>>(text: &'a str, what: &str) -> Result<T, Error> {
+    json::from_str(text).map_err(|e| locate(&e, what))
+}
+
+/// Like [`from_json_serde`], for raw bytes.
+pub fn from_json_serde_bytes<'a, T: Deserialize<'a>>(
+    bytes: &'a [u8],
+    what: &str,
+) -> Result<T, Error> {
+    from_json_serde(utf8(bytes, what)?, what)
+}
+
+fn utf8<'a>(bytes: &'a [u8], what: &str) -> Result<&'a str, Error> {
+    std::str::from_utf8(bytes)
+        .map_err(|_| Error::invalid(format!("{what}: body is not valid UTF-8")))
 }
 
 /// Serializes a wire value. None of this crate's types can fail to
@@ -54,7 +72,7 @@ fn locate(e: &json::Error, what: &str) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ErrorCode;
+    use crate::{ErrorCode, Event};
 
     #[derive(Debug, Deserialize)]
     #[allow(dead_code)]
@@ -68,31 +86,49 @@ mod tests {
     }
 
     #[test]
-    fn names_nested_fields() {
-        let err = from_json::<Outer>(r#"{"items":[{"n":1},{"n":"x"}]}"#, "body").unwrap_err();
+    fn names_nested_fields_of_wire_types() {
+        let err =
+            from_json::<Event>(r#"{"type":"start","atMs":"1","worker":"w"}"#, "event").unwrap_err();
         assert_eq!(err.code, ErrorCode::InvalidRequest);
+        assert_eq!(err.message, "event.atMs: expected a number, got a string");
+        let err = from_json::<crate::Task>(
+            r#"{"id":"t","state":"running","expiresAtMs":10,"attempts":1,"maxAttempts":1,"progress":0,"version":1,"history":[{"version":1,"event":{"type":"start","atMs":-1,"worker":"w"}}]}"#,
+            "task",
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.message,
+            "task.history[0].event.atMs: must be a finite number >= 0, got -1"
+        );
+    }
+
+    #[test]
+    fn names_nested_fields_of_serde_types() {
+        let err = from_json_serde::<Outer>(r#"{"items":[{"n":1},{"n":"x"}]}"#, "body").unwrap_err();
         assert_eq!(err.message, "body.items[1].n: expected u8, got a string");
-        let err = from_json::<Outer>(r#"{"items":[{"n":1},{}]}"#, "body").unwrap_err();
+        let err = from_json_serde::<Outer>(r#"{"items":[{"n":1},{}]}"#, "body").unwrap_err();
         assert_eq!(err.message, "body.items[1].n: required");
-        let err = from_json::<Outer>(r#"[]"#, "body").unwrap_err();
+        let err = from_json_serde::<Outer>(r#"[]"#, "body").unwrap_err();
         assert_eq!(err.message, "body: expected an object, got an array");
     }
 
     #[test]
     fn reports_syntax_and_trailing_garbage() {
-        let err = from_json::<Outer>("{", "body").unwrap_err();
+        let err = from_json::<Event>("{", "body").unwrap_err();
         assert!(
             err.message.starts_with("body: invalid JSON"),
             "{}",
             err.message
         );
-        let err = from_json::<Outer>(r#"{"items":[]} x"#, "body").unwrap_err();
+        let err = from_json_serde::<Outer>(r#"{"items":[]} x"#, "body").unwrap_err();
         assert!(err.message.contains("trailing"), "{}", err.message);
     }
 
     #[test]
     fn rejects_invalid_utf8() {
-        let err = from_json_bytes::<Outer>(&[0xff, 0xfe], "body").unwrap_err();
+        let err = from_json_bytes::<Event>(&[0xff, 0xfe], "body").unwrap_err();
+        assert_eq!(err.message, "body: body is not valid UTF-8");
+        let err = from_json_serde_bytes::<Outer>(&[0xff], "body").unwrap_err();
         assert_eq!(err.message, "body: body is not valid UTF-8");
     }
 }

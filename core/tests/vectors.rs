@@ -67,7 +67,7 @@ fn error_json(e: &Error) -> Value {
 }
 
 /// Parses a step field the way the npm package receives it: as JSON text.
-fn parse<'a, T: serde::Deserialize<'a>>(text: &'a str, what: &str) -> Result<T, Error> {
+fn parse<T: taskwire_core::json::FromJson>(text: &str, what: &str) -> Result<T, Error> {
     from_json(text, what)
 }
 

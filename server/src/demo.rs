@@ -20,7 +20,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{json, Value};
-use taskwire_core::wire::{from_json_bytes, to_json};
+use taskwire_core::wire::{from_json_serde_bytes, to_json};
 
 use crate::auth::Tenant;
 use crate::error::ApiError;
@@ -158,7 +158,9 @@ fn speed(raw: Result<Bytes, BytesRejection>) -> Result<f64, ApiError> {
     if raw.iter().all(u8::is_ascii_whitespace) {
         return Ok(1.0);
     }
-    let speed = from_json_bytes::<Speed>(&raw, "body")?.speed.unwrap_or(1.0);
+    let speed = from_json_serde_bytes::<Speed>(&raw, "body")?
+        .speed
+        .unwrap_or(1.0);
     if !(speed.is_finite() && (0.01..=1000.0).contains(&speed)) {
         return Err(ApiError::invalid(format!(
             "body.speed: must be a number from 0.01 to 1000, got {speed}"

@@ -1,7 +1,7 @@
 // Behaviour of the package's JavaScript API beyond the shared vectors.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import * as tw from "../../dist/node.js";
+import * as tw from "../../dist/full/node.js";
 
 const { TaskBook, TaskMirror, TaskwireError, createTask, applyEvent } = tw;
 const input = { id: "t", nowMs: 0, ttlMs: 3_600_000, maxAttempts: 3 };

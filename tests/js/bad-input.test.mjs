@@ -6,7 +6,7 @@
 // seed and call are printed.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import * as tw from "../../dist/node.js";
+import * as tw from "../../dist/full/node.js";
 
 const { TaskBook, TaskMirror, createTask, applyEvent, expireTask } = tw;
 

@@ -24,14 +24,14 @@ test("npm pack ships only the whitelisted files", () => {
   const [info] = JSON.parse(sh("npm", ["pack", "--json", "--pack-destination", scratch], root));
   tarball = join(scratch, info.filename);
   const files = info.files.map((f) => f.path).sort();
+  const build = (dir, extra = []) =>
+    ["api.js", ...extra, "client.js", "exports.js", "index.js", "node.js", "taskwire_wasm.js", "taskwire_wasm_bg.wasm"].map((f) => `dist/${dir}/${f}`);
   assert.deepEqual(files, [
     "README.md",
-    "dist/api.js",
+    "dist/client.d.ts",
+    ...build("client"),
+    ...build("full", ["book.js"]),
     "dist/index.d.ts",
-    "dist/index.js",
-    "dist/node.js",
-    "dist/taskwire_wasm.js",
-    "dist/taskwire_wasm_bg.wasm",
     "package.json",
   ]);
 });
@@ -49,9 +49,19 @@ test("the tarball installs and imports in Node", () => {
      book.apply("t", { type: "start", atMs: 1, worker: "w" });
      const mirror = new TaskMirror("t");
      mirror.mergeJson(book.resumeJson("t", 0));
-     console.log(JSON.stringify({ version: mirror.version, state: mirror.state }));`,
+     const client = await import("taskwire/client");
+     const small = new client.TaskMirror("t");
+     small.mergeJson(book.resumeJson("t", 0));
+     console.log(JSON.stringify({ version: mirror.version, state: mirror.state, client: small.version,
+       clientHasBook: "TaskBook" in client, hasClient: typeof client.TaskClient }));`,
   );
-  assert.deepEqual(JSON.parse(sh("node", ["main.js"], app)), { version: 1, state: "running" });
+  assert.deepEqual(JSON.parse(sh("node", ["main.js"], app)), {
+    version: 1,
+    state: "running",
+    client: 1,
+    clientHasBook: false,
+    hasClient: "function",
+  });
 });
 
 test("a Vite build of a page using the package runs in Chromium", async (t) => {

@@ -15,6 +15,7 @@ import init, {
   type TaskEvent,
   type TaskView,
 } from "taskwire";
+import { TaskClient as SmallClient, type WatchStatus, type WatchUpdate } from "taskwire/client";
 
 async function example(): Promise<void> {
   await init();
@@ -84,4 +85,28 @@ async function example(): Promise<void> {
     }
   }
 }
-void example;
+async function client(): Promise<void> {
+  const c = new SmallClient({ baseUrl: "http://127.0.0.1:8080", headers: { Authorization: "Bearer demo" }, persist: true, transport: "sse" });
+  const task = await c.createTask({ ttlMs: 1000, maxAttempts: 1, kind: "summary", input: { doc: 1 } }, { idempotencyKey: "k" });
+  const watch = c.watch(task.id, {
+    onUpdate(u: WatchUpdate) {
+      const p: number = u.task.progress;
+      void p;
+    },
+    onStatus(s: WatchStatus) {
+      if (s.state === "reconnecting") {
+        const ms: number | undefined = s.retryInMs;
+        void ms;
+      }
+    },
+  });
+  const done: TaskView = await watch.done;
+  void done;
+  watch.stop();
+  const receipt = await c.deliver(task.id, "k");
+  const hash: string = receipt.resultHash;
+  void hash;
+  // @ts-expect-error: the transport is a closed union
+  new SmallClient({ baseUrl: "x", transport: "websocket" });
+}
+void example, client;

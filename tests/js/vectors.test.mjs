@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { join, dirname } from "node:path";
-import { TaskBook, TaskMirror, applyEvent, expireTask } from "../../dist/node.js";
+import { TaskBook, TaskMirror, applyEvent, expireTask } from "../../dist/full/node.js";
 
 const dir = join(dirname(fileURLToPath(import.meta.url)), "../vectors");
 const files = readdirSync(dir).filter((f) => f.endsWith(".json")).sort();

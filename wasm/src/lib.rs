@@ -22,11 +22,19 @@
 use taskwire_core as tw;
 use wasm_bindgen::JsValue;
 
+#[cfg(feature = "book")]
 mod book;
+#[cfg(feature = "client")]
+mod client;
+#[cfg(feature = "book")]
 mod functions;
 mod mirror;
 
+#[cfg(feature = "book")]
 pub use book::BookHandle;
+#[cfg(feature = "client")]
+pub use client::{ClientCore, WatchHandle};
+#[cfg(feature = "book")]
 pub use functions::{apply_event, create_task, expire_task};
 pub use mirror::MirrorHandle;
 

@@ -14,11 +14,14 @@ use super::parse::Value;
 use super::Error;
 use crate::value::MAX_SAFE_INTEGER;
 
-/// Where a value sits in the document.
-#[derive(Clone, Copy)]
-pub(crate) enum Path<'p> {
+/// Where a value sits in the document (`history[3].event.atMs`).
+#[derive(Debug, Clone, Copy)]
+pub enum Path<'p> {
+    /// The document itself.
     Root,
+    /// A field of an object.
     Key(&'p Path<'p>, &'p str),
+    /// An element of an array.
     Index(&'p Path<'p>, usize),
 }
 

@@ -36,6 +36,15 @@ impl Error {
         }
     }
 
+    /// An error at a known place.
+    pub(crate) fn located(message: String, at: Path<'_>) -> Self {
+        Error {
+            message,
+            path: Some(at.to_string()),
+            syntax: false,
+        }
+    }
+
     /// Stamps the path, unless a deeper frame already did.
     pub(crate) fn at(mut self, path: &Path<'_>) -> Self {
         if self.path.is_none() {

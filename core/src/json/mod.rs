@@ -15,13 +15,30 @@ mod de;
 mod error;
 mod number;
 mod parse;
+mod read;
 mod ser;
 
+pub use de::Path;
 pub use error::Error;
+pub use parse::Value;
+pub(crate) use read::impl_deserialize;
+pub use read::{deserialize_via_from_json, expected, invalid, variant, Fields, FromJson};
+
+/// Parses JSON text into a [`FromJson`] type (the wire types): one pass
+/// over the text into a tree, one over the tree into `T`.
+pub fn read<T: FromJson>(text: &str) -> Result<T, Error> {
+    let value = parse::parse(text)?;
+    T::from_json(&value, Path::Root)
+}
+
+/// Parses JSON text into a [`Value`] tree.
+pub fn parse_value(text: &str) -> Result<Value<'_>, Error> {
+    parse::parse(text)
+}
 
 use serde::{Deserialize, Serialize};
 
-/// Parses JSON text into a `T`.
+/// Parses JSON text into any serde `T` (for types without [`FromJson`]).
 pub fn from_str<'a, T: Deserialize<'a>>(text: &'a str) -> Result<T, Error> {
     let value = parse::parse(text)?;
     // The tree must outlive the borrowed strings handed to `T`; a

@@ -11,16 +11,22 @@ use super::Error;
 /// WebAssembly, and no wire type nests beyond 4 levels.
 pub(crate) const MAX_DEPTH: usize = 64;
 
-/// A parsed JSON value.
+/// A parsed JSON value. Strings borrow from the text when they hold no
+/// escapes.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Value<'a> {
+pub enum Value<'a> {
+    /// `null`
     Null,
+    /// `true` or `false`
     Bool(bool),
+    /// A number (finite: overflow is a parse error).
     Number(f64),
+    /// A string.
     String(Cow<'a, str>),
+    /// An array.
     Array(Vec<Value<'a>>),
-    /// Entries in document order (duplicates kept; the deserializer
-    /// reports them).
+    /// An object's entries in document order (duplicates kept; readers
+    /// take the last, as `JSON.parse` does).
     Object(Vec<(Cow<'a, str>, Value<'a>)>),
 }
 

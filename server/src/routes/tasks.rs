@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use taskwire_core::wire::from_json_bytes;
+use taskwire_core::wire::from_json_serde_bytes;
 use taskwire_core::{create_task, CreateTask, DeliveryReason};
 
 use super::{body, idempotency_key, now_ms, task_id};
@@ -24,10 +24,9 @@ const MAX_KIND_BYTES: usize = 64;
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct CreateBody {
-    #[serde(with = "taskwire_core::value::ms")]
     ttl_ms: f64,
-    #[serde(with = "taskwire_core::value::int")]
-    max_attempts: u64,
+    /// A counter: checked to be a safe integer below.
+    max_attempts: f64,
     kind: Option<String>,
     input: Option<Value>,
 }
@@ -53,13 +52,20 @@ pub async fn create(
 ) -> Result<Response, ApiError> {
     let raw = body(raw)?;
     let key = idempotency_key(&headers)?;
-    let req: CreateBody = from_json_bytes(&raw, "body")?;
+    let req: CreateBody = from_json_serde_bytes(&raw, "body")?;
+    let max_attempts = taskwire_core::value::to_safe_u64(req.max_attempts).ok_or_else(|| {
+        taskwire_core::Error::invalid(format!(
+            "body.maxAttempts: must be an integer from 0 to {}, got {}",
+            taskwire_core::MAX_SAFE_INTEGER,
+            taskwire_core::value::number(req.max_attempts)
+        ))
+    })?;
     let record = create_for(
         &state,
         tenant,
         key,
         req.ttl_ms,
-        req.max_attempts,
+        max_attempts,
         req.kind,
         req.input,
     )

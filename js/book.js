@@ -1,0 +1,124 @@
+// TaskBook and the pure functions (the `full` build only): many tasks
+// kept inside WebAssembly, O(1) per event.
+
+import * as raw from "./taskwire_wasm.js";
+import { __internal } from "./api.js";
+
+const { call, text, str, num, invalid, typeName, parse } = __internal;
+
+// ---- pure functions -------------------------------------------------------
+
+/** A queued task at version 0, history included. */
+export function createTask(input) {
+  const json = text(input, "input");
+  return parse(call(() => raw.create_task(json)));
+}
+
+/** Applies one event to a task (history included): the seed's transition. */
+export function applyEvent(task, event) {
+  const e = text(event, "event");
+  const t = text(task, "task");
+  return parse(call(() => raw.apply_event(t, e)));
+}
+
+/** Expires a task now (recorded at `expiresAtMs`). */
+export function expireTask(task) {
+  const t = text(task, "task");
+  return parse(call(() => raw.expire_task(t)));
+}
+
+// ---- TaskBook -------------------------------------------------------------
+
+/** Many tasks with callback dedup, outbox, resume and idempotent delivery. */
+export class TaskBook {
+  #handle;
+
+  constructor(options = {}) {
+    if (options === null || typeof options !== "object") throw invalid(`options: must be an object, got ${typeName(options)}`);
+    let retention;
+    try {
+      retention = options.retentionVersions ?? 8;
+    } catch (e) {
+      throw invalid(`options.retentionVersions: cannot be read (${e instanceof Error ? e.message : String(e)})`);
+    }
+    num(retention, "retentionVersions");
+    this.#handle = call(() => new raw.BookHandle(retention));
+  }
+
+  #book() {
+    if (this.#handle === undefined) throw invalid("TaskBook: used after free()");
+    return this.#handle;
+  }
+
+  create(input) {
+    const json = text(input, "input");
+    const book = this.#book();
+    return parse(call(() => book.create(json)));
+  }
+
+  get(id) {
+    str(id, "id");
+    const book = this.#book();
+    const json = call(() => book.get(id));
+    return json === "null" ? undefined : parse(json);
+  }
+
+  apply(taskId, event, callbackId) {
+    str(taskId, "taskId");
+    const json = text(event, "event");
+    if (callbackId !== undefined && callbackId !== null) str(callbackId, "callbackId");
+    const book = this.#book();
+    return parse(call(() => book.apply(taskId, json, callbackId ?? undefined)));
+  }
+
+  resume(taskId, cursor) {
+    str(taskId, "taskId");
+    num(cursor, "cursor");
+    const book = this.#book();
+    return parse(call(() => book.resume(taskId, cursor)));
+  }
+
+  /** The resume answer as JSON text: what an HTTP backend sends as is. */
+  resumeJson(taskId, cursor) {
+    str(taskId, "taskId");
+    num(cursor, "cursor");
+    const book = this.#book();
+    return call(() => book.resume(taskId, cursor));
+  }
+
+  deliverResult(taskId, key, nowMs) {
+    str(taskId, "taskId");
+    str(key, "idempotencyKey");
+    num(nowMs, "nowMs");
+    const book = this.#book();
+    return parse(call(() => book.deliver(taskId, key, nowMs)));
+  }
+
+  expireDue(nowMs) {
+    num(nowMs, "nowMs");
+    const book = this.#book();
+    return parse(call(() => book.expire_due(nowMs)));
+  }
+
+  drainNotifications() {
+    const book = this.#book();
+    return parse(call(() => book.drain()));
+  }
+
+  /** The number of tasks. */
+  get size() {
+    const book = this.#book();
+    return call(() => book.size());
+  }
+
+  /** Releases the wasm memory now (otherwise the garbage collector does). */
+  free() {
+    this.#handle?.free();
+    this.#handle = undefined;
+  }
+
+  [Symbol.dispose]() {
+    this.free();
+  }
+}
+

@@ -1,0 +1,265 @@
+// TaskClient: the browser client. The loop (requests, merging, backoff,
+// SSE, fallback) is Rust (wasm/src/client); this file owns what is about
+// the JavaScript runtime: listeners for `online`/`offline`/
+// `visibilitychange`, localStorage persistence, and turning the loop's
+// events into callbacks and the `done` promise. It never assumes `window`:
+// it runs in windows, workers and Node ≥ 20.
+
+import * as raw from "./taskwire_wasm.js";
+import { TaskwireError, __internal } from "./api.js";
+
+const { call, text, str, invalid, typeName } = __internal;
+
+
+function isOnline() {
+  const nav = globalThis.navigator;
+  return !(nav && nav.onLine === false);
+}
+
+/** localStorage, if this runtime has a usable one (never throws). */
+function storage() {
+  try {
+    const s = globalThis.localStorage;
+    return s && typeof s.getItem === "function" ? s : undefined;
+  } catch {
+    return undefined; // access denied (e.g. disabled storage)
+  }
+}
+
+/** Calls a user listener; its errors surface asynchronously, never inside wasm. */
+function safely(fn, value) {
+  if (typeof fn !== "function") return;
+  try {
+    fn(value);
+  } catch (e) {
+    queueMicrotask(() => {
+      throw e;
+    });
+  }
+}
+
+/** Reads an option, turning a throwing getter into a coded error. */
+function option(options, key) {
+  try {
+    return options[key];
+  } catch (e) {
+    throw invalid(`options.${key}: cannot be read (${e instanceof Error ? e.message : String(e)})`);
+  }
+}
+
+/** Follows one task; made by `TaskClient.watch`. */
+class Watch {
+  #handle;
+  #task;
+  #status = { state: "connecting" };
+  #cleanup = [];
+  #storageKey;
+
+  constructor(core, taskId, options, persistPrefix) {
+    str(taskId, "taskId");
+    if (options === null || typeof options !== "object") throw invalid(`options: must be an object, got ${typeName(options)}`);
+    const cursor = option(options, "cursor");
+    if (cursor !== undefined && typeof cursor !== "number") throw invalid(`options.cursor: must be a number, got ${typeName(cursor)}`);
+    const onUpdate = option(options, "onUpdate");
+    const onStatus = option(options, "onStatus");
+    const onReject = option(options, "onReject");
+    for (const [name, fn] of [["onUpdate", onUpdate], ["onStatus", onStatus], ["onReject", onReject]]) {
+      if (fn !== undefined && typeof fn !== "function") throw invalid(`options.${name}: must be a function`);
+    }
+
+    let resolve, reject;
+    this.done = new Promise((res, rej) => {
+      resolve = res;
+      reject = rej;
+    });
+    // `stop()` rejects `done`; nobody is obliged to await it.
+    this.done.catch(() => {});
+
+    this.#storageKey = persistPrefix === undefined ? undefined : persistPrefix + taskId;
+    let persisted;
+    if (this.#storageKey !== undefined && cursor === undefined) {
+      try {
+        persisted = storage()?.getItem(this.#storageKey) ?? undefined;
+      } catch {
+        persisted = undefined;
+      }
+    }
+
+    const sink = (kind, json) => {
+      let payload;
+      try {
+        payload = JSON.parse(json);
+      } catch {
+        return;
+      }
+      switch (kind) {
+        case "update":
+          this.#task = payload.task ?? this.#task;
+          this.#persist();
+          safely(onUpdate, payload);
+          break;
+        case "reject":
+          safely(onReject, payload);
+          break;
+        case "status":
+          this.#status = payload;
+          if (payload.state === "closed") this.#detach();
+          safely(onStatus, payload);
+          break;
+        case "done":
+          this.#task = payload.task ?? this.#task;
+          this.#persist();
+          resolve(this.#task);
+          break;
+        case "fail": {
+          const err = new TaskwireError(payload.code, payload.message);
+          if (payload.status) err.status = payload.status;
+          this.#detach();
+          reject(err);
+          break;
+        }
+      }
+    };
+
+    this.#handle = call(() => core.watch(taskId, cursor, persisted, sink, isOnline));
+    const initial = this.#handle.initial_task();
+    if (initial !== "null") this.#task = JSON.parse(initial);
+    this.#attach();
+  }
+
+  /** Reconnect at once when the network comes back or the page is shown. */
+  #attach() {
+    const nudge = () => this.#handle?.nudge();
+    const target = globalThis;
+    if (typeof target.addEventListener === "function") {
+      for (const type of ["online", "offline"]) {
+        target.addEventListener(type, nudge);
+        this.#cleanup.push(() => target.removeEventListener(type, nudge));
+      }
+    }
+    const doc = globalThis.document;
+    if (doc && typeof doc.addEventListener === "function") {
+      const onVisible = () => {
+        if (doc.visibilityState === "visible") nudge();
+      };
+      doc.addEventListener("visibilitychange", onVisible);
+      this.#cleanup.push(() => doc.removeEventListener("visibilitychange", onVisible));
+    }
+  }
+
+  #detach() {
+    for (const undo of this.#cleanup.splice(0)) undo();
+  }
+
+  #persist() {
+    if (this.#storageKey === undefined || this.#task === undefined) return;
+    try {
+      storage()?.setItem(this.#storageKey, JSON.stringify({ taskId: this.#task.id, task: this.#task }));
+    } catch {
+      // Quota exceeded or storage disabled: persistence is best effort.
+    }
+  }
+
+  /** The task as known (no history), or undefined before the first answer. */
+  get task() {
+    return this.#task;
+  }
+
+  /** The version known: the cursor of the next request. */
+  get version() {
+    return this.#task?.version ?? 0;
+  }
+
+  /** The last status reported. */
+  get status() {
+    return this.#status;
+  }
+
+  /** Stops now: aborts the request in flight, cancels timers; `done` rejects with code `stopped`. */
+  stop() {
+    this.#handle?.stop();
+    this.#detach();
+  }
+}
+
+/** Talks PROTOCOL.md to one backend. */
+export class TaskClient {
+  #core;
+  #persistPrefix;
+
+  constructor(options) {
+    if (options === null || typeof options !== "object") throw invalid(`options: must be an object, got ${typeName(options)}`);
+    const baseUrl = option(options, "baseUrl");
+    str(baseUrl, "options.baseUrl");
+    const headers = option(options, "headers") ?? {};
+    if (typeof headers !== "object" || Array.isArray(headers)) throw invalid("options.headers: must be an object of strings");
+    const fetchFn = option(options, "fetch");
+    if (fetchFn !== undefined && typeof fetchFn !== "function") throw invalid("options.fetch: must be a function");
+    const persist = option(options, "persist");
+    if (persist === true) this.#persistPrefix = "taskwire:";
+    else if (typeof persist === "string" && persist !== "") this.#persistPrefix = persist;
+    else if (persist !== undefined && persist !== false) throw invalid("options.persist: must be a boolean or a non-empty key prefix");
+    const pairs = [];
+    for (const [name, value] of Object.entries(headers)) {
+      if (typeof value !== "string") throw invalid(`options.headers.${name}: must be a string, got ${typeName(value)}`);
+      pairs.push(name, value);
+    }
+    const backoff = option(options, "backoff") ?? {};
+    if (typeof backoff !== "object") throw invalid("options.backoff: must be an object");
+    const initialMs = option(backoff, "initialMs") ?? NaN;
+    const maxMs = option(backoff, "maxMs") ?? NaN;
+    const transport = option(options, "transport") ?? "long-poll";
+    const waitMs = option(options, "waitMs") ?? NaN;
+    if (typeof initialMs !== "number") throw invalid(`options.backoff.initialMs: must be a number, got ${typeName(initialMs)}`);
+    if (typeof maxMs !== "number") throw invalid(`options.backoff.maxMs: must be a number, got ${typeName(maxMs)}`);
+    if (typeof waitMs !== "number") throw invalid(`options.waitMs: must be a number, got ${typeName(waitMs)}`);
+    str(transport, "options.transport");
+    this.#core = call(() => new raw.ClientCore(baseUrl, pairs, fetchFn, initialMs, maxMs, transport, waitMs));
+  }
+
+  /** POST /v1/tasks: the new task (version 0). */
+  async createTask(input, options = {}) {
+    const body = text(input, "input");
+    const key = options?.idempotencyKey;
+    if (key !== undefined) str(key, "idempotencyKey");
+    const core = this.#core;
+    return judge(await settle(() => core.create_task(body, key)));
+  }
+
+  /** POST /v1/tasks/{id}/deliveries: the receipt (the same one for the same key). */
+  async deliver(taskId, key) {
+    str(taskId, "taskId");
+    str(key, "key");
+    const core = this.#core;
+    return judge(await settle(() => core.deliver(taskId, key))).receipt;
+  }
+
+  /** Follows a task until it is terminal, stopped, or refused (401/403/404). */
+  watch(taskId, options = {}) {
+    return new Watch(this.#core, taskId, options, this.#persistPrefix);
+  }
+}
+
+async function settle(start) {
+  try {
+    return JSON.parse(await call(start));
+  } catch (e) {
+    throw e instanceof TaskwireError ? e : __internal.convert(e);
+  }
+}
+
+/** A 2xx body as JSON; otherwise the server's error as a TaskwireError. */
+function judge({ status, body }) {
+  let parsed;
+  try {
+    parsed = body === "" ? undefined : JSON.parse(body);
+  } catch {
+    parsed = undefined;
+  }
+  if (status >= 200 && status < 300 && parsed !== undefined) return parsed;
+  const code = parsed?.error?.code ?? `http-${status}`;
+  const message = parsed?.error?.message ?? `HTTP ${status}`;
+  const err = new TaskwireError(code, message);
+  err.status = status;
+  throw err;
+}

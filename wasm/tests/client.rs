@@ -1,0 +1,402 @@
+//! The watch loop against a scripted `fetch`: deterministic answers, no
+//! server. Run by `wasm-pack test --headless --chrome wasm` (and `--node`).
+//! Each test asserts what the page would see (updates never regress) and
+//! which requests were made.
+#![cfg(target_arch = "wasm32")]
+
+use js_sys::{Array, Function, Reflect};
+use taskwire_wasm::ClientCore;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::JsFuture;
+use wasm_bindgen_test::wasm_bindgen_test;
+
+#[wasm_bindgen(inline_js = r#"
+export function scripted(steps) {
+  const calls = [];
+  let i = 0;
+  const fetch = (url, init) => {
+    const call = { url, headers: init.headers, aborted: false };
+    calls.push(call);
+    const step = steps[Math.min(i++, steps.length - 1)];
+    return new Promise((resolve, reject) => {
+      const onAbort = () => { call.aborted = true; reject(new DOMException("aborted", "AbortError")); };
+      init.signal.addEventListener("abort", onAbort);
+      if (step.hang) return;
+      setTimeout(() => {
+        if (step.error) reject(new TypeError(step.error));
+        else resolve(new Response(typeof step.body === "string" ? step.body : JSON.stringify(step.body), { status: step.status ?? 200, headers: step.headers ?? {} }));
+      }, step.delayMs ?? 0);
+    });
+  };
+  return { fetch, calls };
+}
+export function recorder() {
+  const events = [];
+  return { events, sink: (kind, json) => events.push([kind, JSON.parse(json)]) };
+}
+export function flag(value) {
+  const state = { value };
+  return { state, read: () => state.value };
+}
+export function sleep(ms) { return new Promise((r) => setTimeout(r, ms)); }
+"#)]
+extern "C" {
+    fn scripted(steps: JsValue) -> JsValue;
+    fn recorder() -> JsValue;
+    fn flag(value: bool) -> JsValue;
+    fn sleep(ms: u32) -> js_sys::Promise;
+}
+
+fn get(target: &JsValue, key: &str) -> JsValue {
+    Reflect::get(target, &JsValue::from_str(key)).unwrap()
+}
+
+fn json(text: &str) -> JsValue {
+    js_sys::JSON::parse(text).unwrap()
+}
+
+async fn wait(ms: u32) {
+    JsFuture::from(sleep(ms)).await.unwrap();
+}
+
+fn view(version: u32, state: &str, progress: u32) -> String {
+    let extra = if state == "succeeded" {
+        r#","resultRef":"r","resultHash":"h""#
+    } else {
+        ""
+    };
+    format!(
+        r#"{{"id":"t","state":"{state}","expiresAtMs":1e12,"attempts":1,"maxAttempts":3,"progress":{progress},"version":{version}{extra}}}"#
+    )
+}
+
+fn progress(version: u32, p: u32) -> String {
+    if version == 1 {
+        return r#"{"version":1,"event":{"type":"start","atMs":1,"worker":"w"}}"#.into();
+    }
+    format!(
+        r#"{{"version":{version},"event":{{"type":"progress","atMs":{version},"progress":{p},"cursor":""}}}}"#
+    )
+}
+
+struct Harness {
+    calls: JsValue,
+    events: JsValue,
+    handle: taskwire_wasm::WatchHandle,
+}
+
+impl Harness {
+    fn start(steps: &str) -> Harness {
+        let script = scripted(json(steps));
+        let rec = recorder();
+        let online = flag(true);
+        let client = ClientCore::new(
+            "http://backend.test",
+            Array::of2(&"authorization".into(), &"Bearer t".into()),
+            get(&script, "fetch"),
+            1.0,
+            5.0,
+            "long-poll",
+            f64::NAN,
+        )
+        .unwrap();
+        let handle = client
+            .watch(
+                "t",
+                None,
+                None,
+                get(&rec, "sink").unchecked_into::<Function>(),
+                get(&online, "read").unchecked_into::<Function>(),
+            )
+            .unwrap();
+        Harness {
+            calls: get(&script, "calls"),
+            events: get(&rec, "events"),
+            handle,
+        }
+    }
+
+    fn urls(&self) -> Vec<String> {
+        Array::from(&self.calls)
+            .iter()
+            .map(|c| get(&c, "url").as_string().unwrap())
+            .collect()
+    }
+
+    fn events(&self, kind: &str) -> Vec<JsValue> {
+        Array::from(&self.events)
+            .iter()
+            .map(|e| Array::from(&e))
+            .filter(|e| e.get(0).as_string().as_deref() == Some(kind))
+            .map(|e| e.get(1))
+            .collect()
+    }
+
+    /// The versions `update` events carried, in order.
+    fn versions(&self) -> Vec<f64> {
+        self.events("update")
+            .iter()
+            .map(|u| get(&get(u, "task"), "version").as_f64().unwrap())
+            .collect()
+    }
+
+    fn states(&self) -> Vec<String> {
+        self.events("status")
+            .iter()
+            .map(|s| get(s, "state").as_string().unwrap())
+            .collect()
+    }
+
+    fn assert_monotonic(&self) {
+        let updates = self.events("update");
+        let mut last = (-1.0, -1.0, -1.0);
+        for u in updates {
+            let task = get(&u, "task");
+            let v = get(&task, "version").as_f64().unwrap();
+            let attempts = get(&task, "attempts").as_f64().unwrap();
+            let p = get(&task, "progress").as_f64().unwrap();
+            assert!(v > last.0, "version went from {} to {v}", last.0);
+            if attempts == last.1 {
+                assert!(p >= last.2, "progress went from {} to {p}", last.2);
+            }
+            last = (v, attempts, p);
+        }
+    }
+}
+
+fn cursor_of(url: &str) -> String {
+    url.split("cursor=")
+        .nth(1)
+        .unwrap()
+        .split('&')
+        .next()
+        .unwrap()
+        .to_string()
+}
+
+#[wasm_bindgen_test]
+async fn duplicates_and_stale_replays_never_reach_the_page() {
+    let steps = format!(
+        r#"[
+          {{"body": {{"mode":"delta","events":[{e1}],"task":{v1}}}}},
+          {{"body": {{"mode":"delta","events":[{e1}],"task":{v1}}}}},
+          {{"body": {{"mode":"snapshot","events":[],"task":{v0}}}}},
+          {{"body": {{"mode":"delta","events":[{e2},{e3}],"task":{v3}}}}}
+        ]"#,
+        e1 = progress(1, 0),
+        e2 = progress(2, 40),
+        e3 =
+            r#"{"version":3,"event":{"type":"succeed","atMs":3,"resultRef":"r","resultHash":"h"}}"#,
+        v0 = view(0, "queued", 0).replace(r#""attempts":1"#, r#""attempts":0"#),
+        v1 = view(1, "running", 0),
+        v3 = view(3, "succeeded", 100),
+    );
+    let h = Harness::start(&steps);
+    wait(200).await;
+    assert_eq!(h.versions(), vec![1.0, 3.0]);
+    h.assert_monotonic();
+    let cursors: Vec<String> = h.urls().iter().map(|u| cursor_of(u)).collect();
+    assert_eq!(cursors, vec!["0", "1", "1", "1"]);
+    assert!(h.urls()[0].starts_with("http://backend.test/v1/tasks/t/resume?cursor=0&waitMs="));
+    let rejects = h.events("reject");
+    assert_eq!(
+        rejects.len(),
+        2,
+        "the duplicate delta and the stale snapshot"
+    );
+    let reason = |r: &JsValue| {
+        get(&Array::from(&get(r, "rejected")).get(0), "reason")
+            .as_string()
+            .unwrap()
+    };
+    assert_eq!(reason(&rejects[0]), "duplicate");
+    assert_eq!(reason(&rejects[1]), "stale-snapshot");
+    assert_eq!(h.events("done").len(), 1);
+    assert_eq!(h.states().last().map(String::as_str), Some("closed"));
+    // The update that finished carries the rejections since the last one.
+    let last = h.events("update").pop().unwrap();
+    assert_eq!(Array::from(&get(&last, "rejected")).length(), 2);
+}
+
+#[wasm_bindgen_test]
+async fn a_gap_asks_for_a_snapshot() {
+    let steps = format!(
+        r#"[
+          {{"body": {{"mode":"delta","events":[{e1}],"task":{v1}}}}},
+          {{"body": {{"mode":"delta","events":[{e3}],"task":{v3}}}}},
+          {{"body": {{"mode":"snapshot","events":[],"task":{v3}}}}},
+          {{"body": {{"mode":"snapshot","events":[],"task":{v4}}}}}
+        ]"#,
+        e1 = progress(1, 0),
+        e3 = progress(3, 50),
+        v1 = view(1, "running", 0),
+        v3 = view(3, "running", 50),
+        v4 = view(4, "succeeded", 100),
+    );
+    let h = Harness::start(&steps);
+    wait(200).await;
+    let urls = h.urls();
+    assert!(urls[2].contains("snapshot=1"), "{urls:?}");
+    assert!(
+        !urls[2].contains("waitMs"),
+        "a snapshot request is not held"
+    );
+    assert!(
+        !urls[3].contains("snapshot=1"),
+        "back to normal resumes: {urls:?}"
+    );
+    assert_eq!(h.versions(), vec![1.0, 3.0, 4.0]);
+    h.assert_monotonic();
+    let gap = h.events("reject");
+    assert_eq!(
+        get(&Array::from(&get(&gap[0], "rejected")).get(0), "reason")
+            .as_string()
+            .as_deref(),
+        Some("gap")
+    );
+}
+
+#[wasm_bindgen_test]
+async fn network_errors_and_bad_bodies_retry_with_backoff() {
+    let steps = format!(
+        r#"[
+          {{"error": "connection reset"}},
+          {{"body": "this is not json"}},
+          {{"status": 502, "body": ""}},
+          {{"body": {{"mode":"snapshot","events":[],"task":{v}}}}}
+        ]"#,
+        v = view(2, "succeeded", 100),
+    );
+    let h = Harness::start(&steps);
+    wait(300).await;
+    let reconnecting: Vec<JsValue> = h
+        .events("status")
+        .into_iter()
+        .filter(|s| get(s, "state").as_string().as_deref() == Some("reconnecting"))
+        .collect();
+    let attempts: Vec<f64> = reconnecting
+        .iter()
+        .map(|s| get(s, "attempt").as_f64().unwrap())
+        .collect();
+    assert_eq!(attempts, vec![1.0, 2.0, 3.0]);
+    let errors: Vec<String> = reconnecting
+        .iter()
+        .map(|s| get(s, "error").as_string().unwrap())
+        .collect();
+    assert!(errors[0].contains("connection reset"), "{errors:?}");
+    assert!(
+        errors[1].starts_with("bad answer from the server"),
+        "{errors:?}"
+    );
+    assert!(errors[2].contains("502"), "{errors:?}");
+    for s in &reconnecting {
+        let delay = get(s, "retryInMs").as_f64().unwrap();
+        assert!(
+            (0.0..=5.0).contains(&delay),
+            "full jitter under maxMs 5: {delay}"
+        );
+    }
+    assert_eq!(h.events("done").len(), 1);
+    assert_eq!(h.urls().len(), 4);
+}
+
+#[wasm_bindgen_test]
+async fn retry_after_is_a_floor() {
+    let h = Harness::start(
+        r#"[{"status": 429, "body": "", "headers": {"retry-after": "2"}}, {"hang": true}]"#,
+    );
+    wait(100).await;
+    let status = h.events("status").pop().unwrap();
+    assert_eq!(
+        get(&status, "state").as_string().as_deref(),
+        Some("reconnecting")
+    );
+    assert!(get(&status, "retryInMs").as_f64().unwrap() >= 2000.0);
+    assert_eq!(h.urls().len(), 1, "no request before Retry-After");
+    h.handle.stop();
+}
+
+#[wasm_bindgen_test]
+async fn not_found_stops_for_good() {
+    let h = Harness::start(
+        r#"[{"status": 404, "body": "{\"error\":{\"code\":\"not-found\",\"message\":\"x\"}}"}]"#,
+    );
+    wait(150).await;
+    let fail = h.events("fail");
+    assert_eq!(fail.len(), 1);
+    assert_eq!(
+        get(&fail[0], "code").as_string().as_deref(),
+        Some("not-found")
+    );
+    assert_eq!(get(&fail[0], "status").as_f64(), Some(404.0));
+    assert_eq!(h.states().last().map(String::as_str), Some("closed"));
+    assert_eq!(h.urls().len(), 1, "a 404 is never retried");
+}
+
+#[wasm_bindgen_test]
+async fn stop_aborts_the_request_in_flight() {
+    let h = Harness::start(r#"[{"hang": true}]"#);
+    wait(30).await;
+    assert_eq!(h.urls().len(), 1);
+    h.handle.stop();
+    wait(50).await;
+    let call = Array::from(&h.calls).get(0);
+    assert_eq!(get(&call, "aborted").as_bool(), Some(true));
+    assert_eq!(
+        get(&h.events("fail")[0], "code").as_string().as_deref(),
+        Some("stopped")
+    );
+    assert_eq!(h.states().last().map(String::as_str), Some("closed"));
+    wait(50).await;
+    assert_eq!(h.urls().len(), 1, "nothing after stop()");
+}
+
+#[wasm_bindgen_test]
+async fn offline_makes_no_requests_and_online_reconnects_at_once() {
+    let script = scripted(json(&format!(
+        r#"[{{"body": {{"mode":"snapshot","events":[],"task":{v}}}}}]"#,
+        v = view(1, "succeeded", 100)
+    )));
+    let rec = recorder();
+    let online = flag(false);
+    let client = ClientCore::new(
+        "http://b.test",
+        Array::new(),
+        get(&script, "fetch"),
+        1.0,
+        5.0,
+        "long-poll",
+        f64::NAN,
+    )
+    .unwrap();
+    let handle = client
+        .watch(
+            "t",
+            None,
+            None,
+            get(&rec, "sink").unchecked_into(),
+            get(&online, "read").unchecked_into(),
+        )
+        .unwrap();
+    wait(100).await;
+    assert_eq!(
+        Array::from(&get(&script, "calls")).length(),
+        0,
+        "no request while offline"
+    );
+    let events = Array::from(&get(&rec, "events"));
+    let last = Array::from(&events.get(events.length() - 1));
+    assert_eq!(
+        get(&last.get(1), "state").as_string().as_deref(),
+        Some("offline")
+    );
+    // The `online` event: the JS layer flips navigator.onLine and nudges.
+    Reflect::set(&get(&online, "state"), &"value".into(), &true.into()).unwrap();
+    handle.nudge();
+    wait(30).await;
+    assert_eq!(
+        Array::from(&get(&script, "calls")).length(),
+        1,
+        "reconnected without waiting for a timer"
+    );
+}
