@@ -6,7 +6,7 @@ import { execFileSync } from "node:child_process";
 import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
 import { gzipSync, brotliCompressSync } from "node:zlib";
 import { fileURLToPath } from "node:url";
-import { dirname, join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const dist = join(root, "dist");
@@ -23,7 +23,10 @@ run("cargo", ["build", "--locked", "-p", "taskwire-wasm", "--release", "--target
 
 rmSync(dist, { recursive: true, force: true });
 mkdirSync(dist, { recursive: true });
-const built = join(root, "target/wasm32-unknown-unknown/release/taskwire_wasm.wasm");
+// Cargo puts its output under CARGO_TARGET_DIR when set (relative to the
+// directory cargo runs in, here the root), else under target/.
+const targetDir = process.env.CARGO_TARGET_DIR ? resolve(root, process.env.CARGO_TARGET_DIR) : join(root, "target");
+const built = join(targetDir, "wasm32-unknown-unknown/release/taskwire_wasm.wasm");
 run("wasm-bindgen", ["--target", "web", "--no-typescript", "--out-dir", dist, "--out-name", "taskwire_wasm", built]);
 
 // The npm `binaryen` package's wasm-opt (Debian's v108 corrupts modules
