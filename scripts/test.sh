@@ -36,6 +36,10 @@ node --test tests/conformance/self.test.mjs
 cargo build --locked -p taskwire-server
 node tests/conformance/local.mjs --server target/debug/taskwire-server --cors-origin http://127.0.0.1:5173
 
+step "node backend (examples/node-backend): its tests, then the conformance suite"
+node --test examples/node-backend/
+node tests/conformance/local.mjs --server "node examples/node-backend/server.mjs" --cors-origin http://127.0.0.1:5173
+
 step "wasm bindings: wasm-pack test --node and --headless --chrome"
 wasm-pack test --node wasm
 WASM_BINDGEN_USE_BROWSER=1 wasm-pack test --headless --chrome wasm
