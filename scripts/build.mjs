@@ -6,7 +6,7 @@ import { execFileSync } from "node:child_process";
 import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { gzipSync, brotliCompressSync } from "node:zlib";
 import { fileURLToPath } from "node:url";
-import { dirname, join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const dist = join(root, "dist");
@@ -41,6 +41,10 @@ const VARIANTS = {
   },
 };
 
+// Cargo puts its output under CARGO_TARGET_DIR when set (relative to the
+// directory cargo runs in, here the root), else under target/.
+const targetDir = process.env.CARGO_TARGET_DIR ? resolve(root, process.env.CARGO_TARGET_DIR) : join(root, "target");
+
 // The npm `binaryen` package's wasm-opt (Debian's v108 corrupts modules
 // that use reference types).
 const wasmOpt = join(root, "node_modules/.bin/wasm-opt");
@@ -53,7 +57,7 @@ for (const [name, variant] of Object.entries(VARIANTS)) {
   const out = join(dist, name);
   mkdirSync(out, { recursive: true });
   run("cargo", ["build", "--locked", "-p", "taskwire-wasm", "--release", "--target", "wasm32-unknown-unknown", ...variant.features]);
-  const built = join(root, "target/wasm32-unknown-unknown/release/taskwire_wasm.wasm");
+  const built = join(targetDir, "wasm32-unknown-unknown/release/taskwire_wasm.wasm");
   run("wasm-bindgen", ["--target", "web", "--no-typescript", "--out-dir", out, "--out-name", "taskwire_wasm", built]);
   const wasmFile = join(out, "taskwire_wasm_bg.wasm");
   run(wasmOpt, [

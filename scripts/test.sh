@@ -34,7 +34,11 @@ node --test tests/js/
 step "conformance: the suite's own helpers, then the reference server"
 node --test tests/conformance/self.test.mjs
 cargo build --locked -p taskwire-server
-node tests/conformance/local.mjs --server target/debug/taskwire-server --cors-origin http://127.0.0.1:5173
+node tests/conformance/local.mjs --server "${CARGO_TARGET_DIR:-target}/debug/taskwire-server" --cors-origin http://127.0.0.1:5173
+
+step "node backend (examples/node-backend): its tests, then the conformance suite"
+node --test examples/node-backend/
+node tests/conformance/local.mjs --server "node examples/node-backend/server.mjs" --cors-origin http://127.0.0.1:5173
 
 step "wasm bindings: wasm-pack test --node and --headless --chrome"
 wasm-pack test --node wasm

@@ -1,0 +1,294 @@
+// Tests of what the conformance suite does not see: durability across a
+// crash (SIGKILL), a torn last journal line, a damaged journal, --help.
+//
+//   node --test examples/node-backend/
+//
+// (The protocol itself: node tests/conformance/local.mjs --server
+// "node examples/node-backend/server.mjs", see README.md.)
+
+import assert from "node:assert/strict";
+import { spawn, spawnSync } from "node:child_process";
+import { createHmac, randomBytes } from "node:crypto";
+import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
+
+const SERVER = fileURLToPath(new URL("./server.mjs", import.meta.url));
+const TOKEN = `tok_${randomBytes(8).toString("hex")}`;
+const SECRET = `whsec_${randomBytes(32).toString("base64")}`;
+
+const dirs = [];
+function tempDir() {
+  const dir = mkdtempSync(join(tmpdir(), "taskwire-node-backend-"));
+  dirs.push(dir);
+  return dir;
+}
+after(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+/** Starts the backend on a free port; resolves once it listens. */
+function start(dataDir, extra = []) {
+  const args = [SERVER, "--listen", "127.0.0.1:0", "--token", `${TOKEN}=tenant-a`, "--callback-secret", SECRET, ...extra];
+  if (dataDir) args.push("--data", dataDir);
+  const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  return new Promise((resolve, reject) => {
+    const onData = (chunk) => {
+      output += chunk;
+      const m = /listening on (http:\/\/\S+)/.exec(output);
+      if (m) resolve({ child, base: m[1], output: () => output });
+    };
+    child.stdout.on("data", onData);
+    child.stderr.on("data", (chunk) => (output += chunk));
+    child.once("exit", (code, signal) => reject(new Error(`the backend exited (${code ?? signal}) before listening:\n${output}`)));
+  });
+}
+
+/** SIGKILL: no shutdown code runs, as in a crash or a power cut. */
+function kill(server) {
+  return new Promise((resolve) => {
+    if (server.child.exitCode !== null || server.child.signalCode !== null) return resolve();
+    server.child.once("exit", resolve);
+    server.child.kill("SIGKILL");
+  });
+}
+
+/** A tenant's requests: {status, json}. */
+async function call(base, method, path, { body, headers = {}, token = TOKEN } = {}) {
+  const res = await fetch(base + path, {
+    method,
+    headers: { ...(token && { authorization: `Bearer ${token}` }), "content-type": "application/json", ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, json: text ? JSON.parse(text) : undefined };
+}
+
+/** A signed executor callback (Standard Webhooks, signed here independently). */
+function callback(base, taskId, event, id = `cb_${randomBytes(8).toString("hex")}`) {
+  const body = JSON.stringify(event);
+  const ts = Math.floor(Date.now() / 1000);
+  const key = Buffer.from(SECRET.slice("whsec_".length), "base64");
+  const sig = createHmac("sha256", key).update(`${id}.${ts}.${body}`).digest("base64");
+  return call(base, "POST", `/v1/tasks/${taskId}/callbacks`, {
+    body: event,
+    token: null,
+    headers: { "webhook-id": id, "webhook-timestamp": String(ts), "webhook-signature": `v1,${sig}` },
+  });
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** Everything a client can see of some tasks, to compare before and after a restart. */
+async function observe(base, ids) {
+  const seen = {};
+  for (const id of ids) {
+    seen[id] = {
+      task: (await call(base, "GET", `/v1/tasks/${id}`)).json,
+      resume: (await call(base, "GET", `/v1/tasks/${id}/resume?cursor=0`)).json,
+    };
+  }
+  seen.feed = (await call(base, "GET", "/v1/notifications?limit=1000")).json;
+  return seen;
+}
+
+describe("restart persistence", () => {
+  test("everything acknowledged before a SIGKILL is there after the restart", async () => {
+    const data = tempDir();
+    let server = await start(data);
+    const { base } = server;
+    const key = `create-${randomBytes(4).toString("hex")}`;
+    const body = { ttlMs: 3_600_000, maxAttempts: 2, kind: "summary", input: { doc: "d", n: [1, 2.5] } };
+
+    // A task that succeeds (and is delivered), one that is retried, one
+    // that the sweeper expires, and one left running.
+    const created = await call(base, "POST", "/v1/tasks", { body, headers: { "idempotency-key": key } });
+    assert.equal(created.status, 201);
+    const done = created.json.id;
+    const retried = (await call(base, "POST", "/v1/tasks", { body: { ttlMs: 3_600_000, maxAttempts: 3 } })).json.id;
+    const expiring = (await call(base, "POST", "/v1/tasks", { body: { ttlMs: 300, maxAttempts: 1 } })).json.id;
+    const running = (await call(base, "POST", "/v1/tasks", { body: { ttlMs: 3_600_000, maxAttempts: 1 } })).json.id;
+
+    const steps = [
+      [done, { type: "start", atMs: 1200, worker: "w1" }, "cb-1"],
+      [done, { type: "progress", atMs: 6400, progress: 25, cursor: "c25" }, "cb-2"],
+      [done, { type: "succeed", atMs: 24300, resultRef: "blob://r", resultHash: "sha256:ab" }, "cb-3"],
+      [retried, { type: "start", atMs: 10, worker: "w1" }, "cb-1"],
+      [retried, { type: "fail", atMs: 20, error: "timeout", retryable: true }, "cb-2"],
+      [retried, { type: "start", atMs: 30, worker: "w2" }, "cb-3"],
+      [running, { type: "start", atMs: 10, worker: "w1" }, "cb-1"],
+      [running, { type: "progress", atMs: 20, progress: 40, cursor: "c40" }, "cb-2"],
+    ];
+    for (const [id, event, cb] of steps) {
+      const t = await callback(base, id, event, cb);
+      assert.equal(t.status, 200);
+      assert.equal(t.json.changed, true, `${event.type} on ${id}: ${t.json.reason}`);
+    }
+    // Callbacks that change nothing are not journaled; their answers must not change either.
+    assert.equal((await callback(base, running, { type: "progress", atMs: 25, progress: 30, cursor: "c30" })).json.reason, "stale-progress");
+    const delivered = await call(base, "POST", `/v1/tasks/${done}/deliveries`, { headers: { "idempotency-key": "d-1" } });
+    assert.equal(delivered.status, 201);
+    // Wait for the sweeper to expire the short task.
+    for (let i = 0; i < 50; i++) {
+      if ((await call(base, "GET", `/v1/tasks/${expiring}`)).json.state === "expired") break;
+      await sleep(100);
+    }
+    const ids = [done, retried, expiring, running];
+    const before = await observe(base, ids);
+    assert.equal(before[expiring].task.state, "expired");
+    assert.deepEqual(before.feed.notifications.map((n) => n.key).sort(), [`${done}:succeeded:3`, `${expiring}:expired:1`].sort());
+
+    await kill(server);
+    server = await start(data);
+    try {
+      const base2 = server.base;
+      assert.match(server.output(), /records replayed/);
+      assert.deepEqual(await observe(base2, ids), before, "the same tasks, versions, answers and feed");
+      assert.deepEqual(before[done].task, { ...before[done].task, version: 3, state: "succeeded" });
+
+      // Resume from a cursor still gets its delta.
+      const delta = await call(base2, "GET", `/v1/tasks/${done}/resume?cursor=1`);
+      assert.equal(delta.json.mode, "delta");
+      assert.deepEqual(delta.json.events.map((e) => e.version), [2, 3]);
+      // The idempotency key still maps to the same task ("as it is now").
+      const again = await call(base2, "POST", "/v1/tasks", { body, headers: { "idempotency-key": key } });
+      assert.equal(again.status, 200);
+      assert.equal(again.json.id, done);
+      assert.equal(again.json.version, 3);
+      const other = await call(base2, "POST", "/v1/tasks", { body: { ...body, maxAttempts: 3 }, headers: { "idempotency-key": key } });
+      assert.equal(other.status, 422);
+      // Callback ids are remembered: a redelivery is a duplicate, a different event a conflict.
+      const redelivered = await callback(base2, done, steps[2][1], "cb-3");
+      assert.equal(redelivered.json.reason, "duplicate-callback");
+      const conflict = await callback(base2, running, { type: "progress", atMs: 30, progress: 50, cursor: "c50" }, "cb-2");
+      assert.equal(conflict.json.reason, "callback-conflict");
+      // The delivery key still holds its receipt.
+      const redelivery = await call(base2, "POST", `/v1/tasks/${done}/deliveries`, { headers: { "idempotency-key": "d-1" } });
+      assert.equal(redelivery.status, 200);
+      assert.deepEqual(redelivery.json.receipt, delivered.json.receipt);
+
+      // Work goes on: a held request wakes, the feed continues after the old seqs.
+      const held = call(base2, "GET", `/v1/tasks/${running}/resume?cursor=2&waitMs=10000`);
+      await sleep(200);
+      const progressed = await callback(base2, running, { type: "progress", atMs: 40, progress: 60, cursor: "c60" });
+      assert.equal(progressed.json.version, 3);
+      assert.deepEqual((await held).json.events.map((e) => e.version), [3]);
+      await callback(base2, retried, { type: "succeed", atMs: 50, resultRef: "r", resultHash: "h" });
+      const feed = (await call(base2, "GET", `/v1/notifications?after=${before.feed.next}`)).json;
+      assert.deepEqual(feed.notifications.map((n) => n.key), [`${retried}:succeeded:4`]);
+      assert.ok(feed.notifications[0].seq > before.feed.next);
+
+      // And all of that survives a second crash too.
+      const beforeSecond = await observe(base2, ids);
+      await kill(server);
+      server = await start(data);
+      assert.deepEqual(await observe(server.base, ids), beforeSecond);
+    } finally {
+      await kill(server);
+    }
+  });
+
+  test("without --data nothing is kept", async () => {
+    let server = await start(undefined);
+    const id = (await call(server.base, "POST", "/v1/tasks", { body: { ttlMs: 60_000, maxAttempts: 1 } })).json.id;
+    await kill(server);
+    server = await start(undefined);
+    try {
+      assert.equal((await call(server.base, "GET", `/v1/tasks/${id}`)).status, 404);
+    } finally {
+      await kill(server);
+    }
+  });
+});
+
+describe("the journal", () => {
+  test("a torn last line (a write cut by a crash) is ignored and cut off", async () => {
+    const data = tempDir();
+    let server = await start(data);
+    const id = (await call(server.base, "POST", "/v1/tasks", { body: { ttlMs: 3_600_000, maxAttempts: 1 } })).json.id;
+    await callback(server.base, id, { type: "start", atMs: 1, worker: "w" });
+    await kill(server);
+
+    const file = join(data, "journal.jsonl");
+    const intact = readFileSync(file, "utf8");
+    // Half of a callback record, without its newline: never acknowledged.
+    appendFileSync(file, `{"op":"callback","taskId":"${id}","callbackId":"cb-x","event":{"type":"progr`);
+    server = await start(data);
+    try {
+      assert.match(server.output(), /ignored a torn last line/);
+      const task = (await call(server.base, "GET", `/v1/tasks/${id}`)).json;
+      assert.equal(task.version, 1);
+      assert.equal(readFileSync(file, "utf8"), intact, "the fragment is cut off before anything is appended");
+      // New writes land on a clean line and replay.
+      const t = await callback(server.base, id, { type: "progress", atMs: 2, progress: 10, cursor: "c" }, "cb-x");
+      assert.equal(t.json.version, 2);
+      await kill(server);
+      server = await start(data);
+      assert.equal((await call(server.base, "GET", `/v1/tasks/${id}`)).json.version, 2);
+    } finally {
+      await kill(server);
+    }
+  });
+
+  test("a torn header (a crash while creating the journal) starts empty", async () => {
+    const data = tempDir();
+    writeFileSync(join(data, "journal.jsonl"), '{"journal":"taskw');
+    const server = await start(data);
+    try {
+      const created = await call(server.base, "POST", "/v1/tasks", { body: { ttlMs: 60_000, maxAttempts: 1 } });
+      assert.equal(created.status, 201);
+    } finally {
+      await kill(server);
+    }
+  });
+
+  test("a damaged line in the middle refuses to start (exit 2) and says where", async () => {
+    const data = tempDir();
+    const server = await start(data);
+    await call(server.base, "POST", "/v1/tasks", { body: { ttlMs: 60_000, maxAttempts: 1 } });
+    await kill(server);
+    const file = join(data, "journal.jsonl");
+    const lines = readFileSync(file, "utf8").split("\n");
+    lines[1] = lines[1].slice(0, 10);
+    writeFileSync(file, lines.join("\n"));
+    const run = spawnSync(process.execPath, [SERVER, "--listen", "127.0.0.1:0", "--data", data], { encoding: "utf8", timeout: 10_000 });
+    assert.equal(run.status, 2);
+    assert.match(run.stderr, /journal\.jsonl:2: not a JSON line/);
+  });
+
+  test("a record that replays differently refuses to start", async () => {
+    const data = tempDir();
+    const server = await start(data);
+    const id = (await call(server.base, "POST", "/v1/tasks", { body: { ttlMs: 60_000, maxAttempts: 1 } })).json.id;
+    await callback(server.base, id, { type: "start", atMs: 1, worker: "w" });
+    await kill(server);
+    const file = join(data, "journal.jsonl");
+    // The same callback twice: the second changes nothing on replay.
+    const lines = readFileSync(file, "utf8").trimEnd().split("\n");
+    writeFileSync(file, `${[...lines, lines[2]].join("\n")}\n`);
+    const run = spawnSync(process.execPath, [SERVER, "--listen", "127.0.0.1:0", "--data", data], { encoding: "utf8", timeout: 10_000 });
+    assert.equal(run.status, 2);
+    assert.match(run.stderr, /journal\.jsonl:4: replay failed/);
+  });
+});
+
+describe("command line", () => {
+  test("--help prints the flags and exits 0", () => {
+    const run = spawnSync(process.execPath, [SERVER, "--help"], { encoding: "utf8", timeout: 10_000 });
+    assert.equal(run.status, 0);
+    for (const flag of ["--listen", "--data", "--token", "--callback-secret", "--retention", "--cors-origin"]) {
+      assert.ok(run.stdout.includes(flag), `--help mentions ${flag}`);
+    }
+  });
+
+  test("a bad flag exits 2 with the usage", () => {
+    for (const args of [["--nope"], ["--token", "no-equals"], ["--callback-secret", "secret"], ["--retention", "-1"], ["--listen", "nowhere"]]) {
+      const run = spawnSync(process.execPath, [SERVER, ...args], { encoding: "utf8", timeout: 10_000 });
+      assert.equal(run.status, 2, `${args.join(" ")}: exit ${run.status}`);
+      assert.match(run.stderr, /usage:/);
+    }
+  });
+});

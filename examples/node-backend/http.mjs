@@ -1,0 +1,166 @@
+// Small HTTP helpers on node:http: the error shape, JSON in and out, the
+// body limit, and the parsers that make every 400 name its field.
+
+/** Bodies above this are refused with 413. */
+export const BODY_LIMIT = 64 * 1024;
+/** Ids, callback ids and keys are at most this many bytes. */
+export const MAX_ID_BYTES = 255;
+/** JSON nested deeper than this is refused (serde_json's default limit). */
+export const MAX_DEPTH = 128;
+
+/** An answer other than 2xx: `{"error":{"code","message"}}` with a status. */
+export class HttpError extends Error {
+  constructor(status, code, message, headers = {}) {
+    super(message);
+    this.name = "HttpError";
+    this.status = status;
+    this.code = code;
+    this.headers = headers;
+  }
+}
+
+export const invalid = (message) => new HttpError(400, "invalid-request", message);
+export const notFound = (message) => new HttpError(404, "not-found", message);
+
+/** Sends a JSON value (or JSON text, as is). Nothing here may be cached. */
+export function sendJson(res, status, body, headers = {}) {
+  const text = typeof body === "string" ? body : JSON.stringify(body);
+  res.writeHead(status, {
+    "content-type": "application/json",
+    "cache-control": "no-store",
+    "content-length": Buffer.byteLength(text),
+    ...headers,
+  });
+  res.end(text);
+}
+
+export function sendError(res, err) {
+  sendJson(res, err.status, { error: { code: err.code, message: err.message } }, err.headers);
+}
+
+/**
+ * Reads the request body, at most BODY_LIMIT bytes (a Content-Length over
+ * it is refused before reading). Past the limit it stops keeping what
+ * arrives and rejects with 413; the caller answers and closes the
+ * connection.
+ */
+export function readBody(req) {
+  return new Promise((resolve, reject) => {
+    const declared = Number(req.headers["content-length"]);
+    if (declared > BODY_LIMIT) {
+      reject(tooLarge());
+      return;
+    }
+    const chunks = [];
+    let size = 0;
+    const onData = (chunk) => {
+      size += chunk.length;
+      if (size > BODY_LIMIT) {
+        req.off("data", onData);
+        req.off("end", onEnd);
+        chunks.length = 0;
+        reject(tooLarge());
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => resolve(Buffer.concat(chunks));
+    req.on("data", onData);
+    req.on("end", onEnd);
+    req.on("error", reject);
+    // The client went away mid-body (after "end" this changes nothing).
+    req.on("close", () => reject(invalid("body: the request ended before its body")));
+  });
+}
+
+function tooLarge() {
+  // Connection: close: the rest of the body is not read on this connection.
+  return new HttpError(413, "payload-too-large", `body: must be at most ${BODY_LIMIT} bytes`, { connection: "close" });
+}
+
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
+/**
+ * Parses a JSON body: UTF-8 (strictly), no byte-order mark, numbers that
+ * fit a double, at most MAX_DEPTH levels. Errors name `what`.
+ */
+export function parseJson(bytes, what) {
+  let text;
+  try {
+    text = utf8.decode(bytes);
+  } catch {
+    throw invalid(`${what}: not valid UTF-8`);
+  }
+  let value;
+  try {
+    value = JSON.parse(text, (key, v) => {
+      // JSON.parse turns 1e999 into Infinity; JSON has no such number.
+      if (typeof v === "number" && !Number.isFinite(v)) {
+        throw new RangeError(`${key === "" ? "" : `${key}: `}number out of range`);
+      }
+      return v;
+    });
+  } catch (err) {
+    throw invalid(`${what}: ${err instanceof RangeError ? err.message : `invalid JSON (${err.message})`}`);
+  }
+  if (depth(value) > MAX_DEPTH) throw invalid(`${what}: nested deeper than ${MAX_DEPTH} levels`);
+  return value;
+}
+
+/** The nesting depth of a parsed JSON value (iterative: no recursion limit). */
+function depth(value) {
+  let max = 0;
+  const stack = [[value, 0]];
+  while (stack.length > 0) {
+    const [v, d] = stack.pop();
+    if (v === null || typeof v !== "object") continue;
+    max = Math.max(max, d + 1);
+    if (max > MAX_DEPTH) return max;
+    for (const child of Object.values(v)) stack.push([child, d + 1]);
+  }
+  return max;
+}
+
+/** A JSON value as text with object keys sorted: equal values, equal text. */
+export function canonicalJson(value) {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
+  if (value !== null && typeof value === "object") {
+    const keys = Object.keys(value).sort();
+    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(value[k])}`).join(",")}}`;
+  }
+  return JSON.stringify(value);
+}
+
+/**
+ * A decimal integer from 0 to `max` (at most 2^53 − 1) from a query
+ * parameter or header; `name` is what errors call it.
+ */
+export function parseInteger(name, text, max = Number.MAX_SAFE_INTEGER) {
+  if (!/^[0-9]+$/.test(text) || Number(text) > max) {
+    throw invalid(`${name}: must be an integer from 0 to ${max}, got ${quoted(text)}`);
+  }
+  return Number(text);
+}
+
+/** Checks an id or key: non-blank, at most 255 bytes. */
+export function checkId(name, id, encoding = "utf8") {
+  const bytes = Buffer.byteLength(id, encoding);
+  if (bytes > MAX_ID_BYTES) throw invalid(`${name}: must be at most ${MAX_ID_BYTES} bytes, got ${bytes}`);
+  if (id.trim() === "") throw invalid(`${name}: must not be blank`);
+  return id;
+}
+
+/**
+ * A header's value as sent (Node reads header bytes as latin1), or
+ * undefined. Repeated headers are joined by Node.
+ */
+export function header(req, name) {
+  const v = req.headers[name];
+  return Array.isArray(v) ? v.join(", ") : v;
+}
+
+/** A client string in a message, cut short. */
+export function quoted(s) {
+  const chars = [...s];
+  return chars.length > 64 ? `"${chars.slice(0, 64).join("")}…"` : `"${s}"`;
+}

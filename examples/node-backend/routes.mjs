@@ -1,0 +1,355 @@
+// The HTTP API of PROTOCOL.md over node:http: routing, CORS, and one
+// handler per endpoint. Handlers check the request (401/400/404 before
+// anything else), then ask the store; every rule about tasks comes from
+// the taskwire core behind it.
+
+import { randomBytes } from "node:crypto";
+import { TaskwireError, createTask } from "taskwire";
+import {
+  HttpError,
+  checkId,
+  header,
+  invalid,
+  notFound,
+  parseInteger,
+  parseJson,
+  quoted,
+  readBody,
+  sendError,
+  sendJson,
+} from "./http.mjs";
+import { verify } from "./sign.mjs";
+import { StorageError } from "./store.mjs";
+
+/** The longest a resume may be held. */
+const MAX_WAIT_MS = 30_000;
+/** Most notifications one page returns. */
+const MAX_LIMIT = 1000;
+/** `kind` is a short label, not a payload. */
+const MAX_KIND_BYTES = 64;
+const ALLOW_HEADERS = "Authorization, Content-Type, Idempotency-Key, Last-Event-ID";
+
+/**
+ * The request handler for `http.createServer`. `config`: {tokens (Map
+ * token → tenant), secretKey, corsOrigins, heartbeatMs, onFatal}.
+ */
+export function createApp(store, config) {
+  const routes = [
+    { path: ["v1", "tasks"], methods: { POST: createTaskRoute } },
+    { path: ["v1", "tasks", ":id"], methods: { GET: getTask } },
+    { path: ["v1", "tasks", ":id", "resume"], methods: { GET: resume } },
+    { path: ["v1", "tasks", ":id", "events"], methods: { GET: events } },
+    { path: ["v1", "tasks", ":id", "callbacks"], methods: { POST: callback } },
+    { path: ["v1", "tasks", ":id", "deliveries"], methods: { POST: deliver } },
+    { path: ["v1", "notifications"], methods: { GET: notifications } },
+  ];
+
+  return async function handle(req, res) {
+    try {
+      if (cors(req, res, config.corsOrigins)) return;
+      const { segments, query } = splitUrl(req.url);
+      const route = routes.find((r) => matches(r.path, segments));
+      if (!route) throw notFound("path: no such route");
+      const handler = route.methods[req.method];
+      if (!handler) {
+        const allow = Object.keys(route.methods).join(", ");
+        throw new HttpError(405, "method-not-allowed", `method: ${req.method} is not allowed on this path (allowed: ${allow})`, { allow });
+      }
+      const rawId = route.path.includes(":id") ? segments[2] : undefined;
+      await handler({ req, res, query, rawId, store, config });
+    } catch (err) {
+      fail(res, err, config);
+    }
+  };
+}
+
+/** Answers an error, whatever it is: a client error as itself, anything else as 500. */
+function fail(res, err, config) {
+  let answer = err;
+  if (err instanceof TaskwireError && err.code === "invalid-request") answer = invalid(err.message);
+  else if (err instanceof TaskwireError && err.code === "not-found") answer = notFound(err.message);
+  else if (!(err instanceof HttpError)) {
+    console.error("internal error:", err);
+    answer = new HttpError(500, "internal", "internal server error");
+    if (err instanceof StorageError) config.onFatal(err);
+  }
+  if (res.headersSent) {
+    // A stream already under way: all we can do is cut it.
+    res.destroy();
+    return;
+  }
+  sendError(res, answer);
+}
+
+// ---- routing ----------------------------------------------------------------
+
+/** Path segments (still percent-encoded) and query parameters of a request target. */
+function splitUrl(url) {
+  const q = url.indexOf("?");
+  const path = q < 0 ? url : url.slice(0, q);
+  const query = new URLSearchParams(q < 0 ? "" : url.slice(q + 1));
+  return { segments: path.split("/").slice(1), query };
+}
+
+function matches(pattern, segments) {
+  return pattern.length === segments.length && pattern.every((p, i) => p === ":id" ? segments[i] !== "" : p === segments[i]);
+}
+
+/** The task id from the path: percent-decoded, non-blank, at most 255 bytes. */
+function taskIdFrom(rawId) {
+  let id;
+  try {
+    id = decodeURIComponent(rawId);
+  } catch {
+    throw invalid("taskId: invalid percent-encoding in the path");
+  }
+  return checkId("taskId", id);
+}
+
+// ---- CORS -------------------------------------------------------------------
+
+/**
+ * Tags responses for configured origins and answers preflights (any
+ * path). Returns true when the request was a preflight, now answered.
+ */
+function cors(req, res, origins) {
+  const origin = header(req, "origin");
+  const allowed = origin !== undefined && (origins.includes(origin) || origins.includes("*"));
+  const preflight = req.method === "OPTIONS" && header(req, "access-control-request-method") !== undefined;
+  if (allowed) {
+    res.setHeader("access-control-allow-origin", origin);
+    res.setHeader("vary", "Origin");
+    if (!preflight) res.setHeader("access-control-expose-headers", "Retry-After");
+  }
+  if (!preflight) return false;
+  if (allowed) {
+    res.setHeader("access-control-allow-methods", "GET, POST, OPTIONS");
+    res.setHeader("access-control-allow-headers", ALLOW_HEADERS);
+    res.setHeader("access-control-max-age", "600");
+  }
+  res.writeHead(204).end();
+  return true;
+}
+
+// ---- authentication ---------------------------------------------------------
+
+/** The tenant of the request's bearer token, or 401. */
+function tenantOf(req, config) {
+  const auth = header(req, "authorization");
+  if (auth === undefined) throw unauthorized("Authorization: a Bearer token is required");
+  const m = /^bearer +(\S+) *$/i.exec(auth);
+  if (!m) throw unauthorized("Authorization: must be Bearer <token>");
+  const tenant = config.tokens.get(m[1]);
+  if (tenant === undefined) throw unauthorized("Authorization: unknown token");
+  return tenant;
+}
+
+const unauthorized = (message) => new HttpError(401, "unauthorized", message);
+
+/** The caller's task id, or 404 (unknown, or another tenant's: the same answer). */
+function ownTask(store, tenant, rawId) {
+  const id = taskIdFrom(rawId);
+  if (!store.owns(tenant, id)) throw notFound(`taskId: no task with id ${quoted(id)}`);
+  return id;
+}
+
+/** The Idempotency-Key header, checked, or undefined. */
+function idempotencyKey(req) {
+  const key = header(req, "idempotency-key");
+  return key === undefined ? undefined : checkId("Idempotency-Key", key, "latin1");
+}
+
+// ---- POST /v1/tasks, GET /v1/tasks/{id} -----------------------------------------
+
+async function createTaskRoute({ req, res, store, config }) {
+  const tenant = tenantOf(req, config);
+  const body = parseJson(await readBody(req), "body");
+  const key = idempotencyKey(req);
+  if (body === null || typeof body !== "object" || Array.isArray(body)) {
+    throw invalid("body: must be a JSON object");
+  }
+  const { ttlMs, maxAttempts } = body;
+  const kind = body.kind ?? undefined;
+  const input = body.input ?? undefined;
+  if (kind !== undefined && typeof kind !== "string") throw invalid(`body.kind: must be a string, got ${typeOf(kind)}`);
+  if (kind !== undefined && Buffer.byteLength(kind) > MAX_KIND_BYTES) {
+    throw invalid(`body.kind: must be at most ${MAX_KIND_BYTES} bytes, got ${Buffer.byteLength(kind)}`);
+  }
+  // The server assigns the id and the creation time.
+  const task = { id: `tsk_${randomBytes(16).toString("hex")}`, nowMs: Date.now(), ttlMs, maxAttempts };
+  try {
+    createTask(task); // the core's validation, before anything is stored
+  } catch (err) {
+    if (err instanceof TaskwireError && err.code === "invalid-request") {
+      throw invalid(`body.${err.message.replace(/^input\./, "")}`);
+    }
+    throw err;
+  }
+  const { task: answer, created } = store.create(tenant, { ...task, kind, input }, key);
+  sendJson(res, created ? 201 : 200, answer);
+}
+
+async function getTask({ req, res, rawId, store, config }) {
+  const tenant = tenantOf(req, config);
+  const id = ownTask(store, tenant, rawId);
+  sendJson(res, 200, store.taskJson(id));
+}
+
+// ---- GET /v1/tasks/{id}/resume ------------------------------------------------
+
+async function resume({ req, res, query, rawId, store, config }) {
+  const tenant = tenantOf(req, config);
+  const id = ownTask(store, tenant, rawId);
+  const cursorText = query.get("cursor");
+  if (cursorText === null) throw invalid("cursor: query parameter is required");
+  const cursor = parseInteger("cursor", cursorText);
+  const waitText = query.get("waitMs");
+  const waitMs = waitText === null ? 0 : parseInteger("waitMs", waitText, MAX_WAIT_MS);
+  const snapshot = flag(query, "snapshot");
+
+  const answer = store.resume(id, cursor, snapshot);
+  const worthHolding = waitMs > 0 && answer.mode === "caught-up" && !isTerminal(answer.task.state);
+  if (!worthHolding) {
+    sendJson(res, 200, answer);
+    return;
+  }
+  // Hold until the task changes (the store calls back from the commit
+  // itself: nothing polls) or waitMs runs out.
+  await new Promise((done) => {
+    const finish = () => {
+      clearTimeout(timer);
+      unwatch();
+      res.off("close", finish);
+      done();
+    };
+    const answerNow = () => {
+      finish();
+      try {
+        if (!res.destroyed) sendJson(res, 200, store.resume(id, cursor));
+      } catch (err) {
+        fail(res, err, config);
+      }
+    };
+    const unwatch = store.watch(id, answerNow);
+    const timer = setTimeout(answerNow, waitMs);
+    res.on("close", finish); // the client went away
+  });
+}
+
+function flag(query, name) {
+  const v = query.get(name);
+  if (v === null || v === "0" || v === "false") return false;
+  if (v === "" || v === "1" || v === "true") return true;
+  throw invalid(`${name}: must be 1 or 0, got ${quoted(v)}`);
+}
+
+const isTerminal = (state) => state === "succeeded" || state === "failed" || state === "expired";
+
+// ---- GET /v1/tasks/{id}/events (SSE) ------------------------------------------
+
+async function events({ req, res, query, rawId, store, config }) {
+  const tenant = tenantOf(req, config);
+  const id = ownTask(store, tenant, rawId);
+  const lastEventId = header(req, "last-event-id");
+  let cursor;
+  if (lastEventId !== undefined) cursor = parseInteger("Last-Event-ID", lastEventId.trim());
+  else if (query.get("cursor") !== null) cursor = parseInteger("cursor", query.get("cursor"));
+  else cursor = 0;
+
+  res.writeHead(200, {
+    "content-type": "text/event-stream",
+    "cache-control": "no-store",
+    "x-accel-buffering": "no",
+  });
+  // Each message answers the previous message's id; the first answers the
+  // starting cursor exactly as resume would.
+  const send = (answer) => {
+    if (res.destroyed || res.writableEnded) return;
+    cursor = answer.task.version;
+    res.write(`event: resume\nid: ${cursor}\ndata: ${JSON.stringify(answer)}\n\n`);
+    if (isTerminal(answer.task.state)) {
+      close();
+      res.end();
+    }
+  };
+  const onChange = () => {
+    const answer = store.resume(id, cursor);
+    if (answer.mode !== "caught-up") send(answer);
+  };
+  const unwatch = store.watch(id, onChange);
+  const heartbeat = setInterval(() => {
+    if (!res.destroyed && !res.writableEnded) res.write(": hb\n\n");
+  }, config.heartbeatMs);
+  const close = () => {
+    clearInterval(heartbeat);
+    unwatch();
+  };
+  res.on("close", close);
+  send(store.resume(id, cursor));
+}
+
+// ---- POST /v1/tasks/{id}/callbacks ---------------------------------------------
+
+async function callback({ req, res, rawId, store, config }) {
+  const raw = await readBody(req);
+  // The signature first, on the raw bytes: an unsigned request learns nothing more.
+  const callbackId = verify(config.secretKey, req.headers, raw);
+  const taskId = taskIdFrom(rawId);
+  checkId("webhook-id", callbackId, "latin1");
+  const event = parseJson(raw, "event");
+  if (event === null || typeof event !== "object" || Array.isArray(event)) {
+    throw invalid(`event: must be a JSON object, got ${typeOf(event)}`);
+  }
+  // Invalid events (400) and unknown tasks (404) come back from the core.
+  const t = store.callback(taskId, callbackId, event);
+  sendJson(res, 200, {
+    changed: t.changed,
+    duplicate: t.duplicate,
+    duplicateCallback: t.duplicateCallback,
+    notify: t.notify,
+    reason: t.reason,
+    version: t.task.version,
+    state: t.task.state,
+  });
+}
+
+// ---- POST /v1/tasks/{id}/deliveries --------------------------------------------
+
+async function deliver({ req, res, rawId, store, config }) {
+  const tenant = tenantOf(req, config);
+  await readBody(req); // no body is expected; the limit still applies
+  const key = idempotencyKey(req);
+  if (key === undefined) throw invalid("Idempotency-Key: header is required");
+  const id = ownTask(store, tenant, rawId);
+  const d = store.deliver(tenant, id, key, Date.now());
+  switch (d.reason) {
+    case "delivered":
+      return sendJson(res, 201, d);
+    case "duplicate-delivery":
+      return sendJson(res, 200, d);
+    case "not-succeeded":
+      throw new HttpError(409, "not-succeeded", `taskId: task ${quoted(id)} has no result`);
+    case "key-reused-for-other-task":
+      // The other task's receipt is never revealed.
+      throw new HttpError(422, "key-reused-for-other-task", `Idempotency-Key: ${quoted(key)} was already used for another task`);
+    default:
+      throw new Error(`unexpected delivery reason ${d.reason}`);
+  }
+}
+
+// ---- GET /v1/notifications ------------------------------------------------------
+
+async function notifications({ req, res, query, store, config }) {
+  const tenant = tenantOf(req, config);
+  const afterText = query.get("after");
+  const limitText = query.get("limit");
+  const after = afterText === null ? 0 : parseInteger("after", afterText);
+  const limit = limitText === null ? 100 : parseInteger("limit", limitText, MAX_LIMIT);
+  if (limit === 0) throw invalid(`limit: must be an integer from 1 to ${MAX_LIMIT}, got "0"`);
+  const page = store.notifications(tenant, after, limit);
+  sendJson(res, 200, { notifications: page, next: page.length > 0 ? page[page.length - 1].seq : after });
+}
+
+function typeOf(v) {
+  return v === null ? "null" : Array.isArray(v) ? "an array" : `a ${typeof v}`;
+}

@@ -1,0 +1,155 @@
+#!/usr/bin/env node
+// A taskwire backend in plain Node: node:http and the `taskwire` package's
+// TaskBook (the Rust core, as WebAssembly). See README.md beside this file.
+//
+//   node examples/node-backend/server.mjs --data ./data-node --token demo=demo
+
+import { createServer } from "node:http";
+import { parseArgs } from "node:util";
+import { createApp } from "./routes.mjs";
+import { DEV_SECRET, secretKey } from "./sign.mjs";
+import { StorageError, Store } from "./store.mjs";
+
+const USAGE = `usage: node examples/node-backend/server.mjs [options]
+
+A taskwire backend (PROTOCOL.md) on node:http and the taskwire npm package.
+
+  --listen HOST:PORT         address to listen on (default 127.0.0.1:8081)
+  --data DIR                 keep the journal in DIR/journal.jsonl and replay it
+                             on start (default: memory only, lost on exit)
+  --token TOKEN=TENANT       a bearer token and its tenant; repeatable
+                             (default demo=demo)
+  --callback-secret whsec_…  Standard Webhooks secret executors sign callbacks
+                             with (default: the public development secret)
+  --retention N              resume window in versions (default 8)
+  --cors-origin ORIGIN       a browser origin allowed by CORS; repeatable; * for any
+  --heartbeat-ms N           SSE heartbeat interval (default 15000)
+  --sweep-ms N               how often the TTL sweeper runs (default 250)
+  -h, --help                 this help`;
+
+/** The configuration from the command line; exits with the usage on a mistake. */
+function configure(argv) {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        listen: { type: "string", default: "127.0.0.1:8081" },
+        data: { type: "string" },
+        token: { type: "string", multiple: true, default: ["demo=demo"] },
+        "callback-secret": { type: "string", default: DEV_SECRET },
+        retention: { type: "string", default: "8" },
+        "cors-origin": { type: "string", multiple: true, default: [] },
+        "heartbeat-ms": { type: "string", default: "15000" },
+        "sweep-ms": { type: "string", default: "250" },
+        help: { type: "boolean", short: "h", default: false },
+      },
+    }));
+    if (values.help) {
+      console.log(USAGE);
+      process.exit(0);
+    }
+    const tokens = new Map();
+    for (const pair of values.token) {
+      const eq = pair.indexOf("=");
+      if (eq <= 0 || eq === pair.length - 1) throw new Error(`--token: expected TOKEN=TENANT, got ${JSON.stringify(pair)}`);
+      tokens.set(pair.slice(0, eq), pair.slice(eq + 1));
+    }
+    return {
+      listen: address(values.listen),
+      dataDir: values.data,
+      tokens,
+      secretKey: secretKey(values["callback-secret"]),
+      devSecret: values["callback-secret"] === DEV_SECRET,
+      retention: count("--retention", values.retention),
+      corsOrigins: values["cors-origin"],
+      heartbeatMs: Math.max(1, count("--heartbeat-ms", values["heartbeat-ms"])),
+      sweepMs: Math.max(1, count("--sweep-ms", values["sweep-ms"])),
+    };
+  } catch (err) {
+    console.error(`error: ${err.message}\n\n${USAGE}`);
+    process.exit(2);
+  }
+}
+
+function count(flag, text) {
+  if (!/^[0-9]+$/.test(text) || !Number.isSafeInteger(Number(text))) throw new Error(`${flag}: expected an integer, got ${JSON.stringify(text)}`);
+  return Number(text);
+}
+
+/** "127.0.0.1:8081", "[::1]:8081" or ":8081" → {host, port}. */
+function address(text) {
+  const m = /^(?:\[([^\]]+)\]|([^:]*)):([0-9]{1,5})$/.exec(text);
+  if (!m || Number(m[3]) > 65535) throw new Error(`--listen: expected HOST:PORT, got ${JSON.stringify(text)}`);
+  return { host: m[1] ?? (m[2] || "0.0.0.0"), port: Number(m[3]) };
+}
+
+async function main() {
+  const config = configure(process.argv.slice(2));
+  let opened;
+  try {
+    opened = Store.open({ retention: config.retention, dataDir: config.dataDir });
+  } catch (err) {
+    console.error(`error: ${err.message}`);
+    process.exit(2);
+  }
+  const { store, replayed, dropped } = opened;
+  if (dropped > 0) console.log(`journal: ignored a torn last line (${dropped} bytes, never acknowledged)`);
+
+  let stopping = false;
+  let sweeper;
+  const server = createServer();
+  const stop = (code) => {
+    if (stopping) return;
+    stopping = true;
+    clearInterval(sweeper);
+    server.close();
+    server.closeAllConnections(); // held requests and event streams too
+    store.close();
+    process.exit(code);
+  };
+  // A journal write failed: the book in memory is ahead of the disk and
+  // cannot take the change back. Stop at once, before anything else can
+  // read that state (the request is not answered: like a crash, it was
+  // never acknowledged). A restart replays what is on disk.
+  config.onFatal = (err) => {
+    console.error(`fatal: ${err.message}; stopping`);
+    stop(1);
+  };
+
+  server.on("request", createApp(store, config));
+  // Requests node:http cannot parse (bad framing, huge headers) get its own
+  // 400/431 answer and a closed connection: no handler of ours runs.
+
+  // Expiry by time: a task nobody calls back for still ends.
+  sweeper = setInterval(() => {
+    try {
+      store.sweep(Date.now());
+    } catch (err) {
+      console.error("sweeper:", err);
+      if (err instanceof StorageError) config.onFatal(err);
+    }
+  }, config.sweepMs);
+
+  for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => stop(0));
+
+  server.listen(config.listen.port, config.listen.host, () => {
+    const { address: host, port } = server.address();
+    const shown = host.includes(":") ? `[${host}]` : host;
+    const lines = [
+      `taskwire node backend listening on http://${shown}:${port}`,
+      `  data:      ${config.dataDir ? `${config.dataDir} (${replayed} records replayed)` : "memory only"}`,
+      `  tenants:   ${[...new Set(config.tokens.values())].join(", ")}`,
+      `  retention: ${config.retention} versions`,
+    ];
+    if (config.corsOrigins.length > 0) lines.push(`  cors:      ${config.corsOrigins.join(", ")}`);
+    if (config.devSecret) lines.push("  callback secret: the public development secret (set --callback-secret)");
+    console.log(lines.join("\n")); // one write: whoever waits for the banner gets all of it
+  });
+  server.on("error", (err) => {
+    console.error(`error: ${err.message}`);
+    process.exit(2);
+  });
+}
+
+await main();

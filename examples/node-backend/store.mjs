@@ -1,0 +1,279 @@
+// The backend's state: one shared `TaskBook` (every protocol rule lives in
+// the taskwire core), plus what the core does not know about: which tenant
+// owns a task, its `kind` and `input`, create idempotency keys, the
+// notification feed, and who is waiting for a task to change.
+//
+// Storage is event sourcing. Every operation that changes the book is a
+// record (a plain JSON object) run by one function, `#run`, both live and
+// on replay. Live, a record that changed something is appended to the
+// journal (fsynced) before the caller answers; on start, the journal's
+// records run again, in order, through a fresh book. The core is
+// deterministic (no clock, no randomness: ids and times are in the
+// records), so the replay rebuilds exactly the state that was acknowledged.
+//
+// Records (one JSON line each, see README.md):
+//   {"op":"create","id","tenant","nowMs","ttlMs","maxAttempts","kind"?,"input"?,"key"?}
+//   {"op":"callback","taskId","callbackId","event","version"}
+//   {"op":"deliver","tenant","taskId","key","nowMs"}
+//   {"op":"expire","nowMs","ids"}
+// `version` and `ids` are what the operation did; replay checks that it
+// does the same again.
+
+import { TaskBook } from "taskwire";
+import { Journal } from "./journal.mjs";
+import { HttpError, canonicalJson, quoted } from "./http.mjs";
+
+/** The record could not be made durable: the process must stop (see `#commit`). */
+export class StorageError extends Error {
+  constructor(cause) {
+    super(`journal: ${cause.message}`, { cause });
+    this.name = "StorageError";
+  }
+}
+
+export class Store {
+  #book;
+  #journal;
+  /** taskId → {tenant, kind, input} */
+  #tasks = new Map();
+  /** JSON [tenant, key] → {taskId, request} (create idempotency) */
+  #createKeys = new Map();
+  /** tenant → notifications, seq ascending */
+  #feeds = new Map();
+  #seq = 0;
+  /** taskId → Set of functions to call when the task changes */
+  #watchers = new Map();
+  /** Set once a write failed: the book is ahead of the disk. */
+  #broken = null;
+
+  constructor({ retention, journal = null }) {
+    this.#book = new TaskBook({ retentionVersions: retention });
+    this.#journal = journal;
+  }
+
+  /**
+   * A store over `dataDir`'s journal (replayed), or in memory only when
+   * `dataDir` is undefined. `replayed` counts the records run again.
+   */
+  static open({ retention, dataDir }) {
+    if (dataDir === undefined) return { store: new Store({ retention }), replayed: 0, dropped: 0 };
+    const { journal, records, dropped } = Journal.open(dataDir);
+    const store = new Store({ retention, journal });
+    for (const { line, record } of records) {
+      try {
+        store.#replay(record);
+      } catch (err) {
+        journal.close();
+        throw new Error(`${journal.path}:${line}: replay failed: ${err.message}`);
+      }
+    }
+    return { store, replayed: records.length, dropped };
+  }
+
+  close() {
+    this.#journal?.close();
+    this.#journal = null;
+  }
+
+  // ---- reads ---------------------------------------------------------------
+
+  /** True when `taskId` exists and belongs to `tenant` (else: 404 for them). */
+  owns(tenant, taskId) {
+    return this.#tasks.get(taskId)?.tenant === tenant;
+  }
+
+  /** The task as GET and create answer it: the TaskView plus kind and input. */
+  taskJson(taskId) {
+    const { kind, input } = this.#tasks.get(taskId);
+    return { ...this.#view(taskId), ...(kind !== undefined && { kind }), ...(input !== undefined && { input }) };
+  }
+
+  /** The resume answer for `cursor` (an object), or a snapshot when asked. */
+  resume(taskId, cursor, snapshot = false) {
+    if (snapshot) return { mode: "snapshot", events: [], task: this.#view(taskId) };
+    return this.#book.resume(taskId, cursor);
+  }
+
+  /** Up to `limit` of the tenant's notifications with `seq > after`. */
+  notifications(tenant, after, limit) {
+    const feed = this.#feeds.get(tenant) ?? [];
+    // Binary search for the first entry past `after`.
+    let lo = 0;
+    let hi = feed.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (feed[mid].seq <= after) lo = mid + 1;
+      else hi = mid;
+    }
+    return feed.slice(lo, lo + limit);
+  }
+
+  /** Calls `fn()` after each change of the task; returns the unsubscribe. */
+  watch(taskId, fn) {
+    let set = this.#watchers.get(taskId);
+    if (!set) this.#watchers.set(taskId, (set = new Set()));
+    set.add(fn);
+    return () => {
+      set.delete(fn);
+      if (set.size === 0 && this.#watchers.get(taskId) === set) this.#watchers.delete(taskId);
+    };
+  }
+
+  // ---- writes --------------------------------------------------------------
+
+  /**
+   * Creates a task for `tenant`, or (same Idempotency-Key, same request)
+   * answers the task the key made. Returns {task, created}.
+   */
+  create(tenant, { id, nowMs, ttlMs, maxAttempts, kind, input }, key) {
+    if (key !== undefined) {
+      const known = this.#createKeys.get(JSON.stringify([tenant, key]));
+      if (known) {
+        if (known.request !== createRequest({ ttlMs, maxAttempts, kind, input })) {
+          throw new HttpError(422, "idempotency-key-reused", `Idempotency-Key: ${quoted(key)} was used with a different body`);
+        }
+        return { task: this.taskJson(known.taskId), created: false };
+      }
+    }
+    const record = { op: "create", id, tenant, nowMs, ttlMs, maxAttempts };
+    if (kind !== undefined) record.kind = kind;
+    if (input !== undefined) record.input = input;
+    if (key !== undefined) record.key = key;
+    this.#commit(record);
+    return { task: this.taskJson(id), created: true };
+  }
+
+  /** Applies an executor's event; returns the core's CallbackResult. */
+  callback(taskId, callbackId, event) {
+    const record = { op: "callback", taskId, callbackId, event };
+    return this.#commit(record);
+  }
+
+  /** Delivers a result under the tenant's key; returns the core's Delivery. */
+  deliver(tenant, taskId, key, nowMs) {
+    return this.#commit({ op: "deliver", tenant, taskId, key, nowMs });
+  }
+
+  /** Expires every task due at `nowMs` (the sweeper); returns their ids. */
+  sweep(nowMs) {
+    return this.#commit({ op: "expire", nowMs });
+  }
+
+  // ---- the one path every change takes ------------------------------------
+
+  /**
+   * Runs a live record; when it changed something, journals it (fsync)
+   * and only then lets watchers see it. Everything here is synchronous, so
+   * no other request can observe the change before it is on disk.
+   */
+  #commit(record) {
+    if (this.#broken) throw this.#broken;
+    const { result, changed, touched } = this.#run(record);
+    if (changed && this.#journal) {
+      try {
+        this.#journal.append(record);
+      } catch (err) {
+        // The book already holds the change and cannot take it back: stop
+        // writing. A restart replays the journal, which does not have it.
+        this.#broken = new StorageError(err);
+        throw this.#broken;
+      }
+    }
+    for (const taskId of touched) this.#wake(taskId);
+    return result;
+  }
+
+  /** Runs a journal record again, checking that it does what it did. */
+  #replay(record) {
+    const { changed } = this.#run(record);
+    if (!changed) throw new Error(`${record.op} changed nothing`);
+  }
+
+  /**
+   * Runs one record against the book and the tables around it. Returns the
+   * result for the caller, whether anything changed (only then is the
+   * record journaled) and the ids of the tasks that changed. Fills in
+   * `version` (callback) and `ids` (expire); on replay, checks them.
+   */
+  #run(record) {
+    switch (record.op) {
+      case "create": {
+        const { id, tenant, nowMs, ttlMs, maxAttempts, kind, input, key } = record;
+        this.#book.create({ id, nowMs, ttlMs, maxAttempts });
+        this.#tasks.set(id, { tenant, kind, input });
+        if (key !== undefined) {
+          this.#createKeys.set(JSON.stringify([tenant, key]), {
+            taskId: id,
+            request: createRequest({ ttlMs, maxAttempts, kind, input }),
+          });
+        }
+        return { result: undefined, changed: true, touched: [] };
+      }
+      case "callback": {
+        const result = this.#book.apply(record.taskId, record.event, record.callbackId);
+        if (result.changed) this.#expect(record, "version", result.task.version);
+        this.#collectNotifications();
+        return { result, changed: result.changed, touched: result.changed ? [record.taskId] : [] };
+      }
+      case "deliver": {
+        // Keys are per tenant: the book sees them namespaced, the client never does.
+        const bookKey = JSON.stringify([record.tenant, record.key]);
+        const result = this.#book.deliverResult(record.taskId, bookKey, record.nowMs);
+        if (result.receipt) result.receipt.idempotencyKey = record.key;
+        return { result, changed: result.reason === "delivered", touched: [] };
+      }
+      case "expire": {
+        const ids = this.#book.expireDue(record.nowMs);
+        if (ids.length > 0) this.#expect(record, "ids", ids);
+        this.#collectNotifications();
+        return { result: ids, changed: ids.length > 0, touched: ids };
+      }
+      default:
+        throw new Error(`unknown record op ${JSON.stringify(record.op)}`);
+    }
+  }
+
+  /** Live: records what the operation did. Replay: it must match. */
+  #expect(record, field, value) {
+    if (!(field in record)) {
+      record[field] = value;
+    } else if (JSON.stringify(record[field]) !== JSON.stringify(value)) {
+      throw new Error(`${record.op}: ${field} ${JSON.stringify(value)}, the journal says ${JSON.stringify(record[field])}`);
+    }
+  }
+
+  /** Moves the book's outbox into the tenants' feeds, keyed taskId:state:version. */
+  #collectNotifications() {
+    for (const n of this.#book.drainNotifications()) {
+      // A terminal task never changes again: its version now is the
+      // version of the transition that made it terminal.
+      const version = this.#view(n.taskId).version;
+      const { tenant } = this.#tasks.get(n.taskId);
+      let feed = this.#feeds.get(tenant);
+      if (!feed) this.#feeds.set(tenant, (feed = []));
+      feed.push({ seq: ++this.#seq, key: `${n.taskId}:${n.state}:${version}`, taskId: n.taskId, state: n.state, atMs: n.atMs });
+    }
+  }
+
+  #view(taskId) {
+    const { history, ...view } = this.#book.get(taskId);
+    return view;
+  }
+
+  #wake(taskId) {
+    const set = this.#watchers.get(taskId);
+    if (!set) return;
+    for (const fn of [...set]) {
+      try {
+        fn();
+      } catch (err) {
+        console.error(`watcher of ${taskId} failed:`, err);
+      }
+    }
+  }
+}
+
+/** What an Idempotency-Key remembers of a create: its fields as one JSON value. */
+function createRequest({ ttlMs, maxAttempts, kind, input }) {
+  return canonicalJson({ ttlMs, maxAttempts, kind: kind ?? null, input: input ?? null });
+}
