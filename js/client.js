@@ -26,15 +26,20 @@ function storage() {
   }
 }
 
-/** Calls a user listener; its errors surface asynchronously, never inside wasm. */
+/**
+ * Calls a user listener. Its errors must not unwind through wasm (the
+ * loop would lose its place), nor stop the watch: they are reported the
+ * way the runtime reports an uncaught error in an event listener
+ * (`reportError` in windows and workers), or logged where there is no
+ * such thing (Node 20).
+ */
 function safely(fn, value) {
   if (typeof fn !== "function") return;
   try {
     fn(value);
   } catch (e) {
-    queueMicrotask(() => {
-      throw e;
-    });
+    if (typeof globalThis.reportError === "function") globalThis.reportError(e);
+    else console.error("taskwire: a watch listener threw:", e);
   }
 }
 

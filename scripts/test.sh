@@ -28,12 +28,14 @@ node scripts/build.mjs --no-setup
 step "npm package: types (tsc --noEmit)"
 npx tsc -p tests/js
 
-step "npm package: vectors, API, bad input, packed tarball (Node + Vite + Chromium)"
+step "reference server: build (the client and conformance tests run against it)"
+cargo build --locked -p taskwire-server
+
+step "npm package: vectors, API, bad input, packed tarball, client (Node + Vite + Chromium)"
 node --test tests/js/
 
 step "conformance: the suite's own helpers, then the reference server"
 node --test tests/conformance/self.test.mjs
-cargo build --locked -p taskwire-server
 node tests/conformance/local.mjs --server "${CARGO_TARGET_DIR:-target}/debug/taskwire-server" --cors-origin http://127.0.0.1:5173
 
 step "node backend (examples/node-backend): its tests, then the conformance suite"

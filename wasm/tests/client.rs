@@ -87,6 +87,10 @@ struct Harness {
 
 impl Harness {
     fn start(steps: &str) -> Harness {
+        Harness::with_transport(steps, "long-poll")
+    }
+
+    fn with_transport(steps: &str, transport: &str) -> Harness {
         let script = scripted(json(steps));
         let rec = recorder();
         let online = flag(true);
@@ -96,7 +100,7 @@ impl Harness {
             get(&script, "fetch"),
             1.0,
             5.0,
-            "long-poll",
+            transport,
             f64::NAN,
         )
         .unwrap();
@@ -162,6 +166,10 @@ impl Harness {
             last = (v, attempts, p);
         }
     }
+}
+
+fn header_of(call: &JsValue, name: &str) -> Option<String> {
+    get(&get(call, "headers"), name).as_string()
 }
 
 fn cursor_of(url: &str) -> String {
@@ -399,4 +407,79 @@ async fn offline_makes_no_requests_and_online_reconnects_at_once() {
         1,
         "reconnected without waiting for a timer"
     );
+}
+
+/// `s` as a JSON string literal.
+fn quote(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[wasm_bindgen_test]
+async fn sse_streams_deltas_with_last_event_id() {
+    let e2 =
+        r#"{"version":2,"event":{"type":"succeed","atMs":2,"resultRef":"r","resultHash":"h"}}"#;
+    let stream = format!(
+        "event: resume\nid: 1\ndata: {{\"mode\":\"delta\",\"events\":[{e1}],\"task\":{v1}}}\n\n: hb\n\nevent: resume\nid: 2\ndata: {{\"mode\":\"delta\",\"events\":[{e2}],\"task\":{v2}}}\n\n",
+        e1 = progress(1, 0),
+        v1 = view(1, "running", 0),
+        v2 = view(2, "succeeded", 100),
+    );
+    let steps = format!(
+        r#"[{{"body": {}, "headers": {{"content-type": "text/event-stream"}}}}]"#,
+        quote(&stream)
+    );
+    let h = Harness::with_transport(&steps, "sse");
+    wait(150).await;
+    let calls = Array::from(&h.calls);
+    assert_eq!(calls.length(), 1, "one stream carried the whole task");
+    assert_eq!(h.urls()[0], "http://backend.test/v1/tasks/t/events");
+    assert_eq!(
+        header_of(&calls.get(0), "last-event-id").as_deref(),
+        Some("0")
+    );
+    assert_eq!(
+        header_of(&calls.get(0), "authorization").as_deref(),
+        Some("Bearer t")
+    );
+    assert_eq!(h.versions(), vec![1.0, 2.0]);
+    assert_eq!(h.events("done").len(), 1);
+}
+
+#[wasm_bindgen_test]
+async fn sse_falls_back_to_long_poll_after_short_streams() {
+    let steps = format!(
+        r#"[
+          {{"body": "", "headers": {{"content-type": "text/event-stream"}}}},
+          {{"body": "", "headers": {{"content-type": "text/event-stream"}}}},
+          {{"body": "", "headers": {{"content-type": "text/event-stream"}}}},
+          {{"body": {{"mode":"snapshot","events":[],"task":{v}}}}}
+        ]"#,
+        v = view(3, "succeeded", 100),
+    );
+    let h = Harness::with_transport(&steps, "sse");
+    wait(200).await;
+    let urls = h.urls();
+    assert_eq!(urls.len(), 4, "{urls:?}");
+    assert!(urls[..3].iter().all(|u| u.ends_with("/events")), "{urls:?}");
+    assert!(
+        urls[3].contains("/resume?cursor=0&waitMs="),
+        "fell back to long-poll: {urls:?}"
+    );
+    let fallback = h
+        .events("status")
+        .into_iter()
+        .filter_map(|s| get(&s, "error").as_string())
+        .any(|e| e.contains("falling back to long-poll"));
+    assert!(fallback, "the fallback is reported");
+    assert_eq!(h.events("done").len(), 1);
 }

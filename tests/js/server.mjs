@@ -1,0 +1,89 @@
+// Starts a real taskwire-server for tests: a free loopback port, a fresh
+// temporary data directory, one tenant, a known callback secret. Also
+// signs executor callbacks as the Standard Webhooks spec says.
+import { spawn } from "node:child_process";
+import { createHmac, randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync, existsSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join, dirname, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
+
+export function serverBinary() {
+  const target = process.env.CARGO_TARGET_DIR ? resolve(root, process.env.CARGO_TARGET_DIR) : join(root, "target");
+  const bin = join(target, "debug/taskwire-server");
+  if (!existsSync(bin)) throw new Error(`${bin} is missing: run cargo build -p taskwire-server`);
+  return bin;
+}
+
+export async function freePort() {
+  return new Promise((res, rej) => {
+    const s = createServer();
+    s.once("error", rej);
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => res(port));
+    });
+  });
+}
+
+/** A running server; `stop()` kills it and removes its data. */
+export async function startServer(extra = []) {
+  const port = await freePort();
+  const data = mkdtempSync(join(tmpdir(), "taskwire-test-"));
+  const key = randomBytes(24);
+  const secret = "whsec_" + key.toString("base64");
+  const token = "tok-" + randomBytes(8).toString("hex");
+  const child = spawn(
+    serverBinary(),
+    ["--listen", `127.0.0.1:${port}`, "--data", data, "--token", `${token}=tenant`, "--callback-secret", secret, ...extra],
+    { stdio: ["ignore", "ignore", "pipe"] },
+  );
+  let log = "";
+  child.stderr.on("data", (d) => (log += d));
+  const baseUrl = `http://127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    try {
+      const r = await fetch(`${baseUrl}/v1/notifications`, { headers: { authorization: `Bearer ${token}` } });
+      if (r.ok) break;
+    } catch {
+      // not up yet
+    }
+    if (i > 100 || child.exitCode !== null) throw new Error(`server did not start:\n${log}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+
+  async function callback(taskId, event, id) {
+    const body = JSON.stringify(event);
+    const ts = Math.floor(Date.now() / 1000);
+    const sig = createHmac("sha256", key).update(`${id}.${ts}.${body}`).digest("base64");
+    const r = await fetch(`${baseUrl}/v1/tasks/${taskId}/callbacks`, {
+      method: "POST",
+      body,
+      headers: { "content-type": "application/json", "webhook-id": id, "webhook-timestamp": String(ts), "webhook-signature": `v1,${sig}` },
+    });
+    if (!r.ok) throw new Error(`callback ${id}: HTTP ${r.status} ${await r.text()}`);
+    return r.json();
+  }
+
+  async function task(taskId) {
+    const r = await fetch(`${baseUrl}/v1/tasks/${taskId}`, { headers: { authorization: `Bearer ${token}` } });
+    return r.json();
+  }
+
+  return {
+    baseUrl,
+    token,
+    headers: { Authorization: `Bearer ${token}` },
+    callback,
+    task,
+    log: () => log,
+    async stop() {
+      child.kill("SIGKILL");
+      await new Promise((r) => child.once("exit", r));
+      rmSync(data, { recursive: true, force: true });
+    },
+  };
+}
