@@ -124,16 +124,16 @@ pub fn now_secs() -> i64 {
 pub struct Query(Vec<(String, String)>);
 
 impl Query {
-    /// Splits a raw query string (no percent-decoding: every parameter
-    /// here is a number or a flag).
+    /// Splits a raw query string and percent-decodes names and values
+    /// (`cursor=%31` is `cursor=1`, as URL rules say).
     pub fn parse(raw: Option<&str>) -> Self {
         Query(
             raw.unwrap_or("")
                 .split('&')
                 .filter(|p| !p.is_empty())
                 .map(|p| match p.split_once('=') {
-                    Some((k, v)) => (k.to_string(), v.to_string()),
-                    None => (p.to_string(), String::new()),
+                    Some((k, v)) => (decode(k), decode(v)),
+                    None => (decode(p), String::new()),
                 })
                 .collect(),
         )
@@ -168,6 +168,32 @@ impl Query {
             ))),
         }
     }
+}
+
+/// Percent-decodes a query component (`+` is a space, as in forms); a
+/// malformed escape is kept as it is, and invalid UTF-8 becomes U+FFFD.
+fn decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        let hex = |j: usize| bytes.get(j).and_then(|c| (*c as char).to_digit(16));
+        match (b, hex(i + 1), hex(i + 2)) {
+            (b'%', Some(hi), Some(lo)) => {
+                out.push((hi * 16 + lo) as u8);
+                i += 3;
+            }
+            (b'+', _, _) => {
+                out.push(b' ');
+                i += 1;
+            }
+            _ => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// Parses a decimal integer in `0..=max` (at most 2^53 − 1).
@@ -230,6 +256,10 @@ mod tests {
     fn queries_split_and_flag() {
         let q = Query::parse(Some("cursor=3&snapshot=1&x"));
         assert_eq!(q.required_int("cursor", 10).unwrap(), 3);
+        let q = Query::parse(Some("cursor=%31%32&snapshot=%31&bad=%zz+x"));
+        assert_eq!(q.required_int("cursor", 100).unwrap(), 12);
+        assert!(q.flag("snapshot").unwrap());
+        assert_eq!(q.get("bad"), Some("%zz x"));
         assert!(q.flag("snapshot").unwrap());
         assert!(q.required_int("waitMs", 10).is_err());
         assert!(Query::parse(Some("snapshot=yes")).flag("snapshot").is_err());
