@@ -204,8 +204,14 @@ export class TaskClient {
     if (persist === true) this.#persistPrefix = "taskwire:";
     else if (typeof persist === "string" && persist !== "") this.#persistPrefix = persist;
     else if (persist !== undefined && persist !== false) throw invalid("options.persist: must be a boolean or a non-empty key prefix");
+    let entries;
+    try {
+      entries = Object.entries(headers);
+    } catch (e) {
+      throw invalid(`options.headers: cannot be read (${e instanceof Error ? e.message : String(e)})`);
+    }
     const pairs = [];
-    for (const [name, value] of Object.entries(headers)) {
+    for (const [name, value] of entries) {
       if (typeof value !== "string") throw invalid(`options.headers.${name}: must be a string, got ${typeName(value)}`);
       pairs.push(name, value);
     }
@@ -225,7 +231,8 @@ export class TaskClient {
   /** POST /v1/tasks: the new task (version 0). */
   async createTask(input, options = {}) {
     const body = text(input, "input");
-    const key = options?.idempotencyKey;
+    if (options === null || typeof options !== "object") throw invalid(`options: must be an object, got ${typeName(options)}`);
+    const key = option(options, "idempotencyKey");
     if (key !== undefined) str(key, "idempotencyKey");
     const core = this.#core;
     return judge(await settle(() => core.create_task(body, key)));

@@ -8,7 +8,12 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as tw from "../../dist/full/node.js";
 
-const { TaskBook, TaskMirror, createTask, applyEvent, expireTask } = tw;
+const { TaskBook, TaskMirror, TaskClient, createTask, applyEvent, expireTask } = tw;
+
+// The client never reaches a server here: its fetch answers 503 at once
+// (watches started by the fuzz are stopped at the end).
+const offlineFetch = async () => new Response("", { status: 503 });
+const watches = [];
 
 function rng(seed) {
   let a = seed >>> 0;
@@ -134,25 +139,52 @@ const CALLS = [
   ["TaskMirror.fromJSON", (r) => TaskMirror.fromJSON(arg(r))],
   ["mirror.merge", (r, ctx) => ctx.mirror.merge(arg(r))],
   ["mirror.mergeJson", (r, ctx) => ctx.mirror.mergeJson(r() < 0.5 ? safeText(arg(r)) : junk(r))],
+  ["new TaskClient", (r) => new TaskClient(r() < 0.5 ? junk(r) : { baseUrl: junk(r), headers: junk(r), fetch: offlineFetch, backoff: junk(r), persist: junk(r), transport: junk(r) })],
+  ["client.watch", (r, ctx) => {
+    const w = ctx.client.watch(r() < 0.5 ? "t" : junk(r), r() < 0.5 ? junk(r) : { cursor: junk(r), onUpdate: junk(r), onStatus: junk(r) });
+    watches.push(w);
+    return w;
+  }],
+  ["client.createTask", (r, ctx) => ctx.client.createTask(arg(r), r() < 0.5 ? junk(r) : { idempotencyKey: junk(r) })],
+  ["client.deliver", (r, ctx) => ctx.client.deliver(junk(r), junk(r))],
 ];
 
-test("no input traps the module or throws anything but a coded Error", () => {
+test("no input traps the module or throws anything but a coded Error", async () => {
   const seed = Number(process.env.FUZZ_SEED ?? 20261129);
   const rounds = Number(process.env.FUZZ_ROUNDS ?? 10000);
   const r = rng(seed);
-  const ctx = { book: validBook(), mirror: new TaskMirror("t") };
+  const ctx = {
+    book: validBook(),
+    mirror: new TaskMirror("t"),
+    client: new TaskClient({ baseUrl: "http://127.0.0.1:9", fetch: offlineFetch, backoff: { initialMs: 1000, maxMs: 1000 } }),
+  };
+  const bad = (name, i, e) =>
+    !(e instanceof Error) || typeof e.code !== "string" || e.code === "internal" || e instanceof WebAssembly.RuntimeError
+      ? `seed ${seed}, call ${i} (${name}): threw ${e instanceof Error ? `${e.name} ${e.code ?? ""}: ${e.message}` : String(e)}`
+      : undefined;
+  const pending = [];
   let threw = 0;
+  try {
   for (let i = 0; i < rounds; i++) {
     const [name, call] = CALLS[Math.floor(r() * CALLS.length)];
+    if (process.env.FUZZ_TRACE) console.error(i, name);
     try {
-      call(r, ctx);
+      const result = call(r, ctx);
+      // Async calls must reject the same way.
+      if (result instanceof Promise) pending.push(result.then(() => undefined, (e) => bad(name, i, e)));
     } catch (e) {
       threw++;
-      if (!(e instanceof Error) || typeof e.code !== "string" || e.code === "internal" || e instanceof WebAssembly.RuntimeError) {
-        assert.fail(`seed ${seed}, call ${i} (${name}): threw ${e instanceof Error ? `${e.name} ${e.code ?? ""}: ${e.message}` : String(e)}`);
-      }
+      const problem = bad(name, i, e);
+      if (problem) assert.fail(problem);
     }
   }
+  } finally {
+    // Started watches retry forever against the 503 fetch: end them, even
+    // when an assertion failed, or the process would never exit.
+    for (const w of watches) w.stop();
+  }
+  const asyncProblems = (await Promise.all(pending)).filter(Boolean);
+  assert.deepEqual(asyncProblems, []);
   assert.ok(threw > rounds / 10, `only ${threw} of ${rounds} calls were rejected: the fuzz is too tame`);
 
   // The module still works: the fuzzed book keeps its task, and a fresh
