@@ -132,14 +132,19 @@ class Watch {
     this.#attach();
   }
 
-  /** Reconnect at once when the network comes back or the page is shown. */
+  /**
+   * Reconnect at once when the network changes or the page is shown. On
+   * `online`/`offline` the request in flight is cut too: it may hang on a
+   * connection that died with the old network.
+   */
   #attach() {
     const nudge = () => this.#handle?.nudge();
+    const interrupt = () => this.#handle?.interrupt();
     const target = globalThis;
     if (typeof target.addEventListener === "function") {
       for (const type of ["online", "offline"]) {
-        target.addEventListener(type, nudge);
-        this.#cleanup.push(() => target.removeEventListener(type, nudge));
+        target.addEventListener(type, interrupt);
+        this.#cleanup.push(() => target.removeEventListener(type, interrupt));
       }
     }
     const doc = globalThis.document;

@@ -351,6 +351,8 @@ export interface WatchUpdate {
   mode: ResumeMode;
   /** Versions applied (a snapshot applies its version). */
   applied: number[];
+  /** The history entries applied, oldest first (empty for a snapshot). */
+  events: HistoryEntry[];
   /** Everything refused since the previous update (stale, duplicate, …). */
   rejected: Rejection[];
 }

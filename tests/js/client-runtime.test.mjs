@@ -149,6 +149,40 @@ test("offline: no requests; the online event reconnects at once", async () => {
   }
 });
 
+test("network change: a request stranded on a dead connection is restarted at once", async () => {
+  const net = installNetwork(true);
+  try {
+    let calls = 0;
+    let abortedFirst = false;
+    const stranded = (url, init) => {
+      calls++;
+      if (calls > 1) return fetch(url, init);
+      // The first connection died silently: no answer, no error, ever.
+      return new Promise((_, reject) =>
+        init.signal.addEventListener("abort", () => {
+          abortedFirst = true;
+          reject(new DOMException("aborted", "AbortError"));
+        }),
+      );
+    };
+    const client = new TaskClient({ baseUrl: server.baseUrl, headers: server.headers, fetch: stranded });
+    const task = await newTask(new TaskClient({ baseUrl: server.baseUrl, headers: server.headers }));
+    const watch = client.watch(task.id);
+    await sleep(50);
+    await advance(task.id, [0, 1], "x");
+    net.set(false);
+    await sleep(20);
+    const t0 = performance.now();
+    net.set(true);
+    while (watch.version < 2) await sleep(2);
+    assert.ok(abortedFirst, "the stranded request was aborted");
+    assert.ok(performance.now() - t0 < 1000, "reconnected at once, not after waitMs + grace (40 s)");
+    watch.stop();
+  } finally {
+    net.uninstall();
+  }
+});
+
 test("a throwing listener does not break the watch", async () => {
   const errors = [];
   globalThis.reportError = (e) => errors.push(e.message);

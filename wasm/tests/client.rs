@@ -221,6 +221,11 @@ async fn duplicates_and_stale_replays_never_reach_the_page() {
     assert_eq!(reason(&rejects[1]), "stale-snapshot");
     assert_eq!(h.events("done").len(), 1);
     assert_eq!(h.states().last().map(String::as_str), Some("closed"));
+    // Updates carry the entries they applied.
+    let first = &h.events("update")[0];
+    let events = Array::from(&get(first, "events"));
+    assert_eq!(events.length(), 1);
+    assert_eq!(get(&events.get(0), "version").as_f64(), Some(1.0));
     // The update that finished carries the rejections since the last one.
     let last = h.events("update").pop().unwrap();
     assert_eq!(Array::from(&get(&last, "rejected")).length(), 2);
@@ -482,4 +487,38 @@ async fn sse_falls_back_to_long_poll_after_short_streams() {
         .any(|e| e.contains("falling back to long-poll"));
     assert!(fallback, "the fallback is reported");
     assert_eq!(h.events("done").len(), 1);
+}
+
+#[wasm_bindgen_test]
+async fn interrupt_restarts_a_request_stranded_on_a_dead_connection() {
+    // The first request hangs forever (a connection that died silently);
+    // the network events make the JS layer call interrupt().
+    let steps = format!(
+        r#"[{{"hang": true}}, {{"body": {{"mode":"snapshot","events":[],"task":{v}}}}}]"#,
+        v = view(2, "succeeded", 100)
+    );
+    let h = Harness::start(&steps);
+    wait(30).await;
+    assert_eq!(h.urls().len(), 1);
+    h.handle.interrupt();
+    wait(30).await;
+    let calls = Array::from(&h.calls);
+    assert_eq!(get(&calls.get(0), "aborted").as_bool(), Some(true));
+    assert_eq!(
+        calls.length(),
+        2,
+        "reconnected at once, not after waitMs + grace"
+    );
+    assert!(
+        !h.states().iter().any(|s| s == "reconnecting"),
+        "an interrupt is not a failure: no backoff, states {:?}",
+        h.states()
+    );
+    assert_eq!(h.events("done").len(), 1);
+    let update = h.events("update").pop().unwrap();
+    assert_eq!(
+        Array::from(&get(&update, "events")).length(),
+        0,
+        "a snapshot applies no events"
+    );
 }

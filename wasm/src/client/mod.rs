@@ -262,9 +262,16 @@ impl WatchHandle {
         self.watch.stop();
     }
 
-    /// Cuts a backoff wait short (called on `online` / page visible).
+    /// Cuts a backoff wait short (called when the page becomes visible).
     pub fn nudge(&self) {
         self.watch.nudge();
+    }
+
+    /// Aborts the request in flight and reconnects at once (called on
+    /// `online` and `offline`: a request may be stranded on a dead
+    /// connection).
+    pub fn interrupt(&self) {
+        self.watch.interrupt();
     }
 
     /// The task known when the watch started (restored), or `null`.

@@ -68,6 +68,9 @@ pub struct Watch {
     /// `() => boolean`: is the runtime online (navigator.onLine)?
     online: Function,
     stopped: Cell<bool>,
+    /// The request in flight was cut on purpose (the network went away or
+    /// came back): reconnect at once instead of backing off.
+    interrupted: Cell<bool>,
     finished: Cell<bool>,
     need_snapshot: Cell<bool>,
     transport: Cell<Transport>,
@@ -106,6 +109,8 @@ struct Update<'a> {
     task: Option<&'a tw::TaskView>,
     mode: tw::ResumeMode,
     applied: &'a [u64],
+    /// The history entries applied (a delta's; empty for a snapshot).
+    events: Vec<&'a tw::HistoryEntry>,
     rejected: &'a [tw::Rejection],
 }
 
@@ -152,6 +157,7 @@ impl Watch {
             sink,
             online,
             stopped: Cell::new(false),
+            interrupted: Cell::new(false),
             finished: Cell::new(false),
             need_snapshot: Cell::new(false),
             transport: Cell::new(transport),
@@ -194,9 +200,20 @@ impl Watch {
         }
     }
 
-    /// Cuts a backoff wait short (the network came back, the page became
-    /// visible).
+    /// Cuts a backoff wait short (the page became visible).
     pub fn nudge(&self) {
+        self.wakeup.fire();
+    }
+
+    /// The network went away or came back: a request in flight may be
+    /// stranded on a dead connection (a held long-poll never errors by
+    /// itself), so abort it and start over at once.
+    pub fn interrupt(&self) {
+        let in_flight = self.in_flight.borrow_mut().take();
+        if let Some(controller) = in_flight {
+            self.interrupted.set(true);
+            controller.abort();
+        }
         self.wakeup.fire();
     }
 
@@ -454,6 +471,7 @@ impl Watch {
                 }
                 Ok(None) => break Step::Answered,
                 Err(Failure::Aborted) if self.stopped.get() => break Step::Stopped,
+                Err(Failure::Aborted) if self.interrupted.replace(false) => break Step::Again,
                 Err(Failure::Aborted) => {
                     break Step::Retry {
                         error: "no event arrived: the stream looks buffered".into(),
@@ -537,6 +555,7 @@ impl Watch {
     fn failed(&self, failure: Failure) -> Step {
         match failure {
             Failure::Aborted if self.stopped.get() => Step::Stopped,
+            Failure::Aborted if self.interrupted.replace(false) => Step::Again,
             Failure::Aborted => Step::Retry {
                 error: "the request timed out".into(),
                 floor_ms: None,
@@ -588,12 +607,18 @@ impl Watch {
         };
         if outcome.changed {
             let mirror = self.mirror.borrow().clone();
+            let events = answer
+                .events()
+                .iter()
+                .filter(|e| outcome.applied.contains(&e.version))
+                .collect();
             self.emit(
                 "update",
                 &Update {
                     task: mirror.task(),
                     mode: outcome.mode,
                     applied: &outcome.applied,
+                    events,
                     rejected: &rejected,
                 },
             );
