@@ -102,7 +102,7 @@ class Tracked {
     this.watch?.stop();
   }
 
-  /** Shows a view unless an equal or newer one is shown already. */
+  /** Shows a view unless a newer one is shown already (the stored one and the watch's are two sources). */
   #show(task) {
     if (task.version < this.entry.task.version) return;
     this.entry.task = task;
@@ -120,7 +120,7 @@ class Tracked {
       const event = mode === "delta" ? net.eventAt(this.id, version) : undefined;
       if (event) {
         kind = kindOf(event);
-        text = describe(event, version === task.version ? task : undefined);
+        text = describe(event);
       } else {
         kind = kindOfView(task);
         text = `${task.state}, ${task.progress} %`;
@@ -136,8 +136,8 @@ class Tracked {
     let how;
     if (mode === "snapshot") {
       const gap = task.version - from;
-      const window = this.#app.retention;
-      how = gap > window ? `gap ${gap} > ${window} → snapshot v${task.version}` : `snapshot v${task.version}`;
+      const retention = this.#app.retention;
+      how = gap > retention ? `gap ${gap} > ${retention} → snapshot v${task.version}` : `snapshot v${task.version}`;
       how += ` (${task.state}, ${task.progress} %)`;
     } else if (resuming) {
       how = `${mode} ${range(applied)}: ${texts.join("; ")}`;
@@ -239,7 +239,8 @@ class Tracked {
     let text = state;
     if (state === "reconnecting") {
       const left = this.retryAt - performance.now();
-      text = left > 0 ? `reconnecting in ${Math.ceil(left / 1000)} s (attempt ${this.status.attempt})` : "reconnecting…";
+      const attempt = this.status.attempt ? ` (attempt ${this.status.attempt})` : "";
+      text = left > 0 ? `reconnecting in ${Math.ceil(left / 1000)} s${attempt}` : "reconnecting…";
     } else if (state === "closed") {
       text = isTerminal(this.entry.task) ? "done" : "not followed";
     }

@@ -41,7 +41,7 @@ export function kindOfView(task) {
 }
 
 /** What a history event did, in words. */
-export function describe(event, task) {
+export function describe(event) {
   switch (event.type) {
     case "start":
       return `started by ${event.worker}`;
@@ -50,7 +50,7 @@ export function describe(event, task) {
     case "succeed":
       return `succeeded, result ${event.resultHash}`;
     case "fail":
-      return `failed: ${event.error}${event.retryable && task?.state === "queued" ? " (will retry)" : ""}`;
+      return `failed: ${event.error}${event.retryable ? " (retryable)" : ""}`;
     case "expire":
       return "expired (time to live ran out)";
     default:

@@ -286,6 +286,7 @@ describe("demo page, in Chromium, through real outages", { timeout: 150 * SECOND
     const heldAtCut = /at v(\d+)/.exec(lost.text)[1];
     const back = await waitLog(`[data-kind="resume"][data-task-id="${id}"][data-from="${heldAtCut}"]`);
     assert.ok(["delta", "snapshot", "caught-up"].includes(back.mode), JSON.stringify(back));
+    await page.fill("#cut-seconds", "10"); // as a visitor finds it (the screenshot)
     await waitCard(id, (d) => d.state === "succeeded" && d.version === "42");
   });
 
