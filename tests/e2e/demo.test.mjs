@@ -9,7 +9,8 @@
 // Restoring undoes both. The test reads only what the page shows: the
 // data-* attributes of each task card and of each event-log line.
 //
-//   node --test tests/e2e/
+//   node --test tests/e2e/                        (screenshot in tests/e2e/artifacts/)
+//   UPDATE_SCREENSHOT=1 node --test tests/e2e/    (also refreshes docs/screenshot.png)
 //
 // Needs: dist/ (npm run build), a built taskwire-server (debug, or
 // TASKWIRE_SERVER), Chromium (CHROME_BIN, default /usr/bin/chromium).
