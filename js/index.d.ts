@@ -407,7 +407,7 @@ export interface Watch {
  * Follows tasks on any backend that speaks PROTOCOL.md.
  *
  * @example
- * const client = new TaskClient({ baseUrl: "/api", headers: { Authorization: "Bearer demo" }, persist: true });
+ * const client = new TaskClient({ baseUrl: "https://api.example.com", headers: { Authorization: "Bearer demo" }, persist: true });
  * const task = await client.createTask({ ttlMs: 3_600_000, maxAttempts: 3, kind: "summary" });
  * const watch = client.watch(task.id, { onUpdate: (u) => render(u.task) });
  * const finished = await watch.done;

@@ -17,6 +17,7 @@ say() { printf 'setup: %s\n' "$*" >&2; }
 need_rust() {
   command -v cargo >/dev/null || { say "cargo not found: install Rust with rustup (https://rustup.rs)"; exit 1; }
   if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown; then
+    command -v rustup >/dev/null || { say "rustup not found: the wasm32-unknown-unknown target is added with rustup (https://rustup.rs)"; exit 1; }
     say "adding the wasm32-unknown-unknown target"
     rustup target add wasm32-unknown-unknown
   fi

@@ -38,6 +38,10 @@ step "conformance: the suite's own helpers, then the reference server"
 node --test tests/conformance/self.test.mjs
 node tests/conformance/local.mjs --server "${CARGO_TARGET_DIR:-target}/debug/taskwire-server" --cors-origin http://127.0.0.1:5173
 
+step "demo page: end to end in Chromium, through real outages (tests/e2e)"
+# Uses the package build above and the debug server built for conformance.
+node --test tests/e2e/
+
 step "node backend (examples/node-backend): its tests, then the conformance suite"
 node --test examples/node-backend/
 node tests/conformance/local.mjs --server "node examples/node-backend/server.mjs" --cors-origin http://127.0.0.1:5173

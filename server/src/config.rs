@@ -67,6 +67,11 @@ pub struct Config {
     #[arg(long, env = "TASKWIRE_DEMO_DIR", default_value = "web-demo")]
     pub demo_dir: PathBuf,
 
+    /// The built `taskwire/client` package (`npm run build`), served at
+    /// /pkg/ with --demo so the page loads the real package build.
+    #[arg(long, env = "TASKWIRE_DEMO_PKG_DIR", default_value = "dist/client")]
+    pub demo_pkg_dir: PathBuf,
+
     /// SSE heartbeat interval in milliseconds (hidden: tests shorten it).
     #[arg(
         long,

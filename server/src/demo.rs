@@ -26,7 +26,7 @@ use crate::auth::Tenant;
 use crate::error::ApiError;
 use crate::routes::tasks::create_for;
 use crate::routes::{body, now_ms, now_secs};
-use crate::{client, AppState};
+use crate::{client, AppState, Config};
 
 /// Adds the demo routes and the static-file fallback.
 pub fn routes(app: Router<AppState>) -> Router<AppState> {
@@ -261,6 +261,8 @@ async fn stats(State(state): State<AppState>, _tenant: Tenant) -> Json<Value> {
     let mut v = state.stats.to_json();
     if let Value::Object(map) = &mut v {
         map.insert("watchedTasks".into(), state.hub.watched().into());
+        // The page explains a snapshot as "gap N > retention".
+        map.insert("retention".into(), state.retention.into());
     }
     Json(v)
 }
@@ -339,7 +341,7 @@ async fn static_file(State(state): State<AppState>, method: Method, uri: Uri) ->
     if method != Method::GET && method != Method::HEAD {
         return ApiError::not_found("path: no such route").into_response();
     }
-    let Some(path) = safe_path(&state.config.demo_dir, uri.path()) else {
+    let Some(path) = demo_path(&state.config, uri.path()) else {
         return ApiError::not_found("path: no such route").into_response();
     };
     match tokio::fs::read(&path).await {
@@ -354,6 +356,16 @@ async fn static_file(State(state): State<AppState>, method: Method, uri: Uri) ->
             res
         }
         Err(_) => ApiError::not_found("path: no such route").into_response(),
+    }
+}
+
+/// Maps a URL path to a file: `/pkg/…` into `--demo-pkg-dir` (the built
+/// npm package, so the page runs exactly what `npm run build` produced,
+/// with no copy to go stale), everything else into `--demo-dir`.
+pub fn demo_path(config: &Config, url_path: &str) -> Option<PathBuf> {
+    match url_path.strip_prefix("/pkg/") {
+        Some(rest) => safe_path(&config.demo_pkg_dir, rest),
+        None => safe_path(&config.demo_dir, url_path),
     }
 }
 
@@ -408,6 +420,27 @@ mod tests {
         );
         assert_eq!(safe_path(root, "/../etc/passwd"), None);
         assert_eq!(safe_path(root, "/a/../../b"), None);
+    }
+
+    #[test]
+    fn pkg_paths_map_to_the_package_build() {
+        let mut config = Config::defaults();
+        config.demo_dir = PathBuf::from("/srv/demo");
+        config.demo_pkg_dir = PathBuf::from("/srv/dist/client");
+        assert_eq!(
+            demo_path(&config, "/pkg/index.js"),
+            Some(PathBuf::from("/srv/dist/client/index.js"))
+        );
+        assert_eq!(
+            demo_path(&config, "/app.js"),
+            Some(PathBuf::from("/srv/demo/app.js"))
+        );
+        assert_eq!(demo_path(&config, "/pkg/../../etc/passwd"), None);
+        // `/pkg` without the slash is an ordinary page path.
+        assert_eq!(
+            demo_path(&config, "/pkg"),
+            Some(PathBuf::from("/srv/demo/pkg"))
+        );
     }
 
     #[test]

@@ -93,6 +93,13 @@ fn print_banner(config: &Config, addr: std::net::SocketAddr) {
             "  demo:       page from {}{note}; executor and /v1/demo/* enabled",
             dir.display()
         );
+        let pkg = &config.demo_pkg_dir;
+        let note = if pkg.join("index.js").is_file() {
+            ""
+        } else {
+            " (not built yet: npm run build)"
+        };
+        say!("  demo pkg:   /pkg/ from {}{note}", pkg.display());
     }
     if let Some(url) = &config.notify_url {
         say!("  notify:     {url}");

@@ -197,9 +197,13 @@ async fn the_demo_page_is_served_and_paths_cannot_escape() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("index.html"), "<h1>taskwire demo</h1>").unwrap();
     let demo_dir = dir.path().to_path_buf();
+    let pkg = tempfile::tempdir().unwrap();
+    std::fs::write(pkg.path().join("index.js"), "export {};").unwrap();
+    let pkg_dir = pkg.path().to_path_buf();
     let h = harness(move |c| {
         c.demo = true;
         c.demo_dir = demo_dir;
+        c.demo_pkg_dir = pkg_dir;
     })
     .await;
     let page = h.req("GET", "/", &[], "").await;
@@ -209,6 +213,23 @@ async fn the_demo_page_is_served_and_paths_cannot_escape() {
         .unwrap()
         .starts_with("text/html"));
     assert_eq!(&page.body[..], b"<h1>taskwire demo</h1>");
+    // /pkg/ is the built npm package, served from its own directory.
+    let module = h.req("GET", "/pkg/index.js", &[], "").await;
+    assert_eq!(module.status, 200);
+    assert!(module
+        .header("content-type")
+        .unwrap()
+        .starts_with("text/javascript"));
+    assert_eq!(&module.body[..], b"export {};");
+    assert_error(
+        &h.req("GET", "/pkg/../../Cargo.toml", &[], "").await,
+        404,
+        "not-found",
+        "path",
+    );
+    // The page explains snapshots with the server's resume window.
+    let stats = h.get("demo", "/v1/demo/stats").await.json();
+    assert_eq!(stats["retention"], 8, "{stats}");
     assert_error(
         &h.req("GET", "/../Cargo.toml", &[], "").await,
         404,

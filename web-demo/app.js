@@ -1,0 +1,504 @@
+// The taskwire demo page. It loads the real package build (`/pkg/` is
+// dist/client, served by `taskwire-server --demo`), follows tasks with
+// `TaskClient.watch`, and explains every reconnect in the event log.
+//
+// What is shown comes only from the client: task views from `onUpdate`
+// (merged by the client's mirror, which never moves version or progress
+// backwards), connection states from `onStatus`, refusals from `onReject`.
+
+import init, { TaskClient } from "/pkg/index.js";
+import { DemoNetwork } from "./net.js";
+import { EventLog } from "./log.js";
+import { TaskCard, describe, isTerminal, kindOf, kindOfView } from "./card.js";
+
+const TOKEN = "demo";
+/** The page's own list of tasks (the client persists each task's cursor itself). */
+const STATE_KEY = "taskwire-demo:tasks";
+/** The key prefix of the client's `persist: true`. */
+const CLIENT_PREFIX = "taskwire:";
+
+const LABELS = {
+  summary: ["Long-document summary", "summary"],
+  long: ["Long job, 40 progress steps", "long"],
+  "quota-then-success": ["Moderation: quota error, then success", "quota"],
+  "invalid-input": ["Moderation: invalid input", "invalid"],
+  expires: ["Moderation: goes silent, expires", "expires"],
+};
+
+const range = (versions) =>
+  versions.length === 1 ? `v${versions[0]}` : `v${versions[0]}–v${versions[versions.length - 1]}`;
+
+/** One followed task: its card, its watch, and how its reconnects went. */
+class Tracked {
+  entry;
+  card;
+  watch = undefined;
+  status = { state: "closed" };
+  /** When the next attempt starts (performance.now()), while reconnecting. */
+  retryAt = 0;
+  /** The version held when the connection was lost (or restored from storage): set until the resume is resolved. */
+  #resumeFrom = null;
+  #restored = false;
+  /** Whether the current outage was logged already (one line per outage, not per attempt). */
+  #outageLogged = false;
+  /** The log line of the current run of live updates. */
+  #liveLine = undefined;
+  #app;
+
+  constructor(app, entry) {
+    this.#app = app;
+    this.entry = entry;
+    this.card = new TaskCard(entry, { onDeliver: () => app.deliver(this) });
+    this.card.root.dataset.workload = entry.workload;
+    if (entry.scenario) this.card.root.dataset.scenario = entry.scenario;
+    this.card.showTask(entry.task);
+    this.card.showTimeline(entry.task.version, entry.seen);
+    this.#showConnection();
+  }
+
+  get id() {
+    return this.entry.id;
+  }
+
+  /** The short name used in the log. */
+  get tag() {
+    return `${this.entry.short} ${this.id.slice(-4)}`;
+  }
+
+  follow(client) {
+    this.status = { state: "connecting" };
+    this.#showConnection();
+    this.watch = client.watch(this.id, {
+      onUpdate: (u) => this.#onUpdate(u),
+      onStatus: (s) => this.#onStatus(s),
+      onReject: (r) => this.#onReject(r),
+    });
+    // `persist: true`: the client restored the task it saved earlier and
+    // resumes from that version; what comes back is logged as a resume.
+    const restored = this.watch.task;
+    if (restored) {
+      this.#show(restored);
+      this.#resumeFrom = restored.version;
+      this.#restored = true;
+      this.#log("resume", `restored v${restored.version} from localStorage; resuming from cursor ${restored.version}`, {
+        mode: "restore",
+        from: restored.version,
+      });
+    }
+    this.watch.done.then(
+      (task) => {
+        this.#show(task);
+        this.#app.save();
+      },
+      (err) => {
+        if (err.code === "stopped") return;
+        this.#log("error", `watch ended: ${err.message}`, { code: err.code });
+        this.card.showConnection(err.code === "not-found" ? "unknown to the server (restarted with new data?)" : err.message, "error");
+      },
+    );
+  }
+
+  stop() {
+    this.watch?.stop();
+  }
+
+  /** Shows a view unless a newer one is shown already (the stored one and the watch's are two sources). */
+  #show(task) {
+    if (task.version < this.entry.task.version) return;
+    this.entry.task = task;
+    this.card.showTask(task);
+    this.card.showTimeline(task.version, this.entry.seen);
+  }
+
+  #onUpdate({ task, mode, applied, rejected }) {
+    const from = this.entry.task.version;
+    const net = this.#app.net;
+    const texts = [];
+    const resuming = this.#resumeFrom !== null;
+    for (const version of applied) {
+      let kind, text;
+      const event = mode === "delta" ? net.eventAt(this.id, version) : undefined;
+      if (event) {
+        kind = kindOf(event);
+        text = describe(event);
+      } else {
+        kind = kindOfView(task);
+        text = `${task.state}, ${task.progress} %`;
+      }
+      const via = mode === "snapshot" ? "snapshot" : resuming ? "resume" : "live";
+      this.entry.seen[version] = { kind, via, text };
+      texts.push(text);
+    }
+    this.#show(task);
+    this.#app.save();
+
+    const facts = { mode, from, to: task.version, applied: applied.join(",") };
+    let how;
+    if (mode === "snapshot") {
+      const gap = task.version - from;
+      const retention = this.#app.retention;
+      how = gap > retention ? `gap ${gap} > ${retention} → snapshot v${task.version}` : `snapshot v${task.version}`;
+      how += ` (${task.state}, ${task.progress} %)`;
+    } else if (resuming) {
+      how = `${mode} ${range(applied)}: ${texts.join("; ")}`;
+    } else {
+      how = applied.map((v, i) => `v${v} ${texts[i]}`).join("; ");
+    }
+    if (resuming) {
+      this.#resumeFrom = null;
+      const restored = this.#restored ? " after reload" : "";
+      this.#restored = false;
+      this.#log("resume", `resumed at v${from}${restored} → ${how}`, facts);
+    } else if (mode === "snapshot") {
+      // Not after an outage: the client found a gap or divergence itself.
+      this.#log("resume", `out of step at v${from} → ${how}`, facts);
+    } else {
+      this.#logLive(applied, texts[texts.length - 1], facts);
+    }
+    for (const r of rejected) this.#logRejection(r, mode);
+  }
+
+  /**
+   * Live updates in a row (nothing else logged in between) share one
+   * line, "v12–v25 progress 50 %", so that a 40-step job does not bury
+   * the lines that explain reconnects.
+   */
+  #logLive(applied, text, facts) {
+    const log = this.#app.log;
+    const last = applied[applied.length - 1];
+    if (log.isNewest(this.#liveLine)) {
+      const updates = Number(this.#liveLine.dataset.updates) + applied.length;
+      log.rewrite(this.#liveLine, `v${this.#liveLine.dataset.first}–v${last} ${text} (${updates} live updates)`, {
+        ...facts,
+        from: this.#liveLine.dataset.from,
+        applied: `${this.#liveLine.dataset.applied},${applied.join(",")}`,
+        updates,
+      });
+    } else {
+      const first = applied[0];
+      const what = applied.length === 1 ? `v${first} ${text}` : `${range(applied)} ${text}`;
+      this.#liveLine = this.#log("live", what, { ...facts, first, updates: applied.length });
+    }
+  }
+
+  #onReject({ mode, rejected }) {
+    for (const r of rejected) this.#logRejection(r, mode);
+  }
+
+  #logRejection({ version, reason }, mode) {
+    const words = {
+      "stale-answer": "stale response",
+      "stale-snapshot": "stale snapshot",
+      duplicate: "duplicate",
+      gap: "answer with a gap",
+      diverged: "diverging history",
+      regressed: "regressing answer",
+      "wrong-task": "answer for another task",
+      "no-base": "delta without a base",
+    };
+    this.#log("reject", `rejected ${words[reason] ?? reason} v${version} (${mode})`, { reason, version });
+  }
+
+  #onStatus(status) {
+    this.status = status;
+    const { state } = status;
+    if (state === "reconnecting" || state === "offline") {
+      this.#resumeFrom ??= this.entry.task.version;
+      if (state === "reconnecting") this.retryAt = performance.now() + (status.retryInMs ?? 0);
+      if (!this.#outageLogged) {
+        this.#outageLogged = true;
+        this.#log(
+          "conn",
+          state === "offline"
+            ? `offline at v${this.entry.task.version}: waiting for the network`
+            : `connection lost at v${this.entry.task.version} (${status.error}); retrying with backoff`,
+          { state },
+        );
+      }
+    } else if (state === "live") {
+      this.#outageLogged = false;
+      // The client reports `live`, then (in the same turn) `onUpdate` if
+      // the answer moved the task. No update by the next microtask means
+      // the resume found nothing new.
+      if (this.#resumeFrom !== null) {
+        queueMicrotask(() => {
+          if (this.#resumeFrom === null) return;
+          const from = this.#resumeFrom;
+          this.#resumeFrom = null;
+          this.#restored = false;
+          this.#log("resume", `resumed at v${from} → caught up`, { mode: "caught-up", from, to: from, applied: "" });
+        });
+      }
+    }
+    this.#showConnection();
+  }
+
+  /** This task's connection, for its card (called on every status and tick). */
+  #showConnection() {
+    const { state } = this.status;
+    let text = state;
+    if (state === "reconnecting") {
+      const left = this.retryAt - performance.now();
+      const attempt = this.status.attempt ? ` (attempt ${this.status.attempt})` : "";
+      text = left > 0 ? `reconnecting in ${Math.ceil(left / 1000)} s${attempt}` : "reconnecting…";
+    } else if (state === "closed") {
+      text = isTerminal(this.entry.task) ? "done" : "not followed";
+    }
+    this.card.showConnection(text, state);
+  }
+
+  tick() {
+    if (this.status.state === "reconnecting") this.#showConnection();
+  }
+
+  #log(kind, text, facts = {}) {
+    return this.#app.log.add(kind, text, { taskId: this.id, label: this.tag, ...facts });
+  }
+}
+
+class App {
+  log = new EventLog(document.getElementById("log"));
+  net = new DemoNetwork({ onChange: (cut) => this.#onNetwork(cut) });
+  /** The server's resume window, from /v1/demo/stats (8 until known). */
+  retention = 8;
+  /** Followed tasks by id, in page order (newest first). */
+  tracked = new Map();
+  client;
+
+  async start() {
+    await init();
+    this.client = new TaskClient({
+      baseUrl: location.origin,
+      headers: { Authorization: `Bearer ${TOKEN}` },
+      fetch: this.net.fetch,
+      persist: true,
+      // Short enough that a reconnect after a demo cut is seen quickly.
+      backoff: { initialMs: 500, maxMs: 4_000 },
+    });
+    this.#wireControls();
+    this.#restore();
+    setInterval(() => this.#tick(), 200);
+    this.#tick();
+    this.#pollStats();
+    setInterval(() => this.#pollStats(), 2_000);
+    document.body.dataset.ready = "true";
+  }
+
+  #wireControls() {
+    const speed = document.getElementById("speed");
+    const wanted = new URLSearchParams(location.search).get("speed");
+    if (wanted && Number(wanted) > 0) {
+      if (![...speed.options].some((o) => o.value === wanted)) speed.add(new Option(`${wanted}×`, wanted));
+      speed.value = wanted;
+    }
+    for (const button of document.querySelectorAll("[data-start]")) {
+      button.addEventListener("click", () => this.#startWorkload(button.dataset.start, Number(speed.value)));
+    }
+    document.getElementById("cut").addEventListener("click", () => {
+      const seconds = Math.min(120, Math.max(1, Number(document.getElementById("cut-seconds").value) || 10));
+      this.net.cutFor(seconds * 1000);
+      this.log.add("net", `network cut for ${seconds} s: requests in flight aborted, new ones fail`);
+    });
+    document.getElementById("drop").addEventListener("click", () => this.#dropConnections());
+    document.getElementById("forget").addEventListener("click", () => this.#forget());
+  }
+
+  /** Calls a demo endpoint through the page's network. */
+  async api(method, path, body) {
+    const response = await this.net.fetch(location.origin + path, {
+      method,
+      headers: { authorization: `Bearer ${TOKEN}`, ...(body ? { "content-type": "application/json" } : {}) },
+      body: body ? JSON.stringify(body) : undefined,
+    });
+    const answer = await response.json().catch(() => ({}));
+    if (!response.ok) throw new Error(answer?.error?.message ?? `HTTP ${response.status}`);
+    return answer;
+  }
+
+  async #startWorkload(workload, speed) {
+    let answer;
+    try {
+      answer = await this.api("POST", `/v1/demo/workloads/${workload}`, { speed });
+    } catch (e) {
+      this.log.add("error", `could not start ${workload}: ${e.message}`);
+      return;
+    }
+    const fresh = answer.taskIds.map((id, i) => {
+      const scenario = answer.scenarios?.[i];
+      const [label, short] = LABELS[scenario ?? workload];
+      // Version 0, as created; the watch brings everything after.
+      const task = { id, state: "queued", attempts: 0, maxAttempts: 3, progress: 0, version: 0 };
+      return this.#track({ id, workload, scenario, label, short, task, seen: {} });
+    });
+    // Newest first, a batch in its own order.
+    const list = document.getElementById("tasks");
+    for (const t of [...fresh].reverse()) list.prepend(t.card.root);
+    this.#reorder();
+    for (const t of fresh) {
+      this.log.add("info", `started (${workload} workload, speed ${speed}×)`, { taskId: t.id, label: t.tag });
+      t.follow(this.client);
+    }
+    this.save();
+    this.#showEmpty();
+  }
+
+  #track(entry) {
+    const t = new Tracked(this, entry);
+    this.tracked.set(entry.id, t);
+    return t;
+  }
+
+  /** Keeps `tracked` in page order, which is also the saved order. */
+  #reorder() {
+    const order = [...document.querySelectorAll("#tasks .task")].map((node) => node.dataset.taskId);
+    this.tracked = new Map(order.map((id) => [id, this.tracked.get(id)]));
+  }
+
+  save() {
+    try {
+      localStorage.setItem(STATE_KEY, JSON.stringify([...this.tracked.values()].map((t) => t.entry)));
+    } catch {
+      // Storage full or disabled: the page still works, a reload forgets.
+    }
+  }
+
+  /** A reload: show the saved tasks, follow the unfinished ones from their persisted cursors. */
+  #restore() {
+    let entries = [];
+    try {
+      entries = JSON.parse(localStorage.getItem(STATE_KEY) ?? "[]");
+    } catch {
+      entries = [];
+    }
+    const list = document.getElementById("tasks");
+    const unfinished = [];
+    for (const entry of Array.isArray(entries) ? entries : []) {
+      if (!entry?.id || !entry.task) continue;
+      entry.seen ??= {};
+      const t = this.#track(entry);
+      list.append(t.card.root);
+      if (!isTerminal(entry.task)) unfinished.push(t);
+    }
+    if (this.tracked.size > 0) {
+      this.log.add("info", `page loaded: ${this.tracked.size} task(s) from localStorage, following ${unfinished.length}`);
+    }
+    for (const t of unfinished) t.follow(this.client);
+    this.#showEmpty();
+  }
+
+  #forget() {
+    for (const t of this.tracked.values()) {
+      t.stop();
+      try {
+        localStorage.removeItem(CLIENT_PREFIX + t.id);
+      } catch {
+        // nothing to forget
+      }
+    }
+    this.tracked.clear();
+    localStorage.removeItem(STATE_KEY);
+    document.getElementById("tasks").replaceChildren();
+    this.log.clear();
+    this.#showEmpty();
+  }
+
+  #showEmpty() {
+    document.getElementById("empty").hidden = this.tracked.size > 0;
+  }
+
+  async #dropConnections() {
+    try {
+      const answer = await this.api("POST", "/v1/demo/drop-connections");
+      // The server closes them without an answer. A browser re-sends a GET
+      // whose reused keep-alive connection closed that way, so a watch may
+      // not notice at all; one that does reconnects and resumes.
+      this.log.add(
+        "net",
+        `server dropped its held connections (${answer.watchedTasks} watched task${answer.watchedTasks === 1 ? "" : "s"}); ` +
+          "the browser may re-send them by itself",
+        { dropped: answer.watchedTasks },
+      );
+    } catch (e) {
+      this.log.add("error", `drop connections: ${e.message}`);
+    }
+  }
+
+  async deliver(t) {
+    // One key per task: every press repeats the same delivery, and the
+    // server must answer with the receipt it gave the first time.
+    const key = `demo-delivery-${t.id}`;
+    try {
+      const first = await this.client.deliver(t.id, key);
+      const second = await this.client.deliver(t.id, key);
+      t.card.showReceipts(first, second);
+      const equal = JSON.stringify(first) === JSON.stringify(second);
+      this.log.add("deliver", `delivered twice with one idempotency key: ${equal ? "the same receipt both times" : "different receipts!"}`, {
+        taskId: t.id,
+        label: t.tag,
+        equal,
+      });
+    } catch (e) {
+      t.card.showDeliveryError(`delivery failed: ${e.message}`);
+      this.log.add("error", `delivery failed: ${e.message}`, { taskId: t.id, label: t.tag });
+    }
+  }
+
+  async #pollStats() {
+    const box = document.getElementById("dedup");
+    try {
+      const stats = await this.api("GET", "/v1/demo/stats");
+      if (Number.isSafeInteger(stats.retention)) this.retention = stats.retention;
+      box.querySelector("strong").textContent = String(stats.deduplicated);
+      box.dataset.deduplicated = String(stats.deduplicated);
+      const reasons = Object.entries(stats.byReason ?? {})
+        .filter(([reason, n]) => n > 0 && /duplicate|already/.test(reason))
+        .map(([reason, n]) => `${reason} ${n}`);
+      box.title = reasons.length ? reasons.join(", ") : "nothing deduplicated yet";
+      box.classList.remove("stale");
+    } catch {
+      box.classList.add("stale"); // shown dimmed until the next answer
+    }
+  }
+
+  #onNetwork(cut) {
+    if (!cut) this.log.add("net", "network back: every watch resumes from the version it holds");
+    this.#tick();
+  }
+
+  /** The connection indicator: the worst state among running watches. */
+  #tick() {
+    for (const t of this.tracked.values()) t.tick();
+    const active = [...this.tracked.values()].filter((t) => t.watch && t.status.state !== "closed");
+    const states = new Set(active.map((t) => t.status.state));
+    let state = "idle";
+    let text = "idle: no task in progress";
+    if (states.has("offline")) {
+      state = "offline";
+      text = "offline";
+    } else if (states.has("reconnecting")) {
+      state = "reconnecting";
+      const now = performance.now();
+      const next = Math.min(...active.filter((t) => t.status.state === "reconnecting").map((t) => t.retryAt));
+      text = next > now ? `reconnecting in ${Math.ceil((next - now) / 1000)} s` : "reconnecting…";
+    } else if (states.has("connecting")) {
+      state = "connecting";
+      text = "connecting…";
+    } else if (states.has("live")) {
+      state = "live";
+      text = `live · ${active.length} task${active.length === 1 ? "" : "s"}`;
+    }
+    const indicator = document.getElementById("connection");
+    indicator.dataset.state = state;
+    indicator.querySelector(".label").textContent = text;
+    const cut = indicator.querySelector(".cut");
+    cut.hidden = !this.net.isCut;
+    cut.textContent = this.net.isCut ? `network cut · back in ${Math.ceil(this.net.cutRemainingMs / 1000)} s` : "";
+  }
+}
+
+new App().start().catch((e) => {
+  document.body.dataset.ready = "error";
+  document.getElementById("fatal").hidden = false;
+  document.getElementById("fatal").textContent = `The demo could not start: ${e.message}. Is the package built (npm run build)?`;
+  throw e;
+});
