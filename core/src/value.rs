@@ -212,16 +212,21 @@ pub mod ms {
 
     /// Writes `v` as an integer when it is one (and safe), else as a float.
     pub fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
-        let v = *v;
-        if v.fract() == 0.0 && v.abs() <= MAX_SAFE_INTEGER as f64 {
-            if v >= 0.0 {
-                s.serialize_u64(v as u64)
-            } else {
-                s.serialize_i64(v as i64)
-            }
-        } else {
-            s.serialize_f64(v)
+        match exact_integer(*v) {
+            Some(n) => s.serialize_i64(n),
+            None => s.serialize_f64(*v),
         }
+    }
+}
+
+/// `Some(n)` when `v` is an integer JavaScript holds exactly
+/// (`|v| <= MAX_SAFE_INTEGER`), to be written without a fraction, as
+/// `JSON.stringify` writes it (`-0` gives `0`).
+pub fn exact_integer(v: f64) -> Option<i64> {
+    if v.fract() == 0.0 && v.abs() <= MAX_SAFE_INTEGER as f64 {
+        Some(v as i64)
+    } else {
+        None
     }
 }
 

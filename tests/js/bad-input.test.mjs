@@ -7,6 +7,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as tw from "../../dist/full/node.js";
+import { rng } from "./rng.mjs";
 
 const { TaskBook, TaskMirror, TaskClient, createTask, applyEvent, expireTask } = tw;
 
@@ -14,17 +15,6 @@ const { TaskBook, TaskMirror, TaskClient, createTask, applyEvent, expireTask } =
 // (watches started by the fuzz are stopped at the end).
 const offlineFetch = async () => new Response("", { status: 503 });
 const watches = [];
-
-function rng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const HUGE = "x".repeat(1 << 20);
 const TOO_HUGE = "y".repeat(33 * 1024 * 1024);

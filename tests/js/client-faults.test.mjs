@@ -11,6 +11,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { TaskClient } from "../../dist/client/node.js";
 import { startServer } from "./server.mjs";
+import { rng } from "./rng.mjs";
 
 let server;
 before(async () => {
@@ -19,17 +20,6 @@ before(async () => {
 after(async () => {
   await server?.stop();
 });
-
-function rng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 

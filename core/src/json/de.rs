@@ -12,7 +12,7 @@ use serde::de::{
 
 use super::parse::Value;
 use super::Error;
-use crate::value::MAX_SAFE_INTEGER;
+use crate::value::exact_integer;
 
 /// Where a value sits in the document (`history[3].event.atMs`).
 #[derive(Debug, Clone, Copy)]
@@ -232,16 +232,12 @@ impl<'de> de::Deserializer<'de> for De<'_, 'de, '_> {
 /// Integral numbers in the safe range go to `visit_u64`/`visit_i64` (so
 /// integer fields work), the rest to `visit_f64`.
 fn visit_number<'de, V: Visitor<'de>>(n: f64, visitor: V) -> Result<V::Value, Error> {
-    let limit = MAX_SAFE_INTEGER as f64;
     // -0 stays a float, so its sign survives as `JSON.parse` keeps it.
-    if n.fract() == 0.0 && n.abs() <= limit && !(n == 0.0 && n.is_sign_negative()) {
-        if n >= 0.0 {
-            visitor.visit_u64(n as u64)
-        } else {
-            visitor.visit_i64(n as i64)
-        }
-    } else {
-        visitor.visit_f64(n)
+    let negative_zero = n == 0.0 && n.is_sign_negative();
+    match exact_integer(n) {
+        Some(i) if !negative_zero && i >= 0 => visitor.visit_u64(i as u64),
+        Some(i) if !negative_zero => visitor.visit_i64(i),
+        _ => visitor.visit_f64(n),
     }
 }
 

@@ -5,7 +5,7 @@
 use serde::ser::{self, Impossible, Serialize};
 
 use super::Error;
-use crate::value::MAX_SAFE_INTEGER;
+use crate::value::exact_integer;
 
 pub(crate) struct Ser<'a> {
     pub(crate) out: &'a mut String,
@@ -71,8 +71,8 @@ fn write_i64(out: &mut String, n: i64) {
 pub(crate) fn write_f64(out: &mut String, n: f64) {
     if !n.is_finite() {
         out.push_str("null");
-    } else if n.fract() == 0.0 && n.abs() <= MAX_SAFE_INTEGER as f64 {
-        write_i64(out, n as i64);
+    } else if let Some(i) = exact_integer(n) {
+        write_i64(out, i);
     } else {
         out.push_str(ryu::Buffer::new().format_finite(n));
     }

@@ -1,0 +1,12 @@
+// A small seeded PRNG (mulberry32) for reproducible fuzz and fault runs:
+// the same seed gives the same sequence, so a failing seed can be rerun.
+export function rng(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
