@@ -3,7 +3,7 @@
 //! the [`crate::store::Store`] interface and the hub.
 
 mod callbacks;
-mod cors;
+pub(crate) mod cors;
 mod events;
 mod notifications;
 mod resume;
@@ -17,7 +17,7 @@ use axum::extract::{DefaultBodyLimit, Path};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::{middleware, Router};
+use axum::Router;
 use taskwire_core::value::is_blank;
 use taskwire_core::MAX_SAFE_INTEGER;
 
@@ -29,7 +29,8 @@ pub const BODY_LIMIT: usize = 64 * 1024;
 /// Ids, callback ids and keys are at most this many bytes.
 pub const MAX_ID_BYTES: usize = 255;
 
-/// The whole application router.
+/// The whole application router (CORS is applied around it by
+/// [`crate::serve`]).
 pub fn router(state: AppState) -> Router {
     let mut app = Router::new()
         .route("/v1/tasks", post(tasks::create))
@@ -46,7 +47,6 @@ pub fn router(state: AppState) -> Router {
     };
     app.method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
-        .layer(middleware::from_fn_with_state(state.clone(), cors::cors))
         .with_state(state)
 }
 
