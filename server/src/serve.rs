@@ -15,7 +15,10 @@
 //! (axum's `http2` feature was never enabled, so nothing is lost).
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::io::{self, Write};
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::body::Body;
@@ -23,6 +26,7 @@ use axum::extract::Request;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Router;
+use futures_util::future::{self, Either, FutureExt};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -65,28 +69,33 @@ pub async fn serve(
         let state = state.clone();
         let service = service_fn(move |req: Request<Incoming>| {
             let cors = Cors::of(&state, &req);
-            // `Router::call` is always ready; cloning it is an Arc clone.
-            let routed = (!cors.preflight()).then(|| router.clone().call(req.map(Body::new)));
-            async move {
-                let mut res = match routed {
-                    Some(fut) => fut.await.unwrap_or_else(|never| match never {}),
-                    None => StatusCode::NO_CONTENT.into_response(),
-                };
+            // A combinator rather than an `async` block: the block would
+            // store the router's future twice (captured, then moved into its
+            // state), and hyper keeps this future for as long as a request is
+            // held.
+            if cors.preflight() {
+                let mut res = StatusCode::NO_CONTENT.into_response();
                 cors.apply(&mut res);
-                Ok::<Response, Infallible>(res)
+                Either::Right(future::ready(Ok(res)))
+            } else {
+                // `Router::call` is always ready; cloning it is an Arc clone.
+                let routed = router.clone().call(req.map(Body::new));
+                Either::Left(routed.map(move |res: Result<Response, Infallible>| {
+                    let mut res = res.unwrap_or_else(|never| match never {});
+                    cors.apply(&mut res);
+                    Ok::<Response, Infallible>(res)
+                }))
             }
         });
         let conn = http.serve_connection(TokioIo::new(stream), service);
         let mut stop = stop_rx.clone();
-        tokio::spawn(async move {
-            let mut conn = std::pin::pin!(conn);
-            tokio::select! {
-                // Errors are the client's (reset, bad request): nothing to do.
-                _ = conn.as_mut() => return,
-                _ = stop.wait_for(|stopping| *stopping) => {}
-            }
-            conn.as_mut().graceful_shutdown();
-            let _ = conn.await;
+        let stopping: StopFuture = Box::pin(async move {
+            let _ = stop.wait_for(|stopping| *stopping).await;
+        });
+        tokio::spawn(Serving {
+            conn,
+            stopping: Some(stopping),
+            _alive: stop_rx.clone(),
         });
     }
     drop(listener);
@@ -94,6 +103,59 @@ pub async fn serve(
     drop(stop_rx);
     stop_tx.closed().await;
     Ok(())
+}
+
+type StopFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// One connection's task: the hyper connection, told to shut down
+/// gracefully when the server stops.
+///
+/// A plain struct rather than an `async` block: the block would hold the
+/// connection twice (the captured value and the pinned one it is moved
+/// into), ~650 bytes more for every open connection.
+struct Serving<C> {
+    conn: C,
+    /// Resolves when the server stops; `None` once the connection was told.
+    stopping: Option<StopFuture>,
+    /// Held until the connection ends: the server waits for all of these.
+    _alive: watch::Receiver<bool>,
+}
+
+impl<C> Future for Serving<C>
+where
+    C: Future + GracefulShutdown + Unpin,
+{
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.get_mut();
+        if let Some(stopping) = &mut this.stopping {
+            if stopping.as_mut().poll(cx).is_ready() {
+                this.stopping = None;
+                this.conn.shutdown_gracefully();
+            }
+        }
+        // Errors are the client's (reset, bad request): nothing to do.
+        Pin::new(&mut this.conn).poll(cx).map(|_| ())
+    }
+}
+
+/// hyper's `graceful_shutdown`, for [`Serving`].
+trait GracefulShutdown {
+    fn shutdown_gracefully(&mut self);
+}
+
+impl<I, S> GracefulShutdown for http1::Connection<I, S>
+where
+    S: hyper::service::HttpService<Incoming>,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    I: hyper::rt::Read + hyper::rt::Write + Unpin,
+    S::ResBody: hyper::body::Body + 'static,
+    <S::ResBody as hyper::body::Body>::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    fn shutdown_gracefully(&mut self) {
+        Pin::new(self).graceful_shutdown();
+    }
 }
 
 /// As `axum::serve`: a client that went away before its connection was

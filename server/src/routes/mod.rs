@@ -13,7 +13,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, PathRejection};
-use axum::extract::{DefaultBodyLimit, Path};
+use axum::extract::{DefaultBodyLimit, FromRequestParts, Path};
+use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -64,6 +65,19 @@ pub fn task_id(path: Result<Path<String>, PathRejection>) -> Result<String, ApiE
     let Path(id) = path.map_err(|e| ApiError::invalid(format!("taskId: {}", e.body_text())))?;
     check_id("taskId", &id)?;
     Ok(id)
+}
+
+/// The task id from the path, checked as [`task_id`] while extracting (a
+/// handler that holds a request keeps just the `String`).
+#[derive(Debug, Clone)]
+pub struct TaskId(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for TaskId {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        task_id(Path::<String>::from_request_parts(parts, state).await).map(TaskId)
+    }
 }
 
 /// Checks an id or key: non-blank, at most 255 bytes.
