@@ -18,7 +18,7 @@ use taskwire_server::Config;
 
 /// jemalloc: 40 % less RSS than glibc malloc with 10,000 held long-polls,
 /// measured (see the note in server/Cargo.toml and server/README.md).
-#[cfg(not(target_env = "msvc"))]
+#[cfg(all(feature = "jemalloc", not(target_env = "msvc")))]
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
