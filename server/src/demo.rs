@@ -25,14 +25,14 @@ use taskwire_core::wire::{from_json_serde_bytes, to_json};
 use crate::auth::Tenant;
 use crate::error::ApiError;
 use crate::routes::tasks::create_for;
-use crate::routes::{body, now_ms, now_secs};
+use crate::routes::{body, limited, now_ms, now_secs};
 use crate::{client, AppState, Config};
 
 /// Adds the demo routes and the static-file fallback.
 pub fn routes(app: Router<AppState>) -> Router<AppState> {
-    app.route("/v1/demo/workloads/summary", post(summary))
-        .route("/v1/demo/workloads/batch", post(batch))
-        .route("/v1/demo/workloads/long", post(long))
+    app.route("/v1/demo/workloads/summary", limited(post(summary)))
+        .route("/v1/demo/workloads/batch", limited(post(batch)))
+        .route("/v1/demo/workloads/long", limited(post(long)))
         .route("/v1/demo/drop-connections", post(drop_connections))
         .route("/v1/demo/stats", get(stats))
         .fallback(static_file)

@@ -141,6 +141,11 @@ pub enum Wake {
 }
 
 impl Subscription {
+    /// The watched task.
+    pub fn task_id(&self) -> &str {
+        &self.id
+    }
+
     /// Waits until the published version passes `cursor`, or a drop.
     pub async fn wait_past(&mut self, cursor: u64) -> Wake {
         loop {

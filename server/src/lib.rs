@@ -9,6 +9,7 @@
 //! - [`store`]: the one storage interface; [`store::sqlite`] implements it.
 //! - [`hub`]: in-process wake-ups (the seam for cross-instance NOTIFY).
 //! - [`routes`]: the HTTP API; [`auth`] and [`signature`] guard it.
+//! - [`serve`]: the HTTP/1 connection loop.
 //! - [`sweeper`]: expires tasks at their TTL.
 //! - [`notify`]: posts outbox rows to `--notify-url`.
 //! - [`client`]: a small HTTP client (tests, load tool, webhook).
@@ -24,6 +25,7 @@ pub mod error;
 pub mod hub;
 pub mod notify;
 pub mod routes;
+pub mod serve;
 pub mod signature;
 pub mod stats;
 pub mod store;
@@ -150,13 +152,7 @@ pub async fn start(config: Config) -> Result<Server, String> {
     }
     let app = routes::router(Arc::clone(&state));
     let (tx, rx) = oneshot::channel::<()>();
-    let serve = tokio::spawn(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                let _ = rx.await;
-            })
-            .await
-    });
+    let serve = tokio::spawn(serve::serve(listener, app, Arc::clone(&state), rx));
     Ok(Server {
         addr,
         state,

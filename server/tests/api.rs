@@ -167,6 +167,13 @@ async fn every_error_has_the_json_shape() {
         "payload-too-large",
         "body",
     );
+    assert_error(
+        &h.post("demo", &format!("/v1/tasks/{id}/deliveries"), &[], &big)
+            .await,
+        413,
+        "payload-too-large",
+        "body",
+    );
     // Exactly 64 KiB is not too large (it is just not JSON).
     let edge = "a".repeat(64 * 1024);
     assert_error(

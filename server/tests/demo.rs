@@ -75,6 +75,16 @@ async fn summary_workload_runs_the_seed_timeline_with_duplicates_absorbed() {
         .post("demo", "/v1/demo/workloads/summary", &[], r#"{"speed": 0}"#)
         .await;
     assert_error(&bad, 400, "invalid-request", "body.speed");
+    // The 64 KiB body limit holds here too.
+    let big = format!("{{\"speed\": 1{}}}", " ".repeat(64 * 1024));
+    for path in [
+        "/v1/demo/workloads/summary",
+        "/v1/demo/workloads/batch",
+        "/v1/demo/workloads/long",
+    ] {
+        let res = h.post("demo", path, &[], &big).await;
+        assert_error(&res, 413, "payload-too-large", "body");
+    }
     // Bearer required.
     let anon = h.req("POST", "/v1/demo/workloads/summary", &[], "").await;
     assert_error(&anon, 401, "unauthorized", "Authorization");

@@ -1,7 +1,8 @@
 //! `taskwire-load`: the loopback load client behind the numbers in
 //! server/README.md. Three scenarios, each bounded in count and time:
 //!
-//! - `hold`: N concurrent held long-polls; prints the server's RSS.
+//! - `hold`: N concurrent held long-polls; prints the server's RSS
+//!   (`--again`: then a second time on the same keep-alive connections).
 //! - `fanout`: W watchers of one task; time from a callback to the last
 //!   watcher receiving it, over T trials (p50/p99).
 //! - `callbacks`: C connections posting signed callbacks for S seconds;
@@ -50,6 +51,11 @@ enum Scenario {
         /// Server pid, to read its RSS from /proc.
         #[arg(long)]
         pid: Option<u32>,
+        /// After the wake, hold each connection a second time (keep-alive:
+        /// the server's buffers have now been written once) and report
+        /// the RSS again.
+        #[arg(long)]
+        again: bool,
     },
     /// Time a callback's fan-out to W watchers of one task.
     Fanout {
@@ -86,7 +92,12 @@ async fn main() -> Res<()> {
         secret: Secret::parse(&args.secret)?,
     });
     match args.scenario {
-        Scenario::Hold { n, tasks, pid } => hold(ctx, n, tasks, pid).await,
+        Scenario::Hold {
+            n,
+            tasks,
+            pid,
+            again,
+        } => hold(ctx, n, tasks, pid, again).await,
         Scenario::Fanout { watchers, trials } => fanout(ctx, watchers, trials).await,
         Scenario::Callbacks { conns, seconds } => callbacks(ctx, conns, seconds).await,
     }
@@ -147,7 +158,7 @@ fn rss_kib(pid: u32) -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
-async fn hold(ctx: Arc<Ctx>, n: usize, tasks: usize, pid: Option<u32>) -> Res<()> {
+async fn hold(ctx: Arc<Ctx>, n: usize, tasks: usize, pid: Option<u32>, again: bool) -> Res<()> {
     let mut conn = Conn::open(&ctx.addr).await?;
     let mut ids = Vec::new();
     for _ in 0..tasks.max(1) {
@@ -164,12 +175,18 @@ async fn hold(ctx: Arc<Ctx>, n: usize, tasks: usize, pid: Option<u32>) -> Res<()
         let returned = Arc::clone(&returned);
         held.push(tokio::spawn(async move {
             let mut c = Conn::open(&ctx.addr).await?;
-            let path = format!("/v1/tasks/{id}/resume?cursor=0&waitMs=30000");
-            let r = c
-                .send("GET", &path, &[("authorization", &ctx.auth)], "")
-                .await?;
-            returned.fetch_add(1, Ordering::Relaxed);
-            Res::Ok(r.json()["mode"] == "delta")
+            let (mut cursor, mut woken) = (0, true);
+            for _ in 0..=u64::from(again) {
+                let path = format!("/v1/tasks/{id}/resume?cursor={cursor}&waitMs=30000");
+                let r = c
+                    .send("GET", &path, &[("authorization", &ctx.auth)], "")
+                    .await?;
+                returned.fetch_add(1, Ordering::Relaxed);
+                let answer = r.json();
+                woken &= answer["mode"] == "delta";
+                cursor = answer["task"]["version"].as_u64().unwrap_or(cursor);
+            }
+            Res::Ok(woken)
         }));
         if i % 500 == 499 {
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -188,7 +205,7 @@ async fn hold(ctx: Arc<Ctx>, n: usize, tasks: usize, pid: Option<u32>) -> Res<()
         );
     }
     // Release them all with one callback per task.
-    let t = Instant::now();
+    let mut t = Instant::now();
     for id in &ids {
         ctx.callback(
             &mut conn,
@@ -197,6 +214,29 @@ async fn hold(ctx: Arc<Ctx>, n: usize, tasks: usize, pid: Option<u32>) -> Res<()
             &json!({"type":"start","atMs":1,"worker":"load"}),
         )
         .await?;
+    }
+    if again {
+        // Every connection is held again once its first answer arrived.
+        let until = Instant::now() + Duration::from_secs(30);
+        while returned.load(Ordering::Relaxed) < n as u64 && Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let early = returned.load(Ordering::Relaxed) - n as u64;
+        println!(
+            "held again on the same connections: {} (returned early: {early})",
+            n as u64 - early
+        );
+        if let Some(pid) = pid {
+            println!(
+                "server RSS while holding {n} again: {} KiB",
+                rss_kib(pid).unwrap_or(0)
+            );
+        }
+        t = Instant::now();
+        for id in &ids {
+            ctx.callback(&mut conn, id, "p1", &progress(1)).await?;
+        }
     }
     let mut woken = 0;
     for h in held {

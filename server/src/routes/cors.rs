@@ -1,40 +1,59 @@
-//! CORS for the configured origins only (hand-rolled: ~40 lines instead of
+//! CORS for the configured origins only (hand-rolled: ~60 lines instead of
 //! a tower-http dependency). Preflights allow the four request headers
 //! the protocol uses.
+//!
+//! Applied around the router by [`crate::serve`] (not as an axum
+//! middleware, whose boxed future would cost every held request ~1 KB).
 
-use axum::extract::{Request, State};
-use axum::http::{header, HeaderValue, Method, StatusCode};
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::http::{header, HeaderValue, Method, Request};
+use axum::response::Response;
 
-use crate::AppState;
+use crate::Inner;
 
 const ALLOW_HEADERS: &str = "Authorization, Content-Type, Idempotency-Key, Last-Event-ID";
 
-/// Answers preflights and tags responses for allowed origins.
-pub async fn cors(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    let allowed = req
-        .headers()
-        .get(header::ORIGIN)
-        .filter(|o| {
-            o.to_str()
-                .is_ok_and(|o| state.cors_origins.iter().any(|a| a == o || a == "*"))
-        })
-        .cloned();
-    let preflight = req.method() == Method::OPTIONS
-        && req
-            .headers()
-            .contains_key(header::ACCESS_CONTROL_REQUEST_METHOD);
-    let mut res = if preflight {
-        StatusCode::NO_CONTENT.into_response()
-    } else {
-        next.run(req).await
-    };
-    if let Some(origin) = allowed {
+/// What CORS needs from a request, taken before the router consumes it.
+#[derive(Debug)]
+pub struct Cors {
+    /// The request's `Origin` when it is allowed (a copy: a header value
+    /// would keep hyper's whole read buffer alive while a request is held).
+    allowed: Option<HeaderValue>,
+    preflight: bool,
+}
+
+impl Cors {
+    /// Looks at a request.
+    pub fn of<B>(state: &Inner, req: &Request<B>) -> Cors {
+        let allowed = if state.cors_origins.is_empty() {
+            None
+        } else {
+            req.headers()
+                .get(header::ORIGIN)
+                .and_then(|o| o.to_str().ok())
+                .filter(|o| state.cors_origins.iter().any(|a| a == o || a == "*"))
+                .and_then(|o| HeaderValue::from_str(o).ok())
+        };
+        let preflight = req.method() == Method::OPTIONS
+            && req
+                .headers()
+                .contains_key(header::ACCESS_CONTROL_REQUEST_METHOD);
+        Cors { allowed, preflight }
+    }
+
+    /// A preflight is answered 204 without routing.
+    pub fn preflight(&self) -> bool {
+        self.preflight
+    }
+
+    /// Tags the response for an allowed origin.
+    pub fn apply(self, res: &mut Response) {
+        let Some(origin) = self.allowed else {
+            return;
+        };
         let h = res.headers_mut();
         h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
         h.append(header::VARY, HeaderValue::from_static("Origin"));
-        if preflight {
+        if self.preflight {
             h.insert(
                 header::ACCESS_CONTROL_ALLOW_METHODS,
                 HeaderValue::from_static("GET, POST, OPTIONS"),
@@ -54,5 +73,4 @@ pub async fn cors(State(state): State<AppState>, req: Request, next: Next) -> Re
             );
         }
     }
-    res
 }

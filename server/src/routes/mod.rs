@@ -3,7 +3,7 @@
 //! the [`crate::store::Store`] interface and the hub.
 
 mod callbacks;
-mod cors;
+pub(crate) mod cors;
 mod events;
 mod notifications;
 mod resume;
@@ -13,11 +13,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, PathRejection};
-use axum::extract::{DefaultBodyLimit, Path};
+use axum::extract::{DefaultBodyLimit, FromRequestParts, Path};
+use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{middleware, Router};
+use axum::routing::{get, post, MethodRouter};
+use axum::Router;
 use taskwire_core::value::is_blank;
 use taskwire_core::MAX_SAFE_INTEGER;
 
@@ -29,15 +30,19 @@ pub const BODY_LIMIT: usize = 64 * 1024;
 /// Ids, callback ids and keys are at most this many bytes.
 pub const MAX_ID_BYTES: usize = 255;
 
-/// The whole application router.
+/// The whole application router (CORS is applied around it by
+/// [`crate::serve`]).
 pub fn router(state: AppState) -> Router {
     let mut app = Router::new()
-        .route("/v1/tasks", post(tasks::create))
+        .route("/v1/tasks", limited(post(tasks::create)))
         .route("/v1/tasks/{id}", get(tasks::get))
         .route("/v1/tasks/{id}/resume", get(resume::resume))
         .route("/v1/tasks/{id}/events", get(events::events))
-        .route("/v1/tasks/{id}/callbacks", post(callbacks::callback))
-        .route("/v1/tasks/{id}/deliveries", post(tasks::deliver))
+        .route(
+            "/v1/tasks/{id}/callbacks",
+            limited(post(callbacks::callback)),
+        )
+        .route("/v1/tasks/{id}/deliveries", limited(post(tasks::deliver)))
         .route("/v1/notifications", get(notifications::list));
     app = if state.config.demo {
         crate::demo::routes(app)
@@ -45,9 +50,14 @@ pub fn router(state: AppState) -> Router {
         app.fallback(not_found)
     };
     app.method_not_allowed_fallback(method_not_allowed)
-        .layer(DefaultBodyLimit::max(BODY_LIMIT))
-        .layer(middleware::from_fn_with_state(state.clone(), cors::cors))
         .with_state(state)
+}
+
+/// The body limit, on the routes that read a body. Not a router-wide
+/// layer: that would box one more future for every request, held
+/// long-polls included (~320 bytes each, measured).
+pub fn limited(route: MethodRouter<AppState>) -> MethodRouter<AppState> {
+    route.layer(DefaultBodyLimit::max(BODY_LIMIT))
 }
 
 /// Unknown route: 404 with the JSON error body.
@@ -64,6 +74,19 @@ pub fn task_id(path: Result<Path<String>, PathRejection>) -> Result<String, ApiE
     let Path(id) = path.map_err(|e| ApiError::invalid(format!("taskId: {}", e.body_text())))?;
     check_id("taskId", &id)?;
     Ok(id)
+}
+
+/// The task id from the path, checked as [`task_id`] while extracting (a
+/// handler that holds a request keeps just the `String`).
+#[derive(Debug, Clone)]
+pub struct TaskId(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for TaskId {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        task_id(Path::<String>::from_request_parts(parts, state).await).map(TaskId)
+    }
 }
 
 /// Checks an id or key: non-blank, at most 255 bytes.
