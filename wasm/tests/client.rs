@@ -91,6 +91,10 @@ impl Harness {
     }
 
     fn with_transport(steps: &str, transport: &str) -> Harness {
+        Harness::with(steps, transport, 1.0, 5.0)
+    }
+
+    fn with(steps: &str, transport: &str, initial_ms: f64, max_ms: f64) -> Harness {
         let script = scripted(json(steps));
         let rec = recorder();
         let online = flag(true);
@@ -98,8 +102,8 @@ impl Harness {
             "http://backend.test",
             Array::of2(&"authorization".into(), &"Bearer t".into()),
             get(&script, "fetch"),
-            1.0,
-            5.0,
+            initial_ms,
+            max_ms,
             transport,
             f64::NAN,
         )
@@ -520,5 +524,39 @@ async fn interrupt_restarts_a_request_stranded_on_a_dead_connection() {
         Array::from(&get(&update, "events")).length(),
         0,
         "a snapshot applies no events"
+    );
+}
+
+#[wasm_bindgen_test]
+async fn stale_answers_are_retried_with_backoff_not_in_a_loop() {
+    // A broken server (or cache) that answers an old snapshot at once,
+    // every time.
+    let steps = format!(
+        r#"[{{"body": {{"mode":"delta","events":[{e1},{e2}],"task":{v2}}}}}, {{"body": {{"mode":"snapshot","events":[],"task":{v1}}}}}]"#,
+        e1 = progress(1, 0),
+        e2 = progress(2, 20),
+        v1 = view(1, "running", 0),
+        v2 = view(2, "running", 20),
+    );
+    let h = Harness::with(&steps, "long-poll", 40.0, 40.0);
+    wait(200).await;
+    h.handle.stop();
+    let n = h.urls().len();
+    // Backoff waits random(0, 40) ms between them: about 10 in 200 ms;
+    // without it, a request every few milliseconds.
+    assert!(n < 25, "{n} requests in 200 ms: a tight loop");
+    let attempts: Vec<f64> = h
+        .events("status")
+        .iter()
+        .filter_map(|s| get(s, "attempt").as_f64())
+        .collect();
+    assert!(
+        attempts.len() >= 2 && attempts.windows(2).all(|w| w[1] == w[0] + 1.0),
+        "{attempts:?}"
+    );
+    assert_eq!(
+        h.versions(),
+        vec![2.0],
+        "the stale snapshot never reached the page"
     );
 }

@@ -649,6 +649,15 @@ impl Watch {
             }
             return Step::Again;
         }
+        if !outcome.changed && !outcome.rejected.is_empty() {
+            // Nothing new and something refused: a stale replay (a cache, a
+            // lagging replica). A server that keeps answering like that
+            // must not be asked again at once, in a tight loop.
+            return Step::Retry {
+                error: "the server's answer was stale".into(),
+                floor_ms: None,
+            };
+        }
         Step::Answered
     }
 }
