@@ -590,6 +590,11 @@ struct Batch {
     deliveries: HashMap<(String, String), Receipt>,
     outbox: Vec<(String, String, String, String, f64)>,
     changes: Vec<Change>,
+    /// Tasks whose row (or absence) and callback ids were read up front
+    /// for the batch's callbacks (see [`prefetch`]).
+    prefetched: HashSet<String>,
+    /// Prefetched rows that did not parse.
+    broken: HashMap<String, StoreError>,
 }
 
 impl Batch {
@@ -814,13 +819,19 @@ fn hub_publish(hub: &Hub, batch: &Batch) {
 enum BatchError {
     /// Rolled back by a deadlock or serialization failure: run it again.
     Retry(StoreError),
-    /// Rolled back: nothing of it committed.
+    /// A statement failed and rolled it back: nothing of it committed.
     RolledBack(StoreError),
+    /// No connection (pool timeout, connection lost): nothing committed,
+    /// and running the jobs one by one would not help.
+    Unavailable(StoreError),
     /// Failed at COMMIT: it may or may not have committed.
     Unknown(StoreError),
 }
 
 fn classify(e: tokio_postgres::Error) -> BatchError {
+    if e.as_db_error().is_none() {
+        return BatchError::Unavailable(e.into());
+    }
     let retry = e.code().is_some_and(|c| {
         *c == SqlState::T_R_DEADLOCK_DETECTED || *c == SqlState::T_R_SERIALIZATION_FAILURE
     });
@@ -876,6 +887,7 @@ async fn writer(
                         Err(
                             BatchError::Retry(e)
                             | BatchError::RolledBack(e)
+                            | BatchError::Unavailable(e)
                             | BatchError::Unknown(e),
                         ) => {
                             let _ = job.reply.send(Err(e));
@@ -883,7 +895,12 @@ async fn writer(
                     }
                 }
             }
-            Err(BatchError::Retry(e) | BatchError::RolledBack(e) | BatchError::Unknown(e)) => {
+            Err(
+                BatchError::Retry(e)
+                | BatchError::RolledBack(e)
+                | BatchError::Unavailable(e)
+                | BatchError::Unknown(e),
+            ) => {
                 for job in jobs {
                     let _ = job.reply.send(Err(e.clone()));
                 }
@@ -919,11 +936,17 @@ async fn run_batch(pool: &Pool, jobs: &[Job]) -> Result<(Results, Batch), BatchE
     let mut client = pool
         .get()
         .await
-        .map_err(|e| BatchError::RolledBack(pool_error(e)))?;
+        .map_err(|e| BatchError::Unavailable(pool_error(e)))?;
     let tx = client.transaction().await.map_err(classify)?;
     let mut batch = Batch::default();
     let mut results = Vec::with_capacity(jobs.len());
+    let mut prefetched = false;
     for job in jobs {
+        // Callbacks sort after the key-locked jobs: lock all their rows now.
+        if !prefetched && matches!(job.op, Op::Callback(_)) {
+            prefetch(&tx, &mut batch, jobs).await.map_err(classify)?;
+            prefetched = true;
+        }
         let result = match &job.op {
             Op::Create(task) => create(&tx, &mut batch, task)
                 .await
@@ -947,6 +970,74 @@ async fn run_batch(pool: &Pool, jobs: &[Job]) -> Result<(Results, Batch), BatchE
         .await
         .map_err(|e| BatchError::Unknown(e.into()))?;
     Ok((results, batch))
+}
+
+/// Locks the rows of every task the batch's callbacks are about, in id
+/// order (one statement), then reads their callback ids (a second
+/// statement, pipelined: a fresh READ COMMITTED snapshot taken once the
+/// locks are held, so it sees what the previous holders committed).
+async fn prefetch(
+    tx: &Transaction<'_>,
+    b: &mut Batch,
+    jobs: &[Job],
+) -> Result<(), tokio_postgres::Error> {
+    let mut ids: Vec<&str> = Vec::new();
+    let mut keys: (Vec<&str>, Vec<&str>) = (Vec::new(), Vec::new());
+    for job in jobs {
+        if let Op::Callback(cb) = &job.op {
+            if !b.tasks.contains_key(&cb.task_id) {
+                ids.push(&cb.task_id);
+            }
+            keys.0.push(&cb.task_id);
+            keys.1.push(&cb.callback_id);
+        }
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    let lock = tx
+        .prepare_cached(
+            "SELECT id, tenant, view, kind, input FROM tasks
+             WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE",
+        )
+        .await?;
+    let seen = tx
+        .prepare_cached(
+            "SELECT c.task_id, c.callback_id, c.event FROM callbacks c
+             JOIN unnest($1::text[], $2::text[]) AS k(task_id, callback_id)
+               ON c.task_id = k.task_id AND c.callback_id = k.callback_id",
+        )
+        .await?;
+    let (rows, seen_rows) = futures_util::future::try_join(
+        tx.query(&lock, &[&ids]),
+        tx.query(&seen, &[&keys.0, &keys.1]),
+    )
+    .await?;
+    for row in &rows {
+        let id: String = row.try_get(0)?;
+        match record(row, 1) {
+            Ok(rec) => {
+                b.tasks.insert(id, rec);
+            }
+            Err(e) => {
+                b.broken.insert(id, e);
+            }
+        }
+    }
+    b.prefetched.extend(ids.iter().map(|id| id.to_string()));
+    for row in &seen_rows {
+        let task: String = row.try_get(0)?;
+        let callback: String = row.try_get(1)?;
+        let text: String = row.try_get(2)?;
+        match parse_event(&text) {
+            Ok(event) => {
+                b.callbacks.insert((task, callback), event);
+            }
+            Err(e) => {
+                b.broken.insert(task, e);
+            }
+        }
+    }
+    Ok(())
 }
 
 async fn create(tx: &Transaction<'_>, b: &mut Batch, task: &NewTask) -> Sql<Created> {
@@ -1015,12 +1106,18 @@ async fn create(tx: &Transaction<'_>, b: &mut Batch, task: &NewTask) -> Sql<Crea
 
 async fn callback(tx: &Transaction<'_>, b: &mut Batch, cb: &Callback) -> Sql<CallbackAnswer> {
     let key = (cb.task_id.clone(), cb.callback_id.clone());
+    if let Some(e) = b.broken.get(&cb.task_id) {
+        return Ok(Err(e.clone()));
+    }
+    let prefetched = b.prefetched.contains(&cb.task_id);
     let (record, seen) = match b.tasks.get(&cb.task_id) {
         // Already locked (or created) by this transaction.
         Some(rec) => {
             let rec = rec.clone();
             let seen = match b.callbacks.get(&key) {
                 Some(event) => Some(event.clone()),
+                // Prefetched: its callback ids were read with it.
+                None if prefetched => None,
                 None => {
                     let stmt = tx
                         .prepare_cached(
@@ -1039,6 +1136,7 @@ async fn callback(tx: &Transaction<'_>, b: &mut Batch, cb: &Callback) -> Sql<Cal
             };
             (rec, seen)
         }
+        None if prefetched => return Ok(Err(StoreError::NotFound(cb.task_id.clone()))),
         None => {
             // The row lock serializes every writer of this task, on every
             // instance: whoever comes second reads the first one's commit.
