@@ -15,11 +15,16 @@
 # Binaries: $PG_BIN, else the newest /usr/lib/postgresql/*/bin, else PATH.
 # `scripts/setup.sh postgres` installs them when missing.
 set -euo pipefail
+shopt -s inherit_errexit
 
 say() { printf 'pg.sh: %s\n' "$*" >&2; }
 
 bin_dir() {
-  if [ -n "${PG_BIN:-}" ]; then echo "$PG_BIN"; return; fi
+  if [ -n "${PG_BIN:-}" ]; then
+    if [ -x "$PG_BIN/initdb" ]; then echo "$PG_BIN"; return; fi
+    say "PG_BIN=$PG_BIN has no initdb"
+    exit 3
+  fi
   local d
   d="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)"
   if [ -n "$d" ] && [ -x "$d/initdb" ]; then echo "$d"; return; fi
@@ -68,6 +73,7 @@ case "${1:-}" in
   run)
     [ $# = 3 ] || { say "usage: pg.sh run DIR PORT"; exit 2; }
     dir="$2"
+    bin_dir >/dev/null # exit 3 when PostgreSQL is not installed
     trap 'stop "$dir"; rm -rf "$dir"' EXIT
     trap 'exit 1' INT TERM HUP
     url="$(start "$dir" "$3")"

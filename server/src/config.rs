@@ -30,12 +30,16 @@ pub struct Config {
     )]
     pub data: PathBuf,
 
-    /// PostgreSQL only: pooled connections per instance (a quarter of them,
-    /// at most 4, commit writes; the rest serve reads). Held long-polls and
-    /// SSE streams use none; one more connection LISTENs for other
-    /// instances' commits.
+    /// PostgreSQL only: pooled connections per instance (writers and reads).
+    /// Held long-polls and SSE streams use none; one more connection LISTENs
+    /// for other instances' commits.
     #[arg(long, env = "TASKWIRE_PG_POOL", default_value_t = 16)]
     pub pool: usize,
+
+    /// PostgreSQL only: group-commit writers per instance, each committing
+    /// one batch at a time on a pooled connection.
+    #[arg(long, env = "TASKWIRE_PG_WRITERS", default_value_t = 1)]
+    pub pg_writers: usize,
 
     /// Bearer token and the tenant it maps to, as TOKEN=TENANT. Repeatable;
     /// the environment twin takes a comma-separated list.

@@ -670,3 +670,45 @@ async fn sigkill_of_one_instance_mid_load_loses_nothing_and_the_other_serves_on(
     b.kill().unwrap();
     b.wait().unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_post_each_notification_to_the_webhook_once() {
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let seen2 = Arc::clone(&seen);
+    let app = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move |headers: axum::http::HeaderMap| {
+            let seen = Arc::clone(&seen2);
+            async move {
+                let id = headers["webhook-id"].to_str().unwrap().to_string();
+                seen.lock().unwrap().push(id);
+                axum::http::StatusCode::OK
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let hook = format!("http://{}/hook", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let Some((hs, _)) = cluster(2, |c| c.notify_url = Some(hook.clone())).await else {
+        return;
+    };
+    let mut keys = Vec::new();
+    for i in 0..20 {
+        let id = hs[i % 2].create_default().await;
+        hs[(i + 1) % 2].ok_callback(&id, "s", start_ev(1)).await;
+        hs[i % 2]
+            .ok_callback(&id, "ok", succeed_ev(2, "sha256:ab12"))
+            .await;
+        keys.push(format!("{id}:succeeded:2"));
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while seen.lock().unwrap().len() < keys.len() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Both senders keep running a little: nothing is posted twice.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let mut posted = seen.lock().unwrap().clone();
+    posted.sort();
+    keys.sort();
+    assert_eq!(posted, keys);
+}

@@ -40,6 +40,7 @@ pub async fn open(
             let opts = postgres::PgOptions {
                 url: url.to_string(),
                 pool: config.pool,
+                writers: config.pg_writers,
                 max_batch: config.max_batch,
                 retention: config.retention,
             };

@@ -4,8 +4,9 @@
 //! `deadpool-postgres` pool, no libpq.
 //!
 //! **Writes: group commit per instance.** Creates, callbacks and deliveries
-//! are jobs on a queue. A few writer tasks each take every job waiting (up
-//! to `max_batch`), run them in one transaction and COMMIT once; only then
+//! are jobs on a queue. A writer task (`--pg-writers`, default 1) takes
+//! every job waiting (up to `max_batch`), runs them in one transaction and
+//! COMMITs once; only then
 //! are the changes published and the answers sent. Each accepted callback's
 //! transition, history entry, callback id and outbox row are in that
 //! transaction, so they commit together, before the answer (the same rule
@@ -149,6 +150,9 @@ pub struct PgOptions {
     pub url: String,
     /// Pooled connections (writers and reads); the LISTEN connection is extra.
     pub pool: usize,
+    /// Writer tasks (each holds a pooled connection while it commits a
+    /// batch); at least 1, at most `pool - 1`.
+    pub writers: usize,
     /// Most jobs in one transaction (1 disables group commit).
     pub max_batch: usize,
     /// Resume window in versions.
@@ -156,9 +160,8 @@ pub struct PgOptions {
 }
 
 impl PgOptions {
-    /// Writer tasks: a quarter of the pool, 1 to 4.
-    pub fn writers(&self) -> usize {
-        (self.pool / 4).clamp(1, 4)
+    fn writer_tasks(&self) -> usize {
+        self.writers.clamp(1, self.pool.max(2) - 1)
     }
 }
 
@@ -276,6 +279,11 @@ impl PostgresStore {
             .map_err(|e| format!("--data {shown}: {e}"))?;
         config
             .application_name("taskwire-server")
+            // Every statement is prepared once per connection; plan it for
+            // its actual arrays and the tables' current size each time. A
+            // cached generic plan made while the tables were small would
+            // keep seq-scanning them as they grow.
+            .options("-c plan_cache_mode=force_custom_plan")
             .connect_timeout(Duration::from_secs(10))
             .keepalives(true)
             .keepalives_idle(Duration::from_secs(10));
@@ -305,7 +313,7 @@ impl PostgresStore {
         }
         let (jobs, rx) = mpsc::channel(QUEUE);
         let rx = Arc::new(AsyncMutex::new(rx));
-        for _ in 0..opts.writers() {
+        for _ in 0..opts.writer_tasks() {
             tokio::spawn(writer(
                 pool.clone(),
                 Arc::clone(&rx),
@@ -1000,11 +1008,12 @@ async fn prefetch(
              WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE",
         )
         .await?;
+    // An index scan on the primary key whatever the plan; it may return
+    // other pairs of these ids, which are skipped below.
     let seen = tx
         .prepare_cached(
-            "SELECT c.task_id, c.callback_id, c.event FROM callbacks c
-             JOIN unnest($1::text[], $2::text[]) AS k(task_id, callback_id)
-               ON c.task_id = k.task_id AND c.callback_id = k.callback_id",
+            "SELECT task_id, callback_id, event FROM callbacks
+             WHERE task_id = ANY($1::text[]) AND callback_id = ANY($2::text[])",
         )
         .await?;
     let (rows, seen_rows) = futures_util::future::try_join(
@@ -1024,9 +1033,14 @@ async fn prefetch(
         }
     }
     b.prefetched.extend(ids.iter().map(|id| id.to_string()));
+    let wanted: HashSet<(&str, &str)> =
+        keys.0.iter().copied().zip(keys.1.iter().copied()).collect();
     for row in &seen_rows {
         let task: String = row.try_get(0)?;
         let callback: String = row.try_get(1)?;
+        if !wanted.contains(&(task.as_str(), callback.as_str())) {
+            continue;
+        }
         let text: String = row.try_get(2)?;
         match parse_event(&text) {
             Ok(event) => {
