@@ -1008,12 +1008,13 @@ async fn prefetch(
              WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE",
         )
         .await?;
-    // An index scan on the primary key whatever the plan; it may return
-    // other pairs of these ids, which are skipped below.
+    // Exact pairs: planned per execution (force_custom_plan), the array's
+    // length is known and this is a nested loop over the primary key.
     let seen = tx
         .prepare_cached(
-            "SELECT task_id, callback_id, event FROM callbacks
-             WHERE task_id = ANY($1::text[]) AND callback_id = ANY($2::text[])",
+            "SELECT c.task_id, c.callback_id, c.event
+             FROM unnest($1::text[], $2::text[]) AS k(task_id, callback_id)
+             JOIN callbacks c ON c.task_id = k.task_id AND c.callback_id = k.callback_id",
         )
         .await?;
     let (rows, seen_rows) = futures_util::future::try_join(
@@ -1033,14 +1034,9 @@ async fn prefetch(
         }
     }
     b.prefetched.extend(ids.iter().map(|id| id.to_string()));
-    let wanted: HashSet<(&str, &str)> =
-        keys.0.iter().copied().zip(keys.1.iter().copied()).collect();
     for row in &seen_rows {
         let task: String = row.try_get(0)?;
         let callback: String = row.try_get(1)?;
-        if !wanted.contains(&(task.as_str(), callback.as_str())) {
-            continue;
-        }
         let text: String = row.try_get(2)?;
         match parse_event(&text) {
             Ok(event) => {
