@@ -21,9 +21,9 @@
 //!
 //! **No deadlocks by construction.** Every transaction takes its blocking
 //! locks in one global order: (0) advisory locks on idempotency and
-//! delivery keys, by lock id; (1) task rows, by task id; (2) advisory locks
-//! on the tenants whose outbox it appends to, by lock id, just before the
-//! outbox insert. The sweeper takes its rows with `SKIP LOCKED` (it never
+//! delivery keys, by lock id; (1) task rows, in one `ORDER BY id … FOR
+//! UPDATE` statement per batch; (2) advisory locks on the tenants whose
+//! outbox it appends to, by lock id, just before the outbox insert. The sweeper takes its rows with `SKIP LOCKED` (it never
 //! waits for a row). A deadlock or serialization failure would still only
 //! roll the batch back, and it is retried.
 //!
