@@ -8,7 +8,10 @@ cd "$(dirname "$0")/.."
 step() { printf '\n== %s\n' "$*"; }
 
 step "setup (installs only what is missing)"
-bash scripts/setup.sh browser
+bash scripts/setup.sh browser postgres
+# The PostgreSQL tests start their own throwaway server (scripts/pg.sh);
+# here they must run, not skip.
+export TASKWIRE_PG_REQUIRED=1
 export CHROME_BIN="${CHROME_BIN:-/usr/bin/chromium}"
 export CHROMEDRIVER="${CHROMEDRIVER:-/usr/bin/chromedriver}"
 
@@ -19,7 +22,7 @@ step "rust: clippy (-D warnings), native and wasm32"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo clippy -p taskwire-wasm --all-targets --target wasm32-unknown-unknown --locked -- -D warnings
 
-step "rust: tests (core unit, vectors, properties)"
+step "rust: tests (core unit, vectors, properties, server on SQLite and PostgreSQL)"
 cargo test --workspace --locked
 
 step "npm package: build (fails above the size budget)"
@@ -41,6 +44,9 @@ node tests/conformance/local.mjs --server "${CARGO_TARGET_DIR:-target}/debug/tas
 step "demo page: end to end in Chromium, through real outages (tests/e2e)"
 # Uses the package build above and the debug server built for conformance.
 node --test tests/e2e/
+
+step "scale-out: two server instances on one PostgreSQL (conformance on each, client failover)"
+node --test tests/cluster/
 
 step "node backend (examples/node-backend): its tests, then the conformance suite"
 node --test examples/node-backend/

@@ -19,9 +19,27 @@ pub struct Config {
     #[arg(long, env = "TASKWIRE_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: String,
 
-    /// Directory for the SQLite database (created if missing).
-    #[arg(long, env = "TASKWIRE_DATA", default_value = "./data")]
+    /// Where tasks are stored: a directory for the SQLite database (created
+    /// if missing; one instance), or a postgres://user:pass@host:port/db URL
+    /// to share one PostgreSQL database between several instances.
+    #[arg(
+        long,
+        env = "TASKWIRE_DATA",
+        default_value = "./data",
+        value_name = "DIR|URL"
+    )]
     pub data: PathBuf,
+
+    /// PostgreSQL only: pooled connections per instance (writers and reads).
+    /// Held long-polls and SSE streams use none; one more connection LISTENs
+    /// for other instances' commits.
+    #[arg(long, env = "TASKWIRE_PG_POOL", default_value_t = 16)]
+    pub pool: usize,
+
+    /// PostgreSQL only: group-commit writers per instance, each committing
+    /// one batch at a time on a pooled connection.
+    #[arg(long, env = "TASKWIRE_PG_WRITERS", default_value_t = 1)]
+    pub pg_writers: usize,
 
     /// Bearer token and the tenant it maps to, as TOKEN=TENANT. Repeatable;
     /// the environment twin takes a comma-separated list.
@@ -96,6 +114,21 @@ impl Config {
     /// what the tests start from.
     pub fn defaults() -> Self {
         Config::parse_from(["taskwire-server"])
+    }
+
+    /// The PostgreSQL URL when `--data` is one.
+    pub fn postgres_url(&self) -> Option<&str> {
+        self.data
+            .to_str()
+            .filter(|d| d.starts_with("postgres://") || d.starts_with("postgresql://"))
+    }
+
+    /// What `--data` is, for the banner (a URL's password hidden).
+    pub fn data_description(&self) -> String {
+        match self.postgres_url() {
+            Some(url) => format!("PostgreSQL {}", crate::store::postgres::redact(url)),
+            None => self.data.join("taskwire.sqlite3").display().to_string(),
+        }
     }
 
     /// Token → tenant, checked.

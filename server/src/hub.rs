@@ -10,10 +10,13 @@
 //! Waiters [`Hub::subscribe`] *before* reading the task from the store:
 //! a commit that lands between the read and the wait is then still seen.
 //!
-//! Seam for issue 7: a PostgreSQL store running on several instances
-//! calls `publish` from its LISTEN/NOTIFY listener for changes committed
-//! elsewhere; [`answer_from`] falls back to a store read whenever memory
-//! does not cover the gap, so partial information is safe.
+//! Several instances (the PostgreSQL store): each instance's LISTEN/NOTIFY
+//! listener hears `(version, taskId)` for commits made anywhere, re-reads
+//! only the tasks watched here (one read per task, however many waiters)
+//! and hands them to [`Hub::publish_read`]. Publishing never moves a task
+//! back to an older version, so local and remote publishes may race.
+//! [`answer_from`] falls back to a store read whenever memory does not
+//! cover the gap, so partial information is safe.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -89,7 +92,16 @@ impl Hub {
                 continue;
             };
             let retention = self.retention;
-            slot.send_modify(|latest| {
+            slot.send_if_modified(|latest| {
+                // Several commits may publish concurrently (PostgreSQL has
+                // more than one writer, and the listener publishes other
+                // instances' commits): never go back to an older version.
+                if latest
+                    .as_deref()
+                    .is_some_and(|old| old.view.version >= change.view.version)
+                {
+                    return false;
+                }
                 let mut recent = match latest.as_deref() {
                     Some(old) if old.view.version + 1 == change.entry.version => old.recent.clone(),
                     _ => VecDeque::new(),
@@ -106,8 +118,91 @@ impl Hub {
                     view: change.view.clone(),
                     recent,
                 }));
+                true
             });
         }
+    }
+
+    /// Publishes a task as read back from the store after another
+    /// instance committed it: its view and the history entries the read
+    /// returned (contiguous, oldest first, ending at `view.version`, and
+    /// possibly fewer than the retention window). Ignored when this hub
+    /// already knows that version or a newer one.
+    pub fn publish_read(&self, view: TaskView, entries: Vec<HistoryEntry>) {
+        let slots = self.slots();
+        let Some(slot) = slots.get(&view.id) else {
+            return;
+        };
+        let retention = self.retention;
+        slot.send_if_modified(|latest| {
+            let old = latest.as_deref();
+            if old.is_some_and(|old| old.view.version >= view.version) {
+                return false;
+            }
+            let first = entries.first().map_or(view.version + 1, |e| e.version);
+            let contiguous = entries.last().map_or(true, |e| e.version == view.version)
+                && entries.windows(2).all(|w| w[0].version + 1 == w[1].version);
+            let mut recent = match old {
+                // What memory had joins what was read.
+                Some(old) if contiguous && old.view.version + 1 >= first => old
+                    .recent
+                    .iter()
+                    .filter(|e| e.version < first)
+                    .cloned()
+                    .collect(),
+                _ => VecDeque::new(),
+            };
+            if contiguous {
+                recent.extend(entries.iter().cloned());
+            }
+            if recent.back().is_some_and(|e| e.version != view.version)
+                || recent
+                    .iter()
+                    .zip(recent.iter().skip(1))
+                    .any(|(a, b)| a.version + 1 != b.version)
+            {
+                recent.clear();
+            }
+            while recent.len() > retention {
+                recent.pop_front();
+            }
+            *latest = Some(Arc::new(Latest {
+                view: view.clone(),
+                recent,
+            }));
+            true
+        });
+    }
+
+    /// For each id: `None` when nobody here watches it, else the version
+    /// this hub last published for it (`Some(None)`: nothing yet).
+    pub fn known_versions<'a>(
+        &self,
+        ids: impl IntoIterator<Item = &'a str>,
+    ) -> Vec<(&'a str, Option<Option<u64>>)> {
+        let slots = self.slots();
+        ids.into_iter()
+            .map(|id| {
+                let known = slots
+                    .get(id)
+                    .map(|slot| slot.borrow().as_deref().map(|l| l.view.version));
+                (id, known)
+            })
+            .collect()
+    }
+
+    /// Every watched task and the version this hub knows of it (used to
+    /// re-read them all after a lost cross-instance connection).
+    pub fn watched_tasks(&self) -> Vec<(String, Option<u64>)> {
+        self.slots()
+            .iter()
+            .map(|(id, slot)| (id.clone(), slot.borrow().as_deref().map(|l| l.view.version)))
+            .collect()
+    }
+
+    /// How many history entries are kept per watched task.
+    pub fn retention(&self) -> usize {
+        self.retention
     }
 
     /// Makes every held long-poll and SSE stream abort its connection.
@@ -260,6 +355,56 @@ mod tests {
         let mut older = (*latest).clone();
         older.recent.clear();
         assert!(answer_from(&older, 0, 8).is_none());
+    }
+
+    #[tokio::test]
+    async fn publishes_never_go_back_and_reads_join_memory() {
+        let hub = Hub::new(8);
+        let sub = hub.subscribe("t");
+        let mut v = view();
+        let at = |ms: f64| Millis::new(ms, "x").unwrap();
+        let c1 = change(
+            &mut v,
+            Event::Start {
+                at_ms: at(1.0),
+                worker: "w".into(),
+            },
+        );
+        let progress = |p: u8| Event::Progress {
+            at_ms: at(1.0 + f64::from(p)),
+            progress: taskwire_core::value::Percent::new(f64::from(p), "p").unwrap(),
+            cursor: format!("c{p}"),
+        };
+        let c2 = change(&mut v, progress(10));
+        let c3 = change(&mut v, progress(20));
+        hub.publish(std::slice::from_ref(&c1));
+        // Another instance's commits, read back: v2 and v3 join v1.
+        hub.publish_read(c3.view.clone(), vec![c2.entry.clone(), c3.entry.clone()]);
+        let latest = sub.rx.borrow().clone().unwrap();
+        assert_eq!(latest.view.version, 3);
+        assert_eq!(
+            latest.recent.iter().map(|e| e.version).collect::<Vec<_>>(),
+            vec![1, 2, 3]
+        );
+        // A late local publish of v2 does not move it back.
+        hub.publish(std::slice::from_ref(&c2));
+        hub.publish_read(c2.view.clone(), vec![c2.entry.clone()]);
+        assert_eq!(sub.rx.borrow().as_ref().unwrap().view.version, 3);
+        // A read that does not join memory (v4 missing) keeps only its own
+        // entries; a client at 3 then needs the store.
+        let c4 = change(&mut v, progress(30));
+        let c5 = change(&mut v, progress(40));
+        hub.publish_read(c5.view.clone(), vec![c5.entry.clone()]);
+        let latest = sub.rx.borrow().clone().unwrap();
+        assert_eq!(latest.view.version, 5);
+        assert!(answer_from(&latest, 3, 8).is_none(), "needs the store");
+        assert_eq!(latest.recent.len(), 1);
+        let _ = c4;
+        assert_eq!(
+            hub.known_versions(["t", "u"]),
+            vec![("t", Some(Some(5))), ("u", None)]
+        );
+        assert_eq!(hub.watched_tasks(), vec![("t".to_string(), Some(5))]);
     }
 
     #[tokio::test]

@@ -1,13 +1,15 @@
 //! # taskwire-server
 //!
 //! The reference backend of PROTOCOL.md: axum + tokio over a SQLite store
-//! with group commit, waking held long-polls and SSE streams from the
-//! commit itself.
+//! with group commit (or PostgreSQL shared by several instances), waking
+//! held long-polls and SSE streams from the commit itself.
 //!
 //! ## Map
 //! - [`config`]: flags and their environment twins.
-//! - [`store`]: the one storage interface; [`store::sqlite`] implements it.
-//! - [`hub`]: in-process wake-ups (the seam for cross-instance NOTIFY).
+//! - [`store`]: the one storage interface; [`store::sqlite`] and
+//!   [`store::postgres`] implement it.
+//! - [`hub`]: wake-ups from local commits and, via LISTEN/NOTIFY, other
+//!   instances' commits.
 //! - [`routes`]: the HTTP API; [`auth`] and [`signature`] guard it.
 //! - [`serve`]: the HTTP/1 connection loop.
 //! - [`sweeper`]: expires tasks at their TTL.
@@ -45,7 +47,6 @@ pub use config::Config;
 use crate::hub::Hub;
 use crate::signature::Secret;
 use crate::stats::Stats;
-use crate::store::sqlite::SqliteStore;
 use crate::store::Store;
 
 /// What every handler shares.
@@ -113,12 +114,7 @@ pub async fn start(config: Config) -> Result<Server, String> {
     let tokens = config.token_map()?;
     let secret = config.secret()?;
     let hub = Hub::new(config.retention);
-    let store = SqliteStore::open(
-        &config.data,
-        Arc::clone(&hub),
-        config.retention,
-        config.max_batch,
-    )?;
+    let store = store::open(&config, Arc::clone(&hub)).await?;
     let listener = TcpListener::bind(&config.listen)
         .await
         .map_err(|e| format!("--listen {}: {e}", config.listen))?;
@@ -126,7 +122,7 @@ pub async fn start(config: Config) -> Result<Server, String> {
         .local_addr()
         .map_err(|e| format!("--listen {}: {e}", config.listen))?;
     let state: AppState = Arc::new(Inner {
-        store: Arc::new(store),
+        store,
         hub,
         tokens,
         secret,

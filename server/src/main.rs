@@ -62,10 +62,7 @@ async fn serve(config: Config) {
 
 fn print_banner(config: &Config, addr: std::net::SocketAddr) {
     say!("taskwire-server listening on http://{addr}");
-    say!(
-        "  data:       {}",
-        config.data.join("taskwire.sqlite3").display()
-    );
+    say!("  data:       {}", config.data_description());
     let tenants: Vec<String> = config
         .tokens
         .iter()

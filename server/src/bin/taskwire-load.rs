@@ -8,7 +8,12 @@
 //! - `callbacks`: C connections posting signed callbacks for S seconds;
 //!   durable callbacks per second (each answer comes after its commit).
 //!
-//! Loopback only: `--addr` must be a 127.0.0.0/8 address.
+//! Several instances (PostgreSQL): `--addr A,B` spreads `callbacks`'
+//! connections over the addresses, and `fanout` holds its watchers on the
+//! first address while the callback goes to the last one (commit on B,
+//! watchers woken on A).
+//!
+//! Loopback only: every `--addr` must be a 127.0.0.0/8 address.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -25,9 +30,10 @@ use taskwire_server::signature::{Secret, DEV_SECRET};
     about = "Loopback load client for taskwire-server"
 )]
 struct Args {
-    /// Server address (loopback only).
-    #[arg(long, default_value = "127.0.0.1:8080")]
-    addr: String,
+    /// Server address (loopback only); a comma-separated list for several
+    /// instances of one deployment.
+    #[arg(long, default_value = "127.0.0.1:8080", value_delimiter = ',')]
+    addr: Vec<String>,
     /// Bearer token.
     #[arg(long, default_value = "demo")]
     token: String,
@@ -82,12 +88,18 @@ type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 #[tokio::main]
 async fn main() -> Res<()> {
     let args = Args::parse();
-    let ip = args.addr.rsplit_once(':').map_or("", |(h, _)| h);
-    if !(ip.starts_with("127.") || ip == "localhost" || ip == "[::1]") {
-        return Err(format!("--addr {}: loopback addresses only", args.addr).into());
+    for addr in &args.addr {
+        let ip = addr.rsplit_once(':').map_or("", |(h, _)| h);
+        if !(ip.starts_with("127.") || ip == "localhost" || ip == "[::1]") {
+            return Err(format!("--addr {addr}: loopback addresses only").into());
+        }
     }
+    let Some(first) = args.addr.first() else {
+        return Err("--addr: at least one address".into());
+    };
     let ctx = Arc::new(Ctx {
-        addr: args.addr.clone(),
+        addr: first.clone(),
+        addrs: args.addr.clone(),
         auth: format!("Bearer {}", args.token),
         secret: Secret::parse(&args.secret)?,
     });
@@ -104,7 +116,10 @@ async fn main() -> Res<()> {
 }
 
 struct Ctx {
+    /// Where watchers (and `hold`) connect.
     addr: String,
+    /// Every instance; `fanout` commits on the last one.
+    addrs: Vec<String>,
     auth: String,
     secret: Secret,
 }
@@ -249,7 +264,10 @@ async fn hold(ctx: Arc<Ctx>, n: usize, tasks: usize, pid: Option<u32>, again: bo
 }
 
 async fn fanout(ctx: Arc<Ctx>, watchers: usize, trials: usize) -> Res<()> {
-    let mut conn = Conn::open(&ctx.addr).await?;
+    // The task is created and moved through the last instance; the
+    // watchers are held on the first.
+    let commit_addr = ctx.addrs.last().unwrap_or(&ctx.addr).clone();
+    let mut conn = Conn::open(&commit_addr).await?;
     let id = ctx.create(&mut conn).await?;
     ctx.callback(
         &mut conn,
@@ -295,6 +313,7 @@ async fn fanout(ctx: Arc<Ctx>, watchers: usize, trials: usize) -> Res<()> {
     lasts.sort();
     all.sort();
     let pct = |v: &[Duration], p: f64| v[((v.len() as f64 - 1.0) * p).round() as usize];
+    println!("watchers on {}, callbacks to {commit_addr}", ctx.addr);
     println!(
         "{watchers} watchers, {} trials: last watcher p50 {:?}, p99 {:?}, max {:?}",
         lasts.len(),
@@ -316,11 +335,12 @@ async fn callbacks(ctx: Arc<Ctx>, conns: usize, seconds: u64) -> Res<()> {
     let until = Instant::now() + Duration::from_secs(seconds);
     let mut workers = Vec::new();
     let t = Instant::now();
-    for _ in 0..conns {
+    for i in 0..conns {
         let ctx = Arc::clone(&ctx);
         let done = Arc::clone(&done);
+        let addr = ctx.addrs[i % ctx.addrs.len()].clone();
         workers.push(tokio::spawn(async move {
-            let mut conn = Conn::open(&ctx.addr).await?;
+            let mut conn = Conn::open(&addr).await?;
             while Instant::now() < until {
                 let id = ctx.create(&mut conn).await?;
                 ctx.callback(
@@ -349,7 +369,8 @@ async fn callbacks(ctx: Arc<Ctx>, conns: usize, seconds: u64) -> Res<()> {
     let n = done.load(Ordering::Relaxed);
     let secs = t.elapsed().as_secs_f64();
     println!(
-        "{n} durable callbacks in {secs:.1} s over {conns} connections: {:.0}/s",
+        "{n} durable callbacks in {secs:.1} s over {conns} connections to {}: {:.0}/s",
+        ctx.addrs.join(", "),
         n as f64 / secs
     );
     Ok(())

@@ -1,8 +1,8 @@
 //! The storage interface. HTTP handlers, the sweeper and the webhook
-//! sender talk only to [`Store`]; [`sqlite::SqliteStore`] is the one
-//! implementation today. Issue 7 adds PostgreSQL as a second
-//! implementation of the same trait (row locks / compare-and-set on
-//! `version`, LISTEN/NOTIFY feeding [`crate::hub::Hub::publish`]).
+//! sender talk only to [`Store`]. Two implementations: [`sqlite`] (the
+//! default, one instance) and [`postgres`] (`--data postgres://…`, any
+//! number of instances on one database: row locks, LISTEN/NOTIFY feeding
+//! the hub). [`open`] picks one from the config.
 //!
 //! Contract every implementation keeps:
 //! - All rules come from `taskwire-core` (`TaskView::step`,
@@ -14,10 +14,12 @@
 //!   order per task, so held long-polls and SSE streams wake without
 //!   polling.
 
+pub mod postgres;
 pub mod sqlite;
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -25,6 +27,33 @@ use taskwire_core::{
     Delivery, Error as CoreError, Event, HistoryEntry, Notification, Outcome, ResumeAnswer,
     TaskView,
 };
+
+/// Opens the store `config.data` names: a `postgres://` (or
+/// `postgresql://`) URL selects PostgreSQL, anything else is the SQLite
+/// directory.
+pub async fn open(
+    config: &crate::Config,
+    hub: Arc<crate::hub::Hub>,
+) -> Result<Arc<dyn Store>, String> {
+    match config.postgres_url() {
+        Some(url) => {
+            let opts = postgres::PgOptions {
+                url: url.to_string(),
+                pool: config.pool,
+                writers: config.pg_writers,
+                max_batch: config.max_batch,
+                retention: config.retention,
+            };
+            Ok(Arc::new(postgres::PostgresStore::open(opts, hub).await?))
+        }
+        None => Ok(Arc::new(sqlite::SqliteStore::open(
+            &config.data,
+            hub,
+            config.retention,
+            config.max_batch,
+        )?)),
+    }
+}
 
 /// A boxed store future (object-safe, so handlers hold `Arc<dyn Store>`).
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;

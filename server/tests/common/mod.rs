@@ -2,6 +2,8 @@
 //! SQLite file in a temp dir, driven over real HTTP.
 #![allow(dead_code)]
 
+pub mod pg;
+
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
