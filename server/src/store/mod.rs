@@ -73,6 +73,52 @@ pub enum StoreError {
     Internal(String),
 }
 
+/// What a store's writer hands back for one write job. Both stores queue
+/// writes to a writer that batches them into transactions; the job's
+/// caller unwraps the variant it asked for.
+pub(crate) enum WriteDone {
+    Created(Created),
+    Callback(CallbackAnswer),
+    Delivery(Delivery),
+    Expired(usize),
+    Unit,
+}
+
+impl WriteDone {
+    /// A writer that answers a job with another job's result is a bug.
+    fn unexpected() -> StoreError {
+        StoreError::Internal("writer answered another job".into())
+    }
+
+    pub(crate) fn created(self) -> Result<Created, StoreError> {
+        match self {
+            WriteDone::Created(c) => Ok(c),
+            _ => Err(Self::unexpected()),
+        }
+    }
+
+    pub(crate) fn callback(self) -> Result<CallbackAnswer, StoreError> {
+        match self {
+            WriteDone::Callback(a) => Ok(a),
+            _ => Err(Self::unexpected()),
+        }
+    }
+
+    pub(crate) fn delivery(self) -> Result<Delivery, StoreError> {
+        match self {
+            WriteDone::Delivery(d) => Ok(d),
+            _ => Err(Self::unexpected()),
+        }
+    }
+
+    pub(crate) fn expired(self) -> Result<usize, StoreError> {
+        match self {
+            WriteDone::Expired(n) => Ok(n),
+            _ => Err(Self::unexpected()),
+        }
+    }
+}
+
 impl From<rusqlite::Error> for StoreError {
     fn from(e: rusqlite::Error) -> Self {
         StoreError::Internal(e.to_string())

@@ -65,7 +65,7 @@ use tokio_postgres::{AsyncMessage, NoTls, Row};
 
 use super::{
     Callback, CallbackAnswer, Change, Created, NewTask, OutboxEntry, Store, StoreError,
-    StoreFuture, TaskRecord,
+    StoreFuture, TaskRecord, WriteDone,
 };
 use crate::hub::Hub;
 
@@ -193,19 +193,13 @@ enum Op {
     },
 }
 
-enum Done {
-    Created(Created),
-    Callback(CallbackAnswer),
-    Delivery(Delivery),
-}
-
 /// Where a job's first blocking lock sits in the global lock order.
 type LockOrder = (u8, i64, String);
 
 struct Job {
     op: Op,
     order: LockOrder,
-    reply: oneshot::Sender<Result<Done, StoreError>>,
+    reply: oneshot::Sender<Result<WriteDone, StoreError>>,
 }
 
 impl From<tokio_postgres::Error> for StoreError {
@@ -342,7 +336,7 @@ impl PostgresStore {
     fn write(
         &self,
         op: Op,
-    ) -> impl std::future::Future<Output = Result<Done, StoreError>> + Send + 'static {
+    ) -> impl std::future::Future<Output = Result<WriteDone, StoreError>> + Send + 'static {
         let (reply, rx) = oneshot::channel();
         let order = order_of(&op);
         let sent = self.jobs.try_send(Job { op, order, reply });
@@ -364,19 +358,10 @@ impl PostgresStore {
     }
 }
 
-fn unexpected() -> StoreError {
-    StoreError::Internal("writer answered another job".into())
-}
-
 impl Store for PostgresStore {
     fn create(&self, task: NewTask) -> StoreFuture<'_, Created> {
         let done = self.write(Op::Create(task));
-        Box::pin(async move {
-            match done.await? {
-                Done::Created(c) => Ok(c),
-                _ => Err(unexpected()),
-            }
-        })
+        Box::pin(async move { done.await?.created() })
     }
 
     fn get(&self, tenant: String, id: String) -> StoreFuture<'_, TaskRecord> {
@@ -445,12 +430,7 @@ impl Store for PostgresStore {
 
     fn callback(&self, callback: Callback) -> StoreFuture<'_, CallbackAnswer> {
         let done = self.write(Op::Callback(callback));
-        Box::pin(async move {
-            match done.await? {
-                Done::Callback(a) => Ok(a),
-                _ => Err(unexpected()),
-            }
-        })
+        Box::pin(async move { done.await?.callback() })
     }
 
     fn deliver(
@@ -466,12 +446,7 @@ impl Store for PostgresStore {
             key,
             now_ms,
         });
-        Box::pin(async move {
-            match done.await? {
-                Done::Delivery(d) => Ok(d),
-                _ => Err(unexpected()),
-            }
-        })
+        Box::pin(async move { done.await?.delivery() })
     }
 
     fn notifications(
@@ -854,7 +829,7 @@ fn classify(e: tokio_postgres::Error) -> BatchError {
 /// is aborted), the inner one the job's own answer (nothing written).
 type Sql<T> = Result<Result<T, StoreError>, tokio_postgres::Error>;
 
-type Results = Vec<Result<Done, StoreError>>;
+type Results = Vec<Result<WriteDone, StoreError>>;
 
 /// A writer task: group commit (see the module docs).
 async fn writer(
@@ -958,10 +933,10 @@ async fn run_batch(pool: &Pool, jobs: &[Job]) -> Result<(Results, Batch), BatchE
         let result = match &job.op {
             Op::Create(task) => create(&tx, &mut batch, task)
                 .await
-                .map(|r| r.map(Done::Created)),
+                .map(|r| r.map(WriteDone::Created)),
             Op::Callback(cb) => callback(&tx, &mut batch, cb)
                 .await
-                .map(|r| r.map(Done::Callback)),
+                .map(|r| r.map(WriteDone::Callback)),
             Op::Deliver {
                 tenant,
                 id,
@@ -969,7 +944,7 @@ async fn run_batch(pool: &Pool, jobs: &[Job]) -> Result<(Results, Batch), BatchE
                 now_ms,
             } => deliver(&tx, &mut batch, tenant, id, key, *now_ms)
                 .await
-                .map(|r| r.map(Done::Delivery)),
+                .map(|r| r.map(WriteDone::Delivery)),
         };
         results.push(result.map_err(classify)?);
     }

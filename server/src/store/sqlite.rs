@@ -31,7 +31,7 @@ use tokio::sync::{oneshot, Semaphore};
 
 use super::{
     Callback, CallbackAnswer, Change, Created, NewTask, OutboxEntry, Store, StoreError,
-    StoreFuture, TaskRecord,
+    StoreFuture, TaskRecord, WriteDone,
 };
 use crate::hub::Hub;
 
@@ -123,17 +123,9 @@ enum Op {
     },
 }
 
-enum Done {
-    Created(Created),
-    Callback(CallbackAnswer),
-    Delivery(Delivery),
-    Expired(usize),
-    Unit,
-}
-
 struct Job {
     op: Op,
-    reply: oneshot::Sender<Result<Done, StoreError>>,
+    reply: oneshot::Sender<Result<WriteDone, StoreError>>,
 }
 
 impl SqliteStore {
@@ -173,7 +165,7 @@ impl SqliteStore {
     fn write(
         &self,
         op: Op,
-    ) -> impl std::future::Future<Output = Result<Done, StoreError>> + Send + 'static {
+    ) -> impl std::future::Future<Output = Result<WriteDone, StoreError>> + Send + 'static {
         let (reply, rx) = oneshot::channel();
         let sent = self.jobs.try_send(Job { op, reply });
         async move {
@@ -207,19 +199,10 @@ impl SqliteStore {
     }
 }
 
-fn unexpected() -> StoreError {
-    StoreError::Internal("writer answered another job".into())
-}
-
 impl Store for SqliteStore {
     fn create(&self, task: NewTask) -> StoreFuture<'_, Created> {
         let done = self.write(Op::Create(task));
-        Box::pin(async move {
-            match done.await? {
-                Done::Created(c) => Ok(c),
-                _ => Err(unexpected()),
-            }
-        })
+        Box::pin(async move { done.await?.created() })
     }
 
     fn get(&self, tenant: String, id: String) -> StoreFuture<'_, TaskRecord> {
@@ -262,12 +245,7 @@ impl Store for SqliteStore {
 
     fn callback(&self, callback: Callback) -> StoreFuture<'_, CallbackAnswer> {
         let done = self.write(Op::Callback(callback));
-        Box::pin(async move {
-            match done.await? {
-                Done::Callback(a) => Ok(a),
-                _ => Err(unexpected()),
-            }
-        })
+        Box::pin(async move { done.await?.callback() })
     }
 
     fn deliver(
@@ -283,12 +261,7 @@ impl Store for SqliteStore {
             key,
             now_ms,
         });
-        Box::pin(async move {
-            match done.await? {
-                Done::Delivery(d) => Ok(d),
-                _ => Err(unexpected()),
-            }
-        })
+        Box::pin(async move { done.await?.delivery() })
     }
 
     fn notifications(
@@ -310,12 +283,7 @@ impl Store for SqliteStore {
 
     fn expire_due(&self, now_ms: f64, limit: u32) -> StoreFuture<'_, usize> {
         let done = self.write(Op::ExpireDue { now_ms, limit });
-        Box::pin(async move {
-            match done.await? {
-                Done::Expired(n) => Ok(n),
-                _ => Err(unexpected()),
-            }
-        })
+        Box::pin(async move { done.await?.expired() })
     }
 
     fn pending_webhooks(&self, now_ms: f64, limit: u32) -> StoreFuture<'_, Vec<OutboxEntry>> {
@@ -409,7 +377,7 @@ fn commit_batch(
     batch: &mut [Job],
     changes: &mut Vec<Change>,
     outbox: &mut bool,
-) -> Result<Vec<Result<Done, StoreError>>, StoreError> {
+) -> Result<Vec<Result<WriteDone, StoreError>>, StoreError> {
     let mut tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let mut results = Vec::with_capacity(batch.len());
     for job in batch.iter_mut() {
@@ -442,18 +410,18 @@ fn run(
     op: Op,
     changes: &mut Vec<Change>,
     outbox: &mut bool,
-) -> Result<Done, StoreError> {
+) -> Result<WriteDone, StoreError> {
     match op {
-        Op::Create(task) => create(tx, task).map(Done::Created),
-        Op::Callback(cb) => callback(tx, cb, changes, outbox).map(Done::Callback),
+        Op::Create(task) => create(tx, task).map(WriteDone::Created),
+        Op::Callback(cb) => callback(tx, cb, changes, outbox).map(WriteDone::Callback),
         Op::Deliver {
             tenant,
             id,
             key,
             now_ms,
-        } => deliver(tx, &tenant, &id, &key, now_ms).map(Done::Delivery),
+        } => deliver(tx, &tenant, &id, &key, now_ms).map(WriteDone::Delivery),
         Op::ExpireDue { now_ms, limit } => {
-            expire_due(tx, now_ms, limit, changes, outbox).map(Done::Expired)
+            expire_due(tx, now_ms, limit, changes, outbox).map(WriteDone::Expired)
         }
         Op::Webhook {
             seq,
@@ -464,7 +432,7 @@ fn run(
                 "UPDATE outbox SET sent = ?2, attempts = attempts + 1, next_attempt_ms = ?3 WHERE seq = ?1",
             )?
             .execute(params![to_i64(seq), sent, next_attempt_ms])?;
-            Ok(Done::Unit)
+            Ok(WriteDone::Unit)
         }
     }
 }
