@@ -6,8 +6,6 @@
 mod common;
 
 use std::collections::{HashMap, HashSet};
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -17,38 +15,6 @@ use taskwire_core::wire::from_json;
 use taskwire_core::{Mirror, ResumeAnswer, ResumeMode};
 use taskwire_server::client::{self, Conn};
 
-/// Starts the binary on a free port; returns it and its address.
-fn spawn(dir: &std::path::Path) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_taskwire-server"))
-        .args([
-            "--listen",
-            "127.0.0.1:0",
-            "--retention",
-            "100000",
-            "--token",
-            "demo=demo",
-        ])
-        .arg("--data")
-        .arg(dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn server");
-    let stdout = child.stdout.take().unwrap();
-    let mut reader = BufReader::new(stdout);
-    let mut line = String::new();
-    reader.read_line(&mut line).unwrap();
-    // Keep draining stdout so the server never writes to a closed pipe.
-    std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
-    let addr = line
-        .trim()
-        .rsplit("http://")
-        .next()
-        .expect("listening line")
-        .to_string();
-    (child, addr)
-}
-
 struct Acked {
     task: String,
     callback_id: String,
@@ -56,28 +22,10 @@ struct Acked {
     version: u64,
 }
 
-async fn signed(
-    conn: &mut Conn,
-    task: &str,
-    callback_id: &str,
-    event: &Value,
-) -> std::io::Result<Value> {
-    let body = event.to_string();
-    let headers = secret().headers(callback_id, now_secs(), body.as_bytes());
-    let hs: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let r = conn
-        .send("POST", &format!("/v1/tasks/{task}/callbacks"), &hs, body)
-        .await?;
-    if r.status != 200 {
-        return Err(std::io::Error::other(format!("status {}", r.status)));
-    }
-    Ok(r.json())
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkill_mid_load_loses_no_acknowledged_callback() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut child, addr) = spawn(dir.path());
+    let (mut child, addr) = spawn_binary(dir.path().as_os_str());
     let auth = [("authorization", "Bearer demo")];
     let mut tasks = Vec::new();
     for _ in 0..24 {
@@ -149,7 +97,7 @@ async fn sigkill_mid_load_loses_no_acknowledged_callback() {
             .count();
     assert!(unfinished > 0, "the kill must land mid-load");
 
-    let (mut child, addr) = spawn(dir.path());
+    let (mut child, addr) = spawn_binary(dir.path().as_os_str());
     let mut conn = Conn::open(&addr).await.unwrap();
     let mut views = HashMap::new();
     for task in &tasks {

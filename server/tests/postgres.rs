@@ -7,8 +7,6 @@
 mod common;
 
 use std::collections::{HashMap, HashSet};
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -458,54 +456,6 @@ async fn sweepers_racing_on_three_instances_expire_each_task_once() {
     assert_eq!(swept, ids.len() as u64);
 }
 
-/// Starts the binary on a free port against `url`.
-fn spawn(url: &str) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_taskwire-server"))
-        .args([
-            "--listen",
-            "127.0.0.1:0",
-            "--retention",
-            "100000",
-            "--token",
-            "demo=demo",
-            "--data",
-            url,
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn server");
-    let mut reader = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    reader.read_line(&mut line).unwrap();
-    std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
-    let addr = line
-        .trim()
-        .rsplit("http://")
-        .next()
-        .expect("listening line")
-        .to_string();
-    (child, addr)
-}
-
-async fn signed(
-    conn: &mut Conn,
-    task: &str,
-    callback_id: &str,
-    event: &Value,
-) -> std::io::Result<Value> {
-    let body = event.to_string();
-    let headers = secret().headers(callback_id, now_secs(), body.as_bytes());
-    let hs: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let r = conn
-        .send("POST", &format!("/v1/tasks/{task}/callbacks"), &hs, body)
-        .await?;
-    if r.status != 200 {
-        return Err(std::io::Error::other(format!("status {}", r.status)));
-    }
-    Ok(r.json())
-}
-
 struct Acked {
     task: String,
     callback_id: String,
@@ -519,8 +469,8 @@ async fn sigkill_of_one_instance_mid_load_loses_nothing_and_the_other_serves_on(
     let Some(url) = pg::database().await else {
         return;
     };
-    let (mut a, addr_a) = spawn(&url);
-    let (mut b, addr_b) = spawn(&url);
+    let (mut a, addr_a) = spawn_binary(url.as_ref());
+    let (mut b, addr_b) = spawn_binary(url.as_ref());
     let auth = [("authorization", "Bearer demo")];
     let mut tasks = Vec::new();
     for i in 0..24 {

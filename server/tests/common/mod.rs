@@ -6,10 +6,13 @@ pub mod pg;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
 use serde_json::{json, Value};
 use taskwire_core::wire::from_json;
 use taskwire_core::ResumeAnswer;
-use taskwire_server::client::{self, Reply};
+use taskwire_server::client::{self, Conn, Reply};
 use taskwire_server::signature::{Secret, DEV_SECRET};
 use taskwire_server::{start, Config, Server};
 
@@ -169,4 +172,56 @@ pub fn assert_error(r: &Reply, status: u16, code: &str, field: &str) {
         message.contains(field),
         "message {message:?} should name {field:?}"
     );
+}
+
+/// Starts the built binary on a free port with `--data data` (a directory
+/// or a `postgres://` URL); returns it and the address it printed.
+pub fn spawn_binary(data: &std::ffi::OsStr) -> (Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_taskwire-server"))
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--retention",
+            "100000",
+            "--token",
+            "demo=demo",
+        ])
+        .arg("--data")
+        .arg(data)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn server");
+    let mut reader = BufReader::new(child.stdout.take().expect("piped stdout"));
+    let mut line = String::new();
+    reader.read_line(&mut line).expect("the listening line");
+    // Keep draining stdout so the server never writes to a closed pipe.
+    std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
+    let addr = line
+        .trim()
+        .rsplit("http://")
+        .next()
+        .expect("listening line")
+        .to_string();
+    (child, addr)
+}
+
+/// Posts a signed callback on `conn`; an answer other than 200 is an
+/// error (the load tests count those as not acknowledged).
+pub async fn signed(
+    conn: &mut Conn,
+    task: &str,
+    callback_id: &str,
+    event: &Value,
+) -> std::io::Result<Value> {
+    let body = event.to_string();
+    let headers = secret().headers(callback_id, now_secs(), body.as_bytes());
+    let hs: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let r = conn
+        .send("POST", &format!("/v1/tasks/{task}/callbacks"), &hs, body)
+        .await?;
+    if r.status != 200 {
+        return Err(std::io::Error::other(format!("status {}", r.status)));
+    }
+    Ok(r.json())
 }
