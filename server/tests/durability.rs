@@ -13,7 +13,7 @@ use common::*;
 use serde_json::{json, Value};
 use taskwire_core::wire::from_json;
 use taskwire_core::{Mirror, ResumeAnswer, ResumeMode};
-use taskwire_server::client::{self, Conn};
+use taskwire_server::client::Conn;
 
 struct Acked {
     task: String,
@@ -29,17 +29,7 @@ async fn sigkill_mid_load_loses_no_acknowledged_callback() {
     let auth = [("authorization", "Bearer demo")];
     let mut tasks = Vec::new();
     for _ in 0..24 {
-        let r = client::request(
-            &addr,
-            "POST",
-            "/v1/tasks",
-            &auth,
-            r#"{"ttlMs":3600000,"maxAttempts":1}"#,
-        )
-        .await
-        .unwrap();
-        assert_eq!(r.status, 201);
-        tasks.push(r.json()["id"].as_str().unwrap().to_string());
+        tasks.push(create_at(&addr).await);
     }
     // Workers: each drives its task start → progress 1..=99 → succeed,
     // recording every acknowledged callback, until the connection dies.

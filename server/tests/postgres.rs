@@ -475,17 +475,7 @@ async fn sigkill_of_one_instance_mid_load_loses_nothing_and_the_other_serves_on(
     let mut tasks = Vec::new();
     for i in 0..24 {
         let addr = if i % 2 == 0 { &addr_a } else { &addr_b };
-        let r = client::request(
-            addr,
-            "POST",
-            "/v1/tasks",
-            &auth,
-            r#"{"ttlMs":3600000,"maxAttempts":1}"#,
-        )
-        .await
-        .unwrap();
-        assert_eq!(r.status, 201);
-        tasks.push(r.json()["id"].as_str().unwrap().to_string());
+        tasks.push(create_at(addr).await);
     }
     // Each worker drives its task start → progress → succeed, alternating
     // instances; once A is gone it re-sends the same callback to B.

@@ -225,3 +225,19 @@ pub async fn signed(
     }
     Ok(r.json())
 }
+
+/// Creates a task (one attempt, 1 h TTL) for tenant `demo` on a server
+/// started with [`spawn_binary`]; returns its id.
+pub async fn create_at(addr: &str) -> String {
+    let r = client::request(
+        addr,
+        "POST",
+        "/v1/tasks",
+        &[("authorization", "Bearer demo")],
+        r#"{"ttlMs":3600000,"maxAttempts":1}"#,
+    )
+    .await
+    .expect("create request");
+    assert_eq!(r.status, 201, "{:?}", r.json());
+    r.json()["id"].as_str().expect("an id").to_string()
+}
