@@ -114,6 +114,12 @@ struct Update<'a> {
     rejected: &'a [tw::Rejection],
 }
 
+/// `{task}` for the `done` event.
+#[derive(Serialize)]
+struct Done<'a> {
+    task: Option<&'a tw::TaskView>,
+}
+
 #[derive(Serialize)]
 struct Reject<'a> {
     mode: tw::ResumeMode,
@@ -295,7 +301,12 @@ impl Watch {
                 Step::Done => {
                     self.finished.set(true);
                     let task = self.mirror.borrow().task().cloned();
-                    self.emit("done", &serde_json_task(task.as_ref()));
+                    self.emit(
+                        "done",
+                        &Done {
+                            task: task.as_ref(),
+                        },
+                    );
                     self.status("closed", None, None, None);
                     return;
                 }
@@ -439,11 +450,10 @@ impl Watch {
         };
         // A buffering proxy holds the first message back: give up on the
         // connection if it does not arrive in time.
-        let first_message_guard = {
+        let mut first_message_guard = {
             let c = controller.clone();
             Some(Timeout::new(SSE_FIRST_MESSAGE_MS, move || c.abort()))
         };
-        let mut first_message_guard = first_message_guard;
         let mut parser = sse::Parser::default();
         let mut messages = 0u32;
         let outcome = 'read: loop {
@@ -660,13 +670,4 @@ impl Watch {
         }
         Step::Answered
     }
-}
-
-/// `{task}` for the `done` event.
-fn serde_json_task(task: Option<&tw::TaskView>) -> impl Serialize + '_ {
-    #[derive(Serialize)]
-    struct Done<'a> {
-        task: Option<&'a tw::TaskView>,
-    }
-    Done { task }
 }
