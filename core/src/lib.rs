@@ -63,6 +63,7 @@ pub mod error;
 pub mod event;
 mod hash;
 pub mod json;
+pub mod lease;
 pub mod mirror;
 pub mod resume;
 pub mod task;
@@ -70,12 +71,15 @@ pub mod transition;
 pub mod value;
 pub mod wire;
 
-pub use book::{check_callback, check_callback_id, notification_key, Applied, Book, Notification};
+pub use book::{
+    check_callback, check_callback_id, notification_key, Applied, Book, Notification, Swept,
+};
 pub use delivery::{check_delivery_input, decide_delivery, Delivery, DeliveryReason, Receipt};
 pub use error::{Error, ErrorCode};
-pub use event::{Event, EventKind};
+pub use event::{DecisionKind, Event, EventKind};
+pub use lease::{Lease, LeaseChange};
 pub use mirror::{MergeOutcome, Mirror, Next, RejectReason, Rejection};
 pub use resume::{plan_resume, ResumeAnswer, ResumeMode, ResumePlan, DEFAULT_RETENTION_VERSIONS};
-pub use task::{create_task, CreateTask, HistoryEntry, State, Task, TaskView};
+pub use task::{create_task, CreateTask, Decision, HistoryEntry, State, Task, TaskView};
 pub use transition::{apply_event, expire_task, Outcome, Reason, Step, Transition};
 pub use value::{Millis, NonBlank, Percent, MAX_SAFE_INTEGER};

@@ -97,12 +97,12 @@ pub async fn create_for(
             )));
         }
     }
-    let task = create_task(&CreateTask {
-        id: new_task_id()?,
-        now_ms: now_ms(),
+    let task = create_task(&CreateTask::new(
+        new_task_id()?,
+        now_ms(),
         ttl_ms,
         max_attempts,
-    })
+    ))
     .map_err(|e| ApiError::invalid(format!("body.{}", e.message)))?;
     // Bodies are compared as JSON values: serde_json's maps are sorted, so
     // key order and whitespace do not matter.
