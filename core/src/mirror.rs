@@ -18,6 +18,7 @@ use serde::Serialize;
 
 use crate::json::{self, Fields, FromJson, Path, Value};
 
+use crate::event::Event;
 use crate::resume::{ResumeAnswer, ResumeMode};
 use crate::task::{HistoryEntry, State, TaskView};
 use crate::transition::{Facts, Recorded};
@@ -336,12 +337,18 @@ fn replays_identically(view: &mut TaskView, entry: &HistoryEntry) -> bool {
     // Decide what this step would record before running it, so that a
     // mismatch never has to be undone: an expiry or a timeout is recorded
     // at its own time, whatever triggered it.
-    let expected = match view.would_record(&entry.event) {
-        Recorded::Incoming => None,
-        Recorded::Expiry => Some(view.expiry_event()),
-        Recorded::Timeout => Some(view.timeout_event()),
+    let recorded_at = |at_ms: f64| entry.event.at_ms().get() == at_ms;
+    let as_recorded = match view.would_record(&entry.event) {
+        Recorded::Incoming => true,
+        Recorded::Expiry => {
+            matches!(entry.event, Event::Expire { .. }) && recorded_at(view.expires_at_ms)
+        }
+        Recorded::Timeout => {
+            matches!(entry.event, Event::Timeout { .. })
+                && view.deadline_at_ms.is_some_and(recorded_at)
+        }
     };
-    if expected.is_some_and(|recorded| recorded != entry.event) {
+    if !as_recorded {
         return false;
     }
     let judged = view.decide(&entry.event, Facts::Replay);

@@ -17,8 +17,6 @@ mod json;
 #[cfg(test)]
 mod tests;
 
-use serde::Serialize;
-
 use crate::value::{Millis, NonBlank, Percent};
 
 /// One report about a task, tagged by `type` on the wire:
@@ -31,13 +29,9 @@ use crate::value::{Millis, NonBlank, Percent};
 /// [`NonBlank`]), so an `Event` that exists is valid. Parsing checks the
 /// whole event before any state logic runs (fix 4 to the seed). Optional
 /// fields are left out of the JSON when absent, so seed events keep their
-/// exact shape.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(
-    tag = "type",
-    rename_all = "snake_case",
-    rename_all_fields = "camelCase"
-)]
+/// exact shape. (Written by hand in `json.rs`: the derived serializer of
+/// fourteen tagged variants cost ~6 KB of the page's wasm.)
+#[derive(Debug, Clone, PartialEq)]
 pub enum Event {
     /// A worker picked the task up, opening attempt `attempt`.
     Start {
@@ -46,10 +40,8 @@ pub enum Event {
         /// Who picked it up (free text).
         worker: String,
         /// The attempt this start opens: the task's `attempts + 1`.
-        #[serde(skip_serializing_if = "Option::is_none")]
         attempt: Option<u64>,
         /// Opens a lease of this length (none without it, as in the seed).
-        #[serde(skip_serializing_if = "Option::is_none")]
         lease_ms: Option<Millis>,
     },
     /// The running attempt reports progress (and so renews its lease).
@@ -61,7 +53,6 @@ pub enum Event {
         /// The executor's own resume point (free text, opaque here).
         cursor: String,
         /// The attempt reporting.
-        #[serde(skip_serializing_if = "Option::is_none")]
         attempt: Option<u64>,
     },
     /// The running attempt produced its result.
@@ -73,7 +64,6 @@ pub enum Event {
         /// Content hash of the result: same hash = same result.
         result_hash: NonBlank,
         /// The attempt reporting.
-        #[serde(skip_serializing_if = "Option::is_none")]
         attempt: Option<u64>,
     },
     /// The running attempt failed.
@@ -85,7 +75,6 @@ pub enum Event {
         /// Whether another attempt may help.
         retryable: bool,
         /// The attempt reporting.
-        #[serde(skip_serializing_if = "Option::is_none")]
         attempt: Option<u64>,
     },
     /// The time to live ran out.
@@ -99,10 +88,8 @@ pub enum Event {
         /// When it happened.
         at_ms: Millis,
         /// The attempt reporting.
-        #[serde(skip_serializing_if = "Option::is_none")]
         attempt: Option<u64>,
         /// The new lease length (else the current one's).
-        #[serde(skip_serializing_if = "Option::is_none")]
         lease_ms: Option<Millis>,
     },
     /// The attempt paused for a person's decision on an artifact (001 §9).
@@ -114,10 +101,8 @@ pub enum Event {
         /// The artifact's content hash: a decision must name it.
         artifact_hash: NonBlank,
         /// What the person is asked (free text).
-        #[serde(skip_serializing_if = "Option::is_none")]
         question: Option<String>,
         /// The attempt reporting.
-        #[serde(skip_serializing_if = "Option::is_none")]
         attempt: Option<u64>,
     },
     /// The executor stopped after a cancel request.
@@ -125,7 +110,6 @@ pub enum Event {
         /// When it happened.
         at_ms: Millis,
         /// The attempt reporting.
-        #[serde(skip_serializing_if = "Option::is_none")]
         attempt: Option<u64>,
     },
     /// The executor cannot stop the work (a remote job that cannot be
@@ -134,10 +118,8 @@ pub enum Event {
         /// When it happened.
         at_ms: Millis,
         /// Why, for the person who asked (free text).
-        #[serde(skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
         /// The attempt reporting.
-        #[serde(skip_serializing_if = "Option::is_none")]
         attempt: Option<u64>,
     },
     /// The attempt's lease ran out (the sweeper records it at the lease's
@@ -146,7 +128,6 @@ pub enum Event {
         /// When the lease ran out.
         at_ms: Millis,
         /// The attempt whose lease it was.
-        #[serde(skip_serializing_if = "Option::is_none")]
         attempt: Option<u64>,
     },
     /// An `unknown` task's grace period ran out with no word from its
@@ -166,10 +147,8 @@ pub enum Event {
         /// When it happened.
         at_ms: Millis,
         /// Why (free text).
-        #[serde(skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
         /// Who asked, as the caller authenticated them.
-        #[serde(skip_serializing_if = "Option::is_none")]
         actor: Option<NonBlank>,
     },
     /// A person's decision on a held artifact.
@@ -183,17 +162,14 @@ pub enum Event {
         /// The task version the decision was made on: must be current.
         version: u64,
         /// Why (free text; what to change, for `request_changes`).
-        #[serde(skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
         /// Who decided, as the caller authenticated them.
-        #[serde(skip_serializing_if = "Option::is_none")]
         actor: Option<NonBlank>,
     },
 }
 
 /// A person's decision on a held artifact (001 §9).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DecisionKind {
     /// Go on with this artifact: the task is re-queued.
     Approve,
@@ -215,8 +191,7 @@ impl DecisionKind {
 }
 
 /// The event kinds, as spelled in `type`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[allow(missing_docs)] // each names the Event variant of the same name
 pub enum EventKind {
     Start,

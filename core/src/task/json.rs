@@ -100,9 +100,36 @@ impl FromJson for Decision {
     }
 }
 
-/// An optional time: finite and ≥ 0 when present.
-fn time(f: &Fields<'_, '_, '_>, key: &str) -> Result<Option<f64>, json::Error> {
-    Ok(f.get::<Millis>(key)?.map(Millis::get))
+/// Reads fields and keeps the first error, so a reader has one exit and
+/// drops its partial result in one place (an early return per field
+/// repeats the drop code at every one: ~2 KB of the page's wasm here).
+struct Gather<'f, 'v, 'a, 'p> {
+    f: &'f Fields<'v, 'a, 'p>,
+    error: Option<json::Error>,
+}
+
+impl Gather<'_, '_, '_, '_> {
+    fn get<T: FromJson>(&mut self, key: &str) -> Option<T> {
+        if self.error.is_some() {
+            return None;
+        }
+        self.f.get(key).unwrap_or_else(|e| {
+            self.error = Some(e);
+            None
+        })
+    }
+
+    fn req<T: FromJson>(&mut self, key: &str) -> Option<T> {
+        let value = self.get(key);
+        if value.is_none() && self.error.is_none() {
+            self.error = Some(self.f.missing(key, "required"));
+        }
+        value
+    }
+
+    fn time(&mut self, key: &str) -> Option<f64> {
+        self.get::<Millis>(key).map(Millis::get)
+    }
 }
 
 impl FromJson for TaskView {
@@ -110,30 +137,38 @@ impl FromJson for TaskView {
     /// any, is ignored.
     fn from_json(value: &Value<'_>, at: Path<'_>) -> Result<Self, json::Error> {
         let f = Fields::of(value, at)?;
-        let id: NonBlank = f.req("id")?;
-        let expires_at_ms: f64 = f.req("expiresAtMs")?;
-        let progress: value::Percent = f.req("progress")?;
+        let mut g = Gather { f: &f, error: None };
+        let id: Option<NonBlank> = g.req("id");
+        let state: Option<State> = g.req("state");
+        let expires_at_ms: Option<f64> = g.req("expiresAtMs");
+        let attempts: Option<u64> = g.req("attempts");
+        let max_attempts: Option<u64> = g.req("maxAttempts");
+        let progress: Option<value::Percent> = g.req("progress");
+        let version: Option<u64> = g.req("version");
         let view = TaskView {
-            id: id.into_string(),
-            state: f.req("state")?,
-            expires_at_ms,
-            attempts: f.req("attempts")?,
-            max_attempts: f.req("maxAttempts")?,
-            progress: progress.get(),
-            version: f.req("version")?,
-            result_ref: f.get("resultRef")?,
-            result_hash: f.get("resultHash")?,
-            error: f.get("error")?,
-            deadline_at_ms: time(&f, "deadlineAtMs")?,
-            unknown_grace_ms: time(&f, "unknownGraceMs")?,
-            auto_requeue: f.get("autoRequeue")?.unwrap_or(true),
-            continuations: f.get("continuations")?.unwrap_or(0),
-            unknown_since_ms: time(&f, "unknownSinceMs")?,
-            artifact_ref: f.get("artifactRef")?,
-            artifact_hash: f.get("artifactHash")?,
-            question: f.get("question")?,
-            decision: f.get("decision")?,
+            id: id.map(NonBlank::into_string).unwrap_or_default(),
+            state: state.unwrap_or(State::Queued),
+            expires_at_ms: expires_at_ms.unwrap_or_default(),
+            attempts: attempts.unwrap_or_default(),
+            max_attempts: max_attempts.unwrap_or_default(),
+            progress: progress.unwrap_or_default().get(),
+            version: version.unwrap_or_default(),
+            result_ref: g.get("resultRef"),
+            result_hash: g.get("resultHash"),
+            error: g.get("error"),
+            deadline_at_ms: g.time("deadlineAtMs"),
+            unknown_grace_ms: g.time("unknownGraceMs"),
+            auto_requeue: g.get("autoRequeue").unwrap_or(true),
+            continuations: g.get("continuations").unwrap_or(0),
+            unknown_since_ms: g.time("unknownSinceMs"),
+            artifact_ref: g.get("artifactRef"),
+            artifact_hash: g.get("artifactHash"),
+            question: g.get("question"),
+            decision: g.get("decision"),
         };
+        if let Some(e) = g.error {
+            return Err(e);
+        }
         check(&view).map_err(|(field, why)| f.missing(field, &why))?;
         Ok(view)
     }

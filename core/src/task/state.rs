@@ -10,14 +10,13 @@
 //! The first five are the seed's, spelled as before; the others come from
 //! the source documents 001 to 004 (see [`crate::transition`]).
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 
 use crate::json::{self, FromJson, Path, Value};
 
 /// Where a task is in its life. Terminal states absorb every later event
 /// as a duplicate or a conflict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum State {
     /// Created, or requeued (after a retryable failure, a decision, or a
     /// lease that lapsed for good); waiting for a worker.
@@ -114,6 +113,14 @@ impl State {
         State::Unknown,
         State::TimedOut,
     ];
+}
+
+impl Serialize for State {
+    /// The wire spelling (by hand: serde's derive costs a match per
+    /// variant in the page's wasm).
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
 }
 
 impl FromJson for State {

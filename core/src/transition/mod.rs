@@ -394,4 +394,6 @@ impl TaskView {
 }
 
 #[cfg(test)]
+mod fixtures;
+#[cfg(test)]
 mod tests;

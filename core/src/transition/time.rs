@@ -19,8 +19,16 @@ impl TaskView {
     /// is recorded. When both clocks have run out, the earlier wins; a
     /// tie goes to the TTL.
     pub(crate) fn time_rule(&self, event: &Event) -> Option<Recorded> {
-        let at = event.at_ms().get();
-        let ttl = matches!(event, Event::Expire { .. }) || at >= self.expires_at_ms;
+        let is_expire = matches!(event, Event::Expire { .. });
+        // An `expire` says the TTL ran out (the seed applies it whatever
+        // its time), so it is judged when it is recorded: at expiresAtMs
+        // or later. Otherwise its replay could judge the deadline
+        // differently from the original.
+        let at = match is_expire {
+            true => event.at_ms().get().max(self.expires_at_ms),
+            false => event.at_ms().get(),
+        };
+        let ttl = is_expire || at >= self.expires_at_ms;
         match self.deadline_at_ms.filter(|deadline| at >= *deadline) {
             Some(deadline) if !ttl || deadline < self.expires_at_ms => Some(Recorded::Timeout),
             _ if ttl => Some(Recorded::Expiry),
@@ -111,7 +119,16 @@ mod tests {
         let mut t = task(100.0, None);
         assert_eq!(t.apply(timeout(90.0)).reason, Reason::NotDue);
         // An expire is the seed's: unconditional, but a deadline that
-        // passed earlier still comes first.
+        // passed earlier still comes first, even for an early expire (it
+        // says the TTL ran out, so the deadline has too).
+        let mut early = task(100.0, Some(50.0));
+        let expire_at_10 = Event::Expire {
+            at_ms: Millis::new(10.0, "a").unwrap(),
+        };
+        assert_eq!(early.apply(expire_at_10).reason, Reason::TimedOut);
+        let mut replayed = early.initial();
+        assert!(replayed.apply(&early.history()[0].event).changed);
+        assert_eq!(&replayed, early.view());
         let mut t = task(100.0, Some(50.0));
         let expire = Event::Expire {
             at_ms: Millis::new(60.0, "a").unwrap(),
