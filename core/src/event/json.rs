@@ -1,11 +1,12 @@
 //! Events on the wire: `{"type":…,"atMs":…, the kind's own fields}`.
 //!
-//! Both directions go through one flat record of every field an event
-//! can have ([`Flat`]), in one global order that is also each kind's
-//! declaration order. Why not serde's derive: for fourteen tagged
-//! variants its serializer and our per-kind reader cost ~9 KB of the
-//! page's wasm; one flat pass costs a fraction of that, and the JSON is
-//! the same (seed events keep their exact shape).
+//! Writing goes through one flat, borrowed record of every field an event
+//! can have ([`Out`]), in one global order that is also each kind's
+//! declaration order; reading keeps the first error instead of returning
+//! at each field. Both are about the page's wasm: serde's derived
+//! serializer for fourteen tagged variants and a reader with an early
+//! return per field cost ~8 KB more; the JSON is the same (seed events
+//! keep their exact shape).
 
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
@@ -13,85 +14,6 @@ use serde::{Serialize, Serializer};
 use super::{DecisionKind, Event, EventKind};
 use crate::json::{self, Fields, FromJson, Path, Value};
 use crate::value::{Millis, NonBlank, Percent, MAX_SAFE_INTEGER};
-
-/// Every field an event can have; each kind sets its own.
-#[derive(Default)]
-struct Flat {
-    worker: Option<String>,
-    progress: Option<Percent>,
-    cursor: Option<String>,
-    result_ref: Option<NonBlank>,
-    result_hash: Option<NonBlank>,
-    error: Option<String>,
-    retryable: Option<bool>,
-    decision: Option<DecisionKind>,
-    artifact_ref: Option<NonBlank>,
-    artifact_hash: Option<NonBlank>,
-    version: Option<u64>,
-    question: Option<String>,
-    reason: Option<String>,
-    actor: Option<NonBlank>,
-    attempt: Option<u64>,
-    lease_ms: Option<Millis>,
-}
-
-/// The fields of each kind, as bits of [`F`]: which are read, in
-/// [`REQUIRED`] which must be there.
-struct F;
-impl F {
-    const WORKER: u32 = 1;
-    const PROGRESS: u32 = 1 << 1;
-    const CURSOR: u32 = 1 << 2;
-    const RESULT_REF: u32 = 1 << 3;
-    const RESULT_HASH: u32 = 1 << 4;
-    const ERROR: u32 = 1 << 5;
-    const RETRYABLE: u32 = 1 << 6;
-    const DECISION: u32 = 1 << 7;
-    const ARTIFACT_REF: u32 = 1 << 8;
-    const ARTIFACT_HASH: u32 = 1 << 9;
-    const VERSION: u32 = 1 << 10;
-    const QUESTION: u32 = 1 << 11;
-    const REASON: u32 = 1 << 12;
-    const ACTOR: u32 = 1 << 13;
-    const ATTEMPT: u32 = 1 << 14;
-    const LEASE_MS: u32 = 1 << 15;
-}
-
-/// Every kind has `atMs`, required.
-const AT_MS: u32 = 1 << 16;
-
-/// (fields read, fields required) per kind, besides `atMs`.
-const fn fields(kind: EventKind) -> (u32, u32) {
-    use EventKind as K;
-    match kind {
-        K::Start => (F::WORKER | F::ATTEMPT | F::LEASE_MS, F::WORKER),
-        K::Progress => (
-            F::PROGRESS | F::CURSOR | F::ATTEMPT,
-            F::PROGRESS | F::CURSOR,
-        ),
-        K::Succeed => (
-            F::RESULT_REF | F::RESULT_HASH | F::ATTEMPT,
-            F::RESULT_REF | F::RESULT_HASH,
-        ),
-        K::Fail => (
-            F::ERROR | F::RETRYABLE | F::ATTEMPT,
-            F::ERROR | F::RETRYABLE,
-        ),
-        K::Heartbeat => (F::ATTEMPT | F::LEASE_MS, 0),
-        K::Hold => (
-            F::ARTIFACT_REF | F::ARTIFACT_HASH | F::QUESTION | F::ATTEMPT,
-            F::ARTIFACT_REF | F::ARTIFACT_HASH,
-        ),
-        K::AckCancel | K::Lapse => (F::ATTEMPT, 0),
-        K::CannotCancel => (F::REASON | F::ATTEMPT, 0),
-        K::Cancel => (F::REASON | F::ACTOR, 0),
-        K::Decide => (
-            F::DECISION | F::ARTIFACT_HASH | F::VERSION | F::REASON | F::ACTOR,
-            F::DECISION | F::ARTIFACT_HASH | F::VERSION,
-        ),
-        K::Expire | K::Abandon | K::Timeout => (0, 0),
-    }
-}
 
 /// An event's fields, borrowed, for writing.
 #[derive(Default)]
@@ -114,7 +36,7 @@ struct Out<'a> {
 }
 
 impl Event {
-    /// The event's own fields (the inverse of [`Flat::build`]).
+    /// The event's own fields, but `type`, `atMs` and `attempt`.
     fn out(&self) -> Out<'_> {
         let mut o = Out::default();
         match self {
@@ -165,75 +87,6 @@ impl Event {
             | Event::Timeout { .. } => {}
         }
         o
-    }
-}
-
-impl Flat {
-    /// The event of `kind` from these fields, which hold at least the
-    /// kind's required ones (checked by the reader). `None` otherwise.
-    fn build(self, kind: EventKind, at_ms: Millis) -> Option<Event> {
-        let attempt = self.attempt;
-        Some(match kind {
-            EventKind::Start => Event::Start {
-                at_ms,
-                worker: self.worker?,
-                attempt,
-                lease_ms: self.lease_ms,
-            },
-            EventKind::Progress => Event::Progress {
-                at_ms,
-                progress: self.progress?,
-                cursor: self.cursor?,
-                attempt,
-            },
-            EventKind::Succeed => Event::Succeed {
-                at_ms,
-                result_ref: self.result_ref?,
-                result_hash: self.result_hash?,
-                attempt,
-            },
-            EventKind::Fail => Event::Fail {
-                at_ms,
-                error: self.error?,
-                retryable: self.retryable?,
-                attempt,
-            },
-            EventKind::Expire => Event::Expire { at_ms },
-            EventKind::Heartbeat => Event::Heartbeat {
-                at_ms,
-                attempt,
-                lease_ms: self.lease_ms,
-            },
-            EventKind::Hold => Event::Hold {
-                at_ms,
-                artifact_ref: self.artifact_ref?,
-                artifact_hash: self.artifact_hash?,
-                question: self.question,
-                attempt,
-            },
-            EventKind::AckCancel => Event::AckCancel { at_ms, attempt },
-            EventKind::CannotCancel => Event::CannotCancel {
-                at_ms,
-                reason: self.reason,
-                attempt,
-            },
-            EventKind::Lapse => Event::Lapse { at_ms, attempt },
-            EventKind::Abandon => Event::Abandon { at_ms },
-            EventKind::Timeout => Event::Timeout { at_ms },
-            EventKind::Cancel => Event::Cancel {
-                at_ms,
-                reason: self.reason,
-                actor: self.actor,
-            },
-            EventKind::Decide => Event::Decide {
-                at_ms,
-                decision: self.decision?,
-                artifact_hash: self.artifact_hash?,
-                version: self.version?,
-                reason: self.reason,
-                actor: self.actor,
-            },
-        })
     }
 }
 
@@ -318,34 +171,51 @@ impl FromJson for DecisionKind {
     }
 }
 
-/// Reads the fields of one kind and keeps the first error: no early
-/// return per field, so the partly read record is dropped at one place
-/// (an early return per field repeats the drop code at every one).
+/// A value that stands in for a missing required field once its error is
+/// recorded; it never escapes, since the reader then returns the error.
+trait Placeholder {
+    fn placeholder() -> Self;
+}
+
+impl<T: Default> Placeholder for T {
+    fn placeholder() -> Self {
+        T::default()
+    }
+}
+
+/// Reads an event's fields and keeps the first error. No early return
+/// per field: the event under construction is dropped in one place (an
+/// early return per field repeats the drop code at every one, ~2 KB of
+/// the page's wasm for fourteen kinds).
 struct Reader<'f, 'v, 'a, 'p> {
     f: &'f Fields<'v, 'a, 'p>,
     kind: EventKind,
-    read: u32,
-    required: u32,
     error: Option<json::Error>,
 }
 
 impl Reader<'_, '_, '_, '_> {
-    /// `key` when the kind has it, else `None` without looking (other
-    /// kinds' fields are ignored, for forward compatibility).
-    fn get<T: FromJson>(&mut self, bit: u32, key: &str) -> Option<T> {
-        if self.read & bit == 0 || self.error.is_some() {
+    /// An optional field.
+    fn opt<T: FromJson>(&mut self, key: &str) -> Option<T> {
+        if self.error.is_some() {
             return None;
         }
-        match self.f.get(key) {
-            Ok(None) if self.required & bit != 0 => self.fail(self.missing(key)),
-            Ok(value) => value,
-            Err(e) => self.fail(e),
-        }
+        self.f.get(key).unwrap_or_else(|e| {
+            self.error = Some(e);
+            None
+        })
     }
 
-    fn fail<T>(&mut self, e: json::Error) -> Option<T> {
-        self.error = Some(e);
-        None
+    /// A required field; when missing, the error names the kind.
+    fn req<T: FromJson + Placeholder>(&mut self, key: &str) -> T {
+        match self.opt(key) {
+            Some(value) => value,
+            None => {
+                if self.error.is_none() {
+                    self.error = Some(self.missing(key));
+                }
+                T::placeholder()
+            }
+        }
     }
 
     /// Out of line: one copy, not one per field type.
@@ -354,55 +224,125 @@ impl Reader<'_, '_, '_, '_> {
         self.f
             .missing(key, &format!("required for a {} event", self.kind.as_str()))
     }
-}
 
-impl FromJson for Event {
-    /// Reads `type` first, then exactly the fields that kind has; other
-    /// fields are ignored (forward compatibility).
-    fn from_json(value: &Value<'_>, at: Path<'_>) -> Result<Self, json::Error> {
-        let f = Fields::of(value, at)?;
-        let kind: EventKind = f.req("type")?;
-        let (read, required) = fields(kind);
-        let mut r = Reader {
-            f: &f,
-            kind,
-            read: read | AT_MS,
-            required: required | AT_MS,
-            error: None,
-        };
-        let at_ms: Millis = r.get(AT_MS, "atMs").unwrap_or_default();
-        let flat = Flat {
-            worker: r.get(F::WORKER, "worker"),
-            progress: r.get(F::PROGRESS, "progress"),
-            cursor: r.get(F::CURSOR, "cursor"),
-            result_ref: r.get(F::RESULT_REF, "resultRef"),
-            result_hash: r.get(F::RESULT_HASH, "resultHash"),
-            error: r.get(F::ERROR, "error"),
-            retryable: r.get(F::RETRYABLE, "retryable"),
-            decision: r.get(F::DECISION, "decision"),
-            artifact_ref: r.get(F::ARTIFACT_REF, "artifactRef"),
-            artifact_hash: r.get(F::ARTIFACT_HASH, "artifactHash"),
-            version: r.get(F::VERSION, "version"),
-            question: r.get(F::QUESTION, "question"),
-            reason: r.get(F::REASON, "reason"),
-            actor: r.get(F::ACTOR, "actor"),
-            attempt: r.get(F::ATTEMPT, "attempt"),
-            lease_ms: r.get(F::LEASE_MS, "leaseMs"),
-        };
-        if let Some(e) = r.error {
-            return Err(e);
-        }
-        if flat.attempt == Some(0) {
-            return Err(f.missing(
+    /// The fencing token: an attempt number, counted from 1.
+    fn attempt(&mut self) -> Option<u64> {
+        let attempt = self.opt("attempt");
+        if attempt == Some(0) && self.error.is_none() {
+            self.error = Some(self.f.missing(
                 "attempt",
                 &format!("must be an integer from 1 to {MAX_SAFE_INTEGER}, got 0"),
             ));
         }
-        if flat.lease_ms.is_some_and(|l| l.get() <= 0.0) {
-            return Err(f.missing("leaseMs", "must be a finite number > 0"));
+        attempt
+    }
+
+    /// A lease length: finite and > 0.
+    fn lease_ms(&mut self) -> Option<Millis> {
+        let lease: Option<Millis> = self.opt("leaseMs");
+        if lease.is_some_and(|l| l.get() <= 0.0) && self.error.is_none() {
+            self.error = Some(self.f.missing("leaseMs", "must be a finite number > 0"));
         }
-        flat.build(kind, at_ms)
-            .ok_or_else(|| f.missing("type", "fields missing for this kind"))
+        lease
+    }
+}
+
+impl Placeholder for NonBlank {
+    fn placeholder() -> Self {
+        NonBlank::placeholder()
+    }
+}
+
+impl Placeholder for DecisionKind {
+    fn placeholder() -> Self {
+        DecisionKind::Approve
+    }
+}
+
+impl FromJson for Event {
+    /// Reads `type` first, then exactly the fields that kind has, in
+    /// declaration order; other fields are ignored (forward
+    /// compatibility).
+    fn from_json(value: &Value<'_>, at: Path<'_>) -> Result<Self, json::Error> {
+        let f = Fields::of(value, at)?;
+        let kind: EventKind = f.req("type")?;
+        let mut r = Reader {
+            f: &f,
+            kind,
+            error: None,
+        };
+        let at_ms: Millis = r.req("atMs");
+        let event = match kind {
+            EventKind::Start => Event::Start {
+                at_ms,
+                worker: r.req("worker"),
+                attempt: r.attempt(),
+                lease_ms: r.lease_ms(),
+            },
+            EventKind::Progress => Event::Progress {
+                at_ms,
+                progress: r.req("progress"),
+                cursor: r.req("cursor"),
+                attempt: r.attempt(),
+            },
+            EventKind::Succeed => Event::Succeed {
+                at_ms,
+                result_ref: r.req("resultRef"),
+                result_hash: r.req("resultHash"),
+                attempt: r.attempt(),
+            },
+            EventKind::Fail => Event::Fail {
+                at_ms,
+                error: r.req("error"),
+                retryable: r.req("retryable"),
+                attempt: r.attempt(),
+            },
+            EventKind::Expire => Event::Expire { at_ms },
+            EventKind::Heartbeat => Event::Heartbeat {
+                at_ms,
+                attempt: r.attempt(),
+                lease_ms: r.lease_ms(),
+            },
+            EventKind::Hold => Event::Hold {
+                at_ms,
+                artifact_ref: r.req("artifactRef"),
+                artifact_hash: r.req("artifactHash"),
+                question: r.opt("question"),
+                attempt: r.attempt(),
+            },
+            EventKind::AckCancel => Event::AckCancel {
+                at_ms,
+                attempt: r.attempt(),
+            },
+            EventKind::CannotCancel => Event::CannotCancel {
+                at_ms,
+                reason: r.opt("reason"),
+                attempt: r.attempt(),
+            },
+            EventKind::Lapse => Event::Lapse {
+                at_ms,
+                attempt: r.attempt(),
+            },
+            EventKind::Abandon => Event::Abandon { at_ms },
+            EventKind::Timeout => Event::Timeout { at_ms },
+            EventKind::Cancel => Event::Cancel {
+                at_ms,
+                reason: r.opt("reason"),
+                actor: r.opt("actor"),
+            },
+            EventKind::Decide => Event::Decide {
+                at_ms,
+                decision: r.req("decision"),
+                artifact_hash: r.req("artifactHash"),
+                version: r.req("version"),
+                reason: r.opt("reason"),
+                actor: r.opt("actor"),
+            },
+        };
+        match r.error {
+            Some(e) => Err(e),
+            None => Ok(event),
+        }
     }
 }
 

@@ -197,7 +197,7 @@ fn check(view: &TaskView) -> Result<(), (&'static str, String)> {
     if view.state.holds_attempt() && view.attempts == 0 {
         return Err((
             "attempts",
-            format!("a {} task has started at least once", view.state.as_str()),
+            "must be >= 1 once a worker holds the task".into(),
         ));
     }
     match view.state {

@@ -77,10 +77,12 @@ impl TaskView {
         });
         if kind == DecisionKind::Reject {
             self.state = State::Failed;
-            self.error = Some(match reason {
-                Some(why) => format!("rejected: {why}"),
-                None => String::from("rejected"),
-            });
+            let mut error = String::from("rejected");
+            if let Some(why) = reason {
+                error.push_str(": ");
+                error.push_str(why);
+            }
+            self.error = Some(error);
             return Outcome::changed(Reason::Rejected, true);
         }
         self.state = State::Queued;

@@ -76,9 +76,8 @@ impl TaskView {
             return Outcome::unchanged(Reason::NotDue, false);
         }
         self.unknown_since_ms = None;
-        self.error = Some(format!(
-            "lease lapsed: attempt {} gave no sign within the grace period",
-            self.attempts
+        self.error = Some(String::from(
+            "lease lapsed: the attempt gave no sign within the grace period",
         ));
         if self.attempts < self.allowed_attempts() {
             self.state = State::Queued;
