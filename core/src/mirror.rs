@@ -21,7 +21,7 @@ use crate::json::{self, Fields, FromJson, Path, Value};
 use crate::event::Event;
 use crate::resume::{ResumeAnswer, ResumeMode};
 use crate::task::{HistoryEntry, State, TaskView};
-use crate::transition::{Facts, Recorded};
+use crate::transition::Recorded;
 use crate::value::{is_blank, NonBlank};
 use crate::Error;
 
@@ -351,6 +351,6 @@ fn replays_identically(view: &mut TaskView, entry: &HistoryEntry) -> bool {
     if !as_recorded {
         return false;
     }
-    let judged = view.decide(&entry.event, Facts::Replay);
-    judged.outcome.changed && view.version == entry.version
+    let (outcome, _) = view.judge_versioned(&entry.event, true);
+    outcome.changed && view.version == entry.version
 }

@@ -20,7 +20,7 @@
 //! records its event at the time it became due (the lease's end, the
 //! grace period's end, the deadline), so a replay reproduces it.
 
-use super::{Facts, Outcome, Reason, Step};
+use super::{Outcome, Reason, Step};
 use crate::event::Event;
 use crate::lease::Lease;
 use crate::task::{State, TaskView};
@@ -41,14 +41,13 @@ impl TaskView {
         }
     }
 
-    pub(super) fn lapse(&mut self, at: Millis, facts: Facts<'_>) -> Outcome {
+    /// `due`: the current attempt's lease has run out by `at`.
+    pub(super) fn lapse(&mut self, at: Millis, due: bool) -> Outcome {
         if !self.state.is_leased() {
             return Outcome::unchanged(Reason::NotRunning, false);
         }
-        if let Facts::Known(lease) = facts {
-            if !lease.is_some_and(|l| l.attempt == self.attempts && at >= l.expires_at_ms) {
-                return Outcome::unchanged(Reason::NotDue, false);
-            }
+        if !due {
+            return Outcome::unchanged(Reason::NotDue, false);
         }
         if self.state == State::Running {
             self.state = State::Unknown;

@@ -116,25 +116,6 @@ pub(crate) enum Recorded {
     Timeout,
 }
 
-/// What the judge knows of the lease.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Facts<'a> {
-    /// Replaying a history the authority already judged (a client
-    /// mirror): every recorded `lapse` was due.
-    Replay,
-    /// Judging new input with the stored lease.
-    Known(Option<&'a Lease>),
-}
-
-impl<'a> Facts<'a> {
-    fn lease(self) -> Option<&'a Lease> {
-        match self {
-            Facts::Replay => None,
-            Facts::Known(lease) => lease,
-        }
-    }
-}
-
 /// What [`TaskView::decide`] concluded.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Judgement {
@@ -204,7 +185,7 @@ impl Task {
     /// [`apply_event`].
     pub fn apply(&mut self, event: Event) -> Outcome {
         let (view, lease, history) = self.parts_mut();
-        let judged = view.decide(&event, Facts::Known(lease.as_ref()));
+        let judged = view.decide(&event, lease.as_ref());
         if judged.outcome.changed {
             history.push(HistoryEntry {
                 version: view.version,
@@ -224,9 +205,10 @@ impl Task {
 
 impl TaskView {
     /// Applies `event` to the fields alone, with no history and no lease:
-    /// what a client mirror does with entries the server recorded.
+    /// what a client mirror does with entries the server recorded (every
+    /// recorded `lapse` was due, so none is refused for want of a lease).
     pub fn apply(&mut self, event: &Event) -> Outcome {
-        self.decide(event, Facts::Replay).outcome
+        self.judge_versioned(event, true).0
     }
 
     /// Applies `event` to a task that has no lease, and returns the
@@ -240,7 +222,7 @@ impl TaskView {
     /// change. A heartbeat answers `changed: false`, no entry, and
     /// `lease: Set(..)`: the store writes the lease alone.
     pub fn step_with(&mut self, lease: Option<&Lease>, event: &Event) -> Step {
-        let judged = self.decide(event, Facts::Known(lease));
+        let judged = self.decide(event, lease);
         let entry = judged.outcome.changed.then(|| HistoryEntry {
             version: self.version,
             event: self.recorded_event(judged.recorded, event.clone()),
@@ -278,35 +260,64 @@ impl TaskView {
         }
     }
 
-    /// The one judge: rules 1 to 4 of the module docs. Never changes
-    /// anything versioned unless `outcome.changed`.
-    pub(crate) fn decide(&mut self, event: &Event, facts: Facts<'_>) -> Judgement {
-        let before = facts.lease();
-        let mut lease = before.copied();
-        let (outcome, recorded) = self.judge(event, facts, &mut lease);
-        if outcome.changed {
-            self.version = self.version.saturating_add(1);
-        }
-        let lease = if outcome.changed && !self.state.holds_attempt() {
-            // The attempt ended: its lease goes with it (even one the
-            // caller did not pass, so a store can always write this).
-            LeaseChange::Clear
-        } else {
-            LeaseChange::between(before, lease)
-        };
+    /// The one judge, given the stored lease: the versioned outcome
+    /// (rules 1 to 4), then what it does to the lease.
+    pub(crate) fn decide(&mut self, event: &Event, lease: Option<&Lease>) -> Judgement {
+        let lapse_due =
+            lease.is_some_and(|l| l.attempt == self.attempts && event.at_ms() >= l.expires_at_ms);
+        let (outcome, recorded) = self.judge_versioned(event, lapse_due);
         Judgement {
             outcome,
             recorded,
-            lease,
+            lease: self.lease_change(event, outcome, lease),
         }
     }
 
-    fn judge(
+    /// Rules 1 to 4, on the versioned fields alone. `lapse_due`: a
+    /// `lapse` event's lease has run out (always true in a replay). Never
+    /// changes anything unless `outcome.changed`, and then adds one to
+    /// the version.
+    pub(crate) fn judge_versioned(
         &mut self,
         event: &Event,
-        facts: Facts<'_>,
-        lease: &mut Option<Lease>,
+        lapse_due: bool,
     ) -> (Outcome, Recorded) {
+        let (outcome, recorded) = self.judge(event, lapse_due);
+        if outcome.changed {
+            self.version = self.version.saturating_add(1);
+        }
+        (outcome, recorded)
+    }
+
+    /// What an outcome does to the lease, judged after it: an attempt
+    /// that ended takes its lease along (`Clear`, even one the caller did
+    /// not pass, so a store can always write it); a start with `leaseMs`
+    /// opens one; a heartbeat or progress of the current attempt extends
+    /// it. Kept out of the versioned judge, which the page's mirror runs
+    /// without any lease.
+    fn lease_change(&self, event: &Event, outcome: Outcome, before: Option<&Lease>) -> LeaseChange {
+        use Reason::*;
+        if outcome.changed && !self.state.holds_attempt() {
+            return LeaseChange::Clear;
+        }
+        let at = event.at_ms();
+        let after = match (event, outcome.reason) {
+            (Event::Start { lease_ms, .. }, Started) => {
+                // Without leaseMs, no lease: the seed's executors never lapse.
+                Lease::extended(None, self.attempts, at, *lease_ms)
+            }
+            (Event::Heartbeat { lease_ms, .. }, Heartbeat | Recovered) => {
+                Lease::extended(before, self.attempts, at, *lease_ms).or(before.copied())
+            }
+            (Event::Progress { .. }, Progress | StaleProgress | DuplicateProgress | Recovered) => {
+                Lease::extended(before, self.attempts, at, None).or(before.copied())
+            }
+            _ => return LeaseChange::Keep,
+        };
+        LeaseChange::between(before, after)
+    }
+
+    fn judge(&mut self, event: &Event, lapse_due: bool) -> (Outcome, Recorded) {
         use Recorded::Incoming;
         if self.fenced(event) {
             return (Outcome::unchanged(Reason::StaleAttempt, false), Incoming);
@@ -317,11 +328,10 @@ impl TaskView {
         if let Some(recorded) = self.time_rule(event) {
             return (self.end_in_time(recorded), recorded);
         }
-        let at = event.at_ms();
         let outcome = match event {
-            Event::Start { lease_ms, .. } => self.start(at, *lease_ms, lease),
-            Event::Progress { progress, .. } => self.report(at, Some(progress.get()), None, lease),
-            Event::Heartbeat { lease_ms, .. } => self.report(at, None, *lease_ms, lease),
+            Event::Start { .. } => self.start(),
+            Event::Progress { progress, .. } => self.report(Some(progress.get())),
+            Event::Heartbeat { .. } => self.report(None),
             Event::Succeed {
                 result_ref,
                 result_hash,
@@ -346,8 +356,8 @@ impl TaskView {
             Event::Cancel { .. } => self.cancel(),
             Event::AckCancel { .. } => self.ack_cancel(),
             Event::CannotCancel { .. } => self.cannot_cancel(),
-            Event::Lapse { .. } => self.lapse(at, facts),
-            Event::Abandon { .. } => self.abandon(at),
+            Event::Lapse { at_ms, .. } => self.lapse(*at_ms, lapse_due),
+            Event::Abandon { at_ms } => self.abandon(*at_ms),
             // Rule 3 takes every `expire`, and every `timeout` that is due.
             Event::Expire { .. } | Event::Timeout { .. } => {
                 Outcome::unchanged(Reason::NotDue, false)

@@ -9,20 +9,14 @@
 //! - `cancelling` / `cancel_ineffective`: the work goes on until it ends,
 //!   and any end is `cancelled` (a result is kept for compensation).
 //! - Every `heartbeat` and `progress` of the current attempt extends its
-//!   lease to at least `atMs + leaseMs`.
+//!   lease to at least `atMs + leaseMs` (judged after the versioned
+//!   outcome, in `lease_change`).
 
 use super::{Outcome, Reason};
-use crate::lease::Lease;
 use crate::task::{State, TaskView};
-use crate::value::Millis;
 
 impl TaskView {
-    pub(super) fn start(
-        &mut self,
-        at: Millis,
-        lease_ms: Option<Millis>,
-        lease: &mut Option<Lease>,
-    ) -> Outcome {
+    pub(super) fn start(&mut self) -> Outcome {
         if self.state.holds_attempt() {
             return Outcome::unchanged(Reason::AlreadyRunning, true);
         }
@@ -32,30 +26,21 @@ impl TaskView {
         self.state = State::Running;
         self.attempts += 1;
         self.progress = 0;
-        // A start without leaseMs opens no lease: the seed's executors
-        // never lapse.
-        *lease = Lease::extended(None, self.attempts, at, lease_ms);
         Outcome::changed(Reason::Started, false)
     }
 
-    /// `progress` (with a percentage) or `heartbeat` (with an optional
-    /// new lease length): the attempt is alive.
-    pub(super) fn report(
-        &mut self,
-        at: Millis,
-        progress: Option<u8>,
-        lease_ms: Option<Millis>,
-        lease: &mut Option<Lease>,
-    ) -> Outcome {
+    /// `progress` (with a percentage) or `heartbeat`: the attempt is
+    /// alive (its lease is extended after, see `lease_change`).
+    pub(super) fn report(&mut self, progress: Option<u8>) -> Outcome {
         use Reason::*;
-        let outcome = match (self.state, progress) {
+        match (self.state, progress) {
             (State::Unknown, _) => {
                 self.state = State::Running;
                 self.unknown_since_ms = None;
                 self.progress = self.progress.max(progress.unwrap_or(0));
                 Outcome::changed(Recovered, false)
             }
-            (s, _) if !s.is_leased() => return Outcome::unchanged(NotRunning, false),
+            (s, _) if !s.is_leased() => Outcome::unchanged(NotRunning, false),
             (_, None) => Outcome::unchanged(Heartbeat, false),
             (_, Some(p)) if p < self.progress => Outcome::unchanged(StaleProgress, false),
             (_, Some(p)) if p == self.progress => Outcome::unchanged(DuplicateProgress, true),
@@ -63,9 +48,7 @@ impl TaskView {
                 self.progress = p;
                 Outcome::changed(Progress, false)
             }
-        };
-        *lease = Lease::extended(lease.as_ref(), self.attempts, at, lease_ms).or(*lease);
-        outcome
+        }
     }
 
     pub(super) fn succeed(&mut self, result_ref: &str, result_hash: &str) -> Outcome {
