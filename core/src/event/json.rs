@@ -12,7 +12,7 @@ use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 
 use super::{DecisionKind, Event, EventKind};
-use crate::json::{self, Fields, FromJson, Path, Value};
+use crate::json::{self, Fields, FromJson, Gather, Path, Placeholder, Value};
 use crate::value::{Millis, NonBlank, Percent, MAX_SAFE_INTEGER};
 
 /// An event's fields, borrowed, for writing.
@@ -171,80 +171,25 @@ impl FromJson for DecisionKind {
     }
 }
 
-/// A value that stands in for a missing required field once its error is
-/// recorded; it never escapes, since the reader then returns the error.
-trait Placeholder {
-    fn placeholder() -> Self;
+/// The fencing token (an attempt number, counted from 1) and a lease
+/// length (> 0).
+fn attempt(g: &mut Gather<'_, '_, '_, '_>) -> Option<u64> {
+    let attempt = g.opt("attempt");
+    if attempt == Some(0) {
+        g.fail(
+            "attempt",
+            &format!("must be an integer from 1 to {MAX_SAFE_INTEGER}, got 0"),
+        );
+    }
+    attempt
 }
 
-impl<T: Default> Placeholder for T {
-    fn placeholder() -> Self {
-        T::default()
+fn lease_ms(g: &mut Gather<'_, '_, '_, '_>) -> Option<Millis> {
+    let lease: Option<Millis> = g.opt("leaseMs");
+    if lease.is_some_and(|l| l.get() <= 0.0) {
+        g.fail("leaseMs", "must be a finite number > 0");
     }
-}
-
-/// Reads an event's fields and keeps the first error. No early return
-/// per field: the event under construction is dropped in one place (an
-/// early return per field repeats the drop code at every one, ~2 KB of
-/// the page's wasm for fourteen kinds).
-struct Reader<'f, 'v, 'a, 'p> {
-    f: &'f Fields<'v, 'a, 'p>,
-    kind: EventKind,
-    error: Option<json::Error>,
-}
-
-impl Reader<'_, '_, '_, '_> {
-    /// An optional field.
-    fn opt<T: FromJson>(&mut self, key: &str) -> Option<T> {
-        if self.error.is_some() {
-            return None;
-        }
-        self.f.get(key).unwrap_or_else(|e| {
-            self.error = Some(e);
-            None
-        })
-    }
-
-    /// A required field; when missing, the error names the kind.
-    fn req<T: FromJson + Placeholder>(&mut self, key: &str) -> T {
-        match self.opt(key) {
-            Some(value) => value,
-            None => {
-                if self.error.is_none() {
-                    self.error = Some(self.missing(key));
-                }
-                T::placeholder()
-            }
-        }
-    }
-
-    /// Out of line: one copy, not one per field type.
-    #[inline(never)]
-    fn missing(&self, key: &str) -> json::Error {
-        self.f
-            .missing(key, &format!("required for a {} event", self.kind.as_str()))
-    }
-
-    /// The fencing token: an attempt number, counted from 1.
-    fn attempt(&mut self) -> Option<u64> {
-        let attempt = self.opt("attempt");
-        if attempt == Some(0) && self.error.is_none() {
-            self.error = Some(self.f.missing(
-                "attempt",
-                &format!("must be an integer from 1 to {MAX_SAFE_INTEGER}, got 0"),
-            ));
-        }
-        attempt
-    }
-
-    /// A lease length: finite and > 0.
-    fn lease_ms(&mut self) -> Option<Millis> {
-        let lease: Option<Millis> = self.opt("leaseMs");
-        if lease.is_some_and(|l| l.get() <= 0.0) && self.error.is_none() {
-            self.error = Some(self.f.missing("leaseMs", "must be a finite number > 0"));
-        }
-        lease
-    }
+    lease
 }
 
 impl Placeholder for NonBlank {
@@ -266,62 +211,58 @@ impl FromJson for Event {
     fn from_json(value: &Value<'_>, at: Path<'_>) -> Result<Self, json::Error> {
         let f = Fields::of(value, at)?;
         let kind: EventKind = f.req("type")?;
-        let mut r = Reader {
-            f: &f,
-            kind,
-            error: None,
-        };
+        let mut r = Gather::new(&f, Some(kind.as_str()));
         let at_ms: Millis = r.req("atMs");
         let event = match kind {
             EventKind::Start => Event::Start {
                 at_ms,
                 worker: r.req("worker"),
-                attempt: r.attempt(),
-                lease_ms: r.lease_ms(),
+                attempt: attempt(&mut r),
+                lease_ms: lease_ms(&mut r),
             },
             EventKind::Progress => Event::Progress {
                 at_ms,
                 progress: r.req("progress"),
                 cursor: r.req("cursor"),
-                attempt: r.attempt(),
+                attempt: attempt(&mut r),
             },
             EventKind::Succeed => Event::Succeed {
                 at_ms,
                 result_ref: r.req("resultRef"),
                 result_hash: r.req("resultHash"),
-                attempt: r.attempt(),
+                attempt: attempt(&mut r),
             },
             EventKind::Fail => Event::Fail {
                 at_ms,
                 error: r.req("error"),
                 retryable: r.req("retryable"),
-                attempt: r.attempt(),
+                attempt: attempt(&mut r),
             },
             EventKind::Expire => Event::Expire { at_ms },
             EventKind::Heartbeat => Event::Heartbeat {
                 at_ms,
-                attempt: r.attempt(),
-                lease_ms: r.lease_ms(),
+                attempt: attempt(&mut r),
+                lease_ms: lease_ms(&mut r),
             },
             EventKind::Hold => Event::Hold {
                 at_ms,
                 artifact_ref: r.req("artifactRef"),
                 artifact_hash: r.req("artifactHash"),
                 question: r.opt("question"),
-                attempt: r.attempt(),
+                attempt: attempt(&mut r),
             },
             EventKind::AckCancel => Event::AckCancel {
                 at_ms,
-                attempt: r.attempt(),
+                attempt: attempt(&mut r),
             },
             EventKind::CannotCancel => Event::CannotCancel {
                 at_ms,
                 reason: r.opt("reason"),
-                attempt: r.attempt(),
+                attempt: attempt(&mut r),
             },
             EventKind::Lapse => Event::Lapse {
                 at_ms,
-                attempt: r.attempt(),
+                attempt: attempt(&mut r),
             },
             EventKind::Abandon => Event::Abandon { at_ms },
             EventKind::Timeout => Event::Timeout { at_ms },
@@ -339,10 +280,7 @@ impl FromJson for Event {
                 actor: r.opt("actor"),
             },
         };
-        match r.error {
-            Some(e) => Err(e),
-            None => Ok(event),
-        }
+        r.finish(event)
     }
 }
 

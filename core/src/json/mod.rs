@@ -21,8 +21,8 @@ mod ser;
 pub use de::Path;
 pub use error::Error;
 pub use parse::Value;
-pub(crate) use read::impl_deserialize;
 pub use read::{deserialize_via_from_json, expected, invalid, variant, Fields, FromJson};
+pub(crate) use read::{impl_deserialize, Gather, Placeholder};
 
 /// Parses JSON text into a [`FromJson`] type (the wire types): one pass
 /// over the text into a tree, one over the tree into `T`.

@@ -189,8 +189,8 @@ fn new_states_need_their_fields() {
             "task.attempts:",
         ),
         (
-            r#","state":"queued","decision":{"kind":"yes","version":1}}"#,
-            "task.decision.kind:",
+            r#","state":"queued","decision":"yes","decisionVersion":1}"#,
+            "task.decision:",
         ),
     ] {
         let json = format!("{base}{rest}");
