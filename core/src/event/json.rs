@@ -13,82 +13,7 @@ use serde::{Serialize, Serializer};
 
 use super::{DecisionKind, Event, EventKind};
 use crate::json::{self, Fields, FromJson, Gather, Path, Placeholder, Value};
-use crate::value::{Millis, NonBlank, Percent, MAX_SAFE_INTEGER};
-
-/// An event's fields, borrowed, for writing.
-#[derive(Default)]
-struct Out<'a> {
-    worker: Option<&'a str>,
-    progress: Option<Percent>,
-    cursor: Option<&'a str>,
-    result_ref: Option<&'a NonBlank>,
-    result_hash: Option<&'a NonBlank>,
-    error: Option<&'a str>,
-    retryable: Option<bool>,
-    decision: Option<DecisionKind>,
-    artifact_ref: Option<&'a NonBlank>,
-    artifact_hash: Option<&'a NonBlank>,
-    version: Option<u64>,
-    question: Option<&'a str>,
-    reason: Option<&'a str>,
-    actor: Option<&'a NonBlank>,
-    lease_ms: Option<Millis>,
-}
-
-impl Event {
-    /// The event's own fields, but `type`, `atMs` and `attempt`.
-    fn out(&self) -> Out<'_> {
-        let mut o = Out::default();
-        match self {
-            Event::Start {
-                worker, lease_ms, ..
-            } => (o.worker, o.lease_ms) = (Some(worker.as_str()), *lease_ms),
-            Event::Progress {
-                progress, cursor, ..
-            } => (o.progress, o.cursor) = (Some(*progress), Some(cursor.as_str())),
-            Event::Succeed {
-                result_ref,
-                result_hash,
-                ..
-            } => (o.result_ref, o.result_hash) = (Some(result_ref), Some(result_hash)),
-            Event::Fail {
-                error, retryable, ..
-            } => (o.error, o.retryable) = (Some(error.as_str()), Some(*retryable)),
-            Event::Heartbeat { lease_ms, .. } => o.lease_ms = *lease_ms,
-            Event::Hold {
-                artifact_ref,
-                artifact_hash,
-                question,
-                ..
-            } => {
-                (o.artifact_ref, o.artifact_hash) = (Some(artifact_ref), Some(artifact_hash));
-                o.question = question.as_deref();
-            }
-            Event::CannotCancel { reason, .. } => o.reason = reason.as_deref(),
-            Event::Cancel { reason, actor, .. } => {
-                (o.reason, o.actor) = (reason.as_deref(), actor.as_ref());
-            }
-            Event::Decide {
-                decision,
-                artifact_hash,
-                version,
-                reason,
-                actor,
-                ..
-            } => {
-                (o.decision, o.artifact_hash) = (Some(*decision), Some(artifact_hash));
-                (o.version, o.reason, o.actor) =
-                    (Some(*version), reason.as_deref(), actor.as_ref());
-            }
-            Event::Expire { .. }
-            | Event::AckCancel { .. }
-            | Event::Lapse { .. }
-            | Event::Abandon { .. }
-            | Event::Timeout { .. } => {}
-        }
-        o
-    }
-}
+use crate::value::{Millis, NonBlank};
 
 fn field<S: SerializeStruct, T: Serialize>(
     s: &mut S,
@@ -105,26 +30,81 @@ impl Serialize for Event {
     /// `type`, `atMs`, then the kind's fields in declaration order; absent
     /// optional fields are left out.
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let f = self.out();
-        let mut st = s.serialize_struct("Event", 18)?;
+        let mut st = s.serialize_struct("Event", 8)?;
         st.serialize_field("type", self.kind().as_str())?;
         st.serialize_field("atMs", &self.at_ms())?;
-        field(&mut st, "worker", &f.worker)?;
-        field(&mut st, "progress", &f.progress)?;
-        field(&mut st, "cursor", &f.cursor)?;
-        field(&mut st, "resultRef", &f.result_ref)?;
-        field(&mut st, "resultHash", &f.result_hash)?;
-        field(&mut st, "error", &f.error)?;
-        field(&mut st, "retryable", &f.retryable)?;
-        field(&mut st, "decision", &f.decision)?;
-        field(&mut st, "artifactRef", &f.artifact_ref)?;
-        field(&mut st, "artifactHash", &f.artifact_hash)?;
-        field(&mut st, "version", &f.version)?;
-        field(&mut st, "question", &f.question)?;
-        field(&mut st, "reason", &f.reason)?;
-        field(&mut st, "actor", &f.actor)?;
-        field(&mut st, "attempt", &self.attempt())?;
-        field(&mut st, "leaseMs", &f.lease_ms)?;
+        match self {
+            Event::Start {
+                worker, lease_ms, ..
+            } => {
+                st.serialize_field("worker", worker)?;
+                field(&mut st, "attempt", &self.attempt())?;
+                field(&mut st, "leaseMs", lease_ms)?;
+            }
+            Event::Progress {
+                progress, cursor, ..
+            } => {
+                st.serialize_field("progress", progress)?;
+                st.serialize_field("cursor", cursor)?;
+            }
+            Event::Succeed {
+                result_ref,
+                result_hash,
+                ..
+            } => {
+                st.serialize_field("resultRef", result_ref)?;
+                st.serialize_field("resultHash", result_hash)?;
+            }
+            Event::Fail {
+                error, retryable, ..
+            } => {
+                st.serialize_field("error", error)?;
+                st.serialize_field("retryable", retryable)?;
+            }
+            Event::Heartbeat { lease_ms, .. } => {
+                field(&mut st, "attempt", &self.attempt())?;
+                field(&mut st, "leaseMs", lease_ms)?;
+            }
+            Event::Hold {
+                artifact_ref,
+                artifact_hash,
+                question,
+                ..
+            } => {
+                st.serialize_field("artifactRef", artifact_ref)?;
+                st.serialize_field("artifactHash", artifact_hash)?;
+                field(&mut st, "question", question)?;
+            }
+            Event::CannotCancel { reason, .. } => field(&mut st, "reason", reason)?,
+            Event::Cancel { reason, actor, .. } => {
+                field(&mut st, "reason", reason)?;
+                field(&mut st, "actor", actor)?;
+            }
+            Event::Decide {
+                decision,
+                artifact_hash,
+                version,
+                reason,
+                actor,
+                ..
+            } => {
+                st.serialize_field("decision", decision)?;
+                st.serialize_field("artifactHash", artifact_hash)?;
+                st.serialize_field("version", version)?;
+                field(&mut st, "reason", reason)?;
+                field(&mut st, "actor", actor)?;
+            }
+            Event::Expire { .. }
+            | Event::AckCancel { .. }
+            | Event::Lapse { .. }
+            | Event::Abandon { .. }
+            | Event::Timeout { .. } => {}
+        }
+        // `attempt` comes last, except on start and heartbeat (written
+        // before leaseMs, above).
+        if !matches!(self, Event::Start { .. } | Event::Heartbeat { .. }) {
+            field(&mut st, "attempt", &self.attempt())?;
+        }
         st.end()
     }
 }
@@ -171,15 +151,16 @@ impl FromJson for DecisionKind {
     }
 }
 
+/// Spelled out rather than formatted: `format!` on the page's paths
+/// costs code (a unit test checks it against `MAX_SAFE_INTEGER`).
+const ATTEMPT_ZERO: &str = "must be an integer from 1 to 9007199254740991, got 0";
+
 /// The fencing token (an attempt number, counted from 1) and a lease
 /// length (> 0).
 fn attempt(g: &mut Gather<'_, '_, '_, '_>) -> Option<u64> {
     let attempt = g.opt("attempt");
     if attempt == Some(0) {
-        g.fail(
-            "attempt",
-            &format!("must be an integer from 1 to {MAX_SAFE_INTEGER}, got 0"),
-        );
+        g.fail("attempt", ATTEMPT_ZERO);
     }
     attempt
 }
@@ -285,3 +266,15 @@ impl FromJson for Event {
 }
 
 json::impl_deserialize!(Event, EventKind, DecisionKind);
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_spelled_out_bound_is_the_safe_integer_bound() {
+        let expected = format!(
+            "must be an integer from 1 to {}, got 0",
+            crate::value::MAX_SAFE_INTEGER
+        );
+        assert_eq!(super::ATTEMPT_ZERO, expected);
+    }
+}

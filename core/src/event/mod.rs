@@ -132,7 +132,7 @@ pub enum Event {
     },
     /// An `unknown` task's grace period ran out with no word from its
     /// attempt: the attempt is given up (the sweeper records it at
-    /// `unknownSinceMs + unknownGraceMs`).
+    /// the lapsed lease's end + `unknownGraceMs`).
     Abandon {
         /// When the grace period ran out.
         at_ms: Millis,

@@ -49,13 +49,11 @@ impl TaskView {
         opt(s, "error", self.error.as_ref())?;
         opt(s, "deadlineAtMs", self.deadline_at_ms.map(Ms))?;
         opt(s, "unknownGraceMs", self.unknown_grace_ms.map(Ms))?;
-        opt(s, "autoRequeue", (!self.auto_requeue).then_some(false))?;
         opt(
             s,
             "continuations",
             Some(self.continuations).filter(|c| *c > 0),
         )?;
-        opt(s, "unknownSinceMs", self.unknown_since_ms.map(Ms))?;
         opt(s, "artifactRef", self.artifact_ref.as_ref())?;
         opt(s, "artifactHash", self.artifact_hash.as_ref())?;
         opt(s, "question", self.question.as_ref())?;
@@ -119,9 +117,7 @@ impl FromJson for TaskView {
             error: g.opt("error"),
             deadline_at_ms: time(&mut g, "deadlineAtMs"),
             unknown_grace_ms: time(&mut g, "unknownGraceMs"),
-            auto_requeue: g.opt("autoRequeue").unwrap_or(true),
             continuations: g.opt("continuations").unwrap_or(0),
-            unknown_since_ms: time(&mut g, "unknownSinceMs"),
             artifact_ref: g.opt("artifactRef"),
             artifact_hash: g.opt("artifactHash"),
             question: g.opt("question"),
@@ -161,25 +157,16 @@ fn check(view: &TaskView) -> Result<(), (&'static str, Cow<'static, str>)> {
             view.attempts, view.max_attempts
         );
         if view.continuations > 0 {
-            why.push_str(&format!(" + continuations {}", view.continuations));
+            why.push_str(" + continuations");
         }
         return Err(("attempts", Cow::Owned(why)));
     }
     match view.state {
-        s if s.holds_attempt() && view.attempts == 0 => {
-            fail("attempts", "must be >= 1 once a worker holds the task")
-        }
         State::Succeeded if !has(&view.result_ref) || !has(&view.result_hash) => fail(
             "resultRef",
             "a succeeded task needs resultRef and resultHash",
         ),
         State::Succeeded if view.progress != 100 => fail("progress", "a succeeded task is at 100"),
-        State::WaitingApproval if !has(&view.artifact_ref) || !has(&view.artifact_hash) => {
-            fail("artifactRef", "required while waiting_approval")
-        }
-        State::Unknown if view.unknown_since_ms.is_none() => {
-            fail("unknownSinceMs", "required while unknown")
-        }
         _ => Ok(()),
     }
 }

@@ -45,18 +45,15 @@ pub struct TaskView {
     /// The execution deadline: the task times out at this time, whatever
     /// its TTL (kept apart from `expires_at_ms`). Fixed at creation.
     pub deadline_at_ms: Option<f64>,
-    /// How long an `unknown` task waits for its attempt before it is
-    /// given up. `None`: it waits until a person or the TTL ends it.
-    /// Fixed at creation.
+    /// How long an `unknown` task waits for its attempt, from the end of
+    /// its lapsed lease, before it is given up. `None` when it opted out
+    /// of automatic re-queueing (or was given no grace period): it then
+    /// waits in `unknown` for its executor, a person or the TTL (004: 「不
+    /// 会盲目自动重提」). Fixed at creation.
     pub unknown_grace_ms: Option<f64>,
-    /// False when the task opted out of automatic re-queueing: it then
-    /// waits in `unknown` for its executor or a cancel. Fixed at creation.
-    pub auto_requeue: bool,
     /// Starts granted by `approve` and `request_changes`: they do not
     /// count against `max_attempts`, which budgets failures.
     pub continuations: u64,
-    /// When the lease lapsed, while `unknown`.
-    pub unknown_since_ms: Option<f64>,
     /// The artifact of the last `hold`.
     pub artifact_ref: Option<String>,
     /// Its content hash: a decision must name it.
@@ -121,6 +118,7 @@ pub struct CreateTask {
     /// in its default).
     pub unknown_grace_ms: Option<f64>,
     /// Re-queue automatically after the grace period (default true).
+    /// False opts out: the task keeps no grace period.
     pub auto_requeue: bool,
 }
 
@@ -203,10 +201,8 @@ pub fn create_task(input: &CreateTask) -> Result<Task, Error> {
             result_hash: None,
             error: None,
             deadline_at_ms,
-            unknown_grace_ms: input.unknown_grace_ms,
-            auto_requeue: input.auto_requeue,
+            unknown_grace_ms: input.unknown_grace_ms.filter(|_| input.auto_requeue),
             continuations: 0,
-            unknown_since_ms: None,
             artifact_ref: None,
             artifact_hash: None,
             question: None,
@@ -286,9 +282,7 @@ impl TaskView {
             error: None,
             deadline_at_ms: self.deadline_at_ms,
             unknown_grace_ms: self.unknown_grace_ms,
-            auto_requeue: self.auto_requeue,
             continuations: 0,
-            unknown_since_ms: None,
             artifact_ref: None,
             artifact_hash: None,
             question: None,

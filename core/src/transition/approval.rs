@@ -28,10 +28,10 @@ impl TaskView {
             State::Cancelling | State::CancelIneffective => {
                 (State::Cancelled, Reason::Cancelled, true)
             }
+            // The same artifact again: a redelivered hold.
             State::WaitingApproval
                 if self.artifact_ref.as_deref() == Some(artifact_ref)
-                    && self.artifact_hash.as_deref() == Some(artifact_hash)
-                    && self.question.as_deref() == question =>
+                    && self.artifact_hash.as_deref() == Some(artifact_hash) =>
             {
                 return Outcome::unchanged(Reason::DuplicateHold, true);
             }
@@ -42,7 +42,6 @@ impl TaskView {
         self.artifact_hash = Some(artifact_hash.to_string());
         self.question = question.map(str::to_string);
         self.decision = None;
-        self.unknown_since_ms = None;
         Outcome::changed(reason, notify)
     }
 

@@ -28,7 +28,6 @@ impl TaskView {
             // queued, waiting_approval, unknown: nobody to wait for.
             _ => {
                 self.state = State::Cancelled;
-                self.unknown_since_ms = None;
                 Outcome::changed(Reason::Cancelled, true)
             }
         }

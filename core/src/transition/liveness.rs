@@ -10,9 +10,12 @@
 //!   work may still be running, so the task is neither failed nor retried
 //!   (002 §九). After a cancel, a lapse ends the task as `cancelled`.
 //! - **Grace.** An `unknown` task with no word from its attempt for
-//!   `unknownGraceMs` is given up (`abandon`): re-queued, the old attempt
+//!   `unknownGraceMs` after its lease ran out is given up (`abandon`;
+//!   like `lapse`, judged on the stored lease, which an unknown task
+//!   keeps, and trusted in a replay): re-queued, the old attempt
 //!   fenced off by the next start, or failed when no attempt is left. A
-//!   task that opted out (`autoRequeue: false`) or has no grace period
+//!   task that opted out (`autoRequeue: false` at creation: it keeps no
+//!   grace period) or was given none
 //!   waits in `unknown` for its executor, a person or the TTL (004: 「不会
 //!   盲目自动重提」).
 //!
@@ -41,8 +44,8 @@ impl TaskView {
         }
     }
 
-    /// `due`: the current attempt's lease has run out by `at`.
-    pub(super) fn lapse(&mut self, at: Millis, due: bool) -> Outcome {
+    /// `due`: the current attempt's lease has run out by the event's time.
+    pub(super) fn lapse(&mut self, due: bool) -> Outcome {
         if !self.state.is_leased() {
             return Outcome::unchanged(Reason::NotRunning, false);
         }
@@ -51,7 +54,6 @@ impl TaskView {
         }
         if self.state == State::Running {
             self.state = State::Unknown;
-            self.unknown_since_ms = Some(at.get());
             Outcome::changed(Reason::LeaseLapsed, false)
         } else {
             // A cancel was asked, and the worker is gone: as a cancel of
@@ -61,23 +63,23 @@ impl TaskView {
         }
     }
 
-    /// When an `unknown` task's grace period runs out, if it is
+    /// When an `unknown` task's grace period runs out, counted from the
+    /// end of its lapsed `lease` (kept while it is unknown), if it is
     /// re-queued automatically at all.
-    pub fn grace_end(&self) -> Option<f64> {
-        if self.state != State::Unknown || !self.auto_requeue {
+    pub fn grace_end(&self, lease: Option<&Lease>) -> Option<f64> {
+        let lapsed = lease.filter(|l| l.attempt == self.attempts)?;
+        if self.state != State::Unknown {
             return None;
         }
-        Some(self.unknown_since_ms? + self.unknown_grace_ms?)
+        Some(lapsed.expires_at_ms.get() + self.unknown_grace_ms?)
     }
 
-    pub(super) fn abandon(&mut self, at: Millis) -> Outcome {
-        if !self.grace_end().is_some_and(|end| at.get() >= end) {
+    /// `due`: the grace period has run out by the event's time.
+    pub(super) fn abandon(&mut self, due: bool) -> Outcome {
+        if self.state != State::Unknown || self.unknown_grace_ms.is_none() || !due {
             return Outcome::unchanged(Reason::NotDue, false);
         }
-        self.unknown_since_ms = None;
-        self.error = Some(String::from(
-            "lease lapsed: the attempt gave no sign within the grace period",
-        ));
+        self.error = Some(String::from("lease lapsed, no sign in the grace period"));
         if self.attempts < self.allowed_attempts() {
             self.state = State::Queued;
             self.progress = 0;
@@ -103,7 +105,7 @@ impl TaskView {
         [
             deadline,
             self.lease_end(lease).map(Millis::get),
-            self.grace_end(),
+            self.grace_end(lease),
         ]
         .into_iter()
         .flatten()
@@ -129,7 +131,10 @@ impl TaskView {
     /// Gives up an `unknown` task whose grace period ran out by `now`,
     /// recorded as `abandon` at its end. Otherwise unchanged (`not-due`).
     pub fn grace_step(&mut self, lease: Option<&Lease>, now: Millis) -> Step {
-        match self.grace_end().and_then(|end| Millis::new(end, "").ok()) {
+        match self
+            .grace_end(lease)
+            .and_then(|end| Millis::new(end, "").ok())
+        {
             Some(end) if end <= now => self.step_with(lease, &Event::Abandon { at_ms: end }),
             _ => Step::unchanged(Reason::NotDue),
         }

@@ -263,9 +263,16 @@ impl TaskView {
     /// The one judge, given the stored lease: the versioned outcome
     /// (rules 1 to 4), then what it does to the lease.
     pub(crate) fn decide(&mut self, event: &Event, lease: Option<&Lease>) -> Judgement {
-        let lapse_due =
-            lease.is_some_and(|l| l.attempt == self.attempts && event.at_ms() >= l.expires_at_ms);
-        let (outcome, recorded) = self.judge_versioned(event, lapse_due);
+        // Whether a system event judged on the lease has come due.
+        let at = event.at_ms();
+        let due = match event {
+            Event::Lapse { .. } => {
+                lease.is_some_and(|l| l.attempt == self.attempts && at >= l.expires_at_ms)
+            }
+            Event::Abandon { .. } => self.grace_end(lease).is_some_and(|end| at.get() >= end),
+            _ => false,
+        };
+        let (outcome, recorded) = self.judge_versioned(event, due);
         Judgement {
             outcome,
             recorded,
@@ -273,16 +280,12 @@ impl TaskView {
         }
     }
 
-    /// Rules 1 to 4, on the versioned fields alone. `lapse_due`: a
-    /// `lapse` event's lease has run out (always true in a replay). Never
-    /// changes anything unless `outcome.changed`, and then adds one to
-    /// the version.
-    pub(crate) fn judge_versioned(
-        &mut self,
-        event: &Event,
-        lapse_due: bool,
-    ) -> (Outcome, Recorded) {
-        let (outcome, recorded) = self.judge(event, lapse_due);
+    /// Rules 1 to 4, on the versioned fields alone. `due`: a `lapse` or
+    /// `abandon` has come due by the lease (always true in a replay: the
+    /// authority judged it). Never changes anything unless
+    /// `outcome.changed`, and then adds one to the version.
+    pub(crate) fn judge_versioned(&mut self, event: &Event, due: bool) -> (Outcome, Recorded) {
+        let (outcome, recorded) = self.judge(event, due);
         if outcome.changed {
             self.version = self.version.saturating_add(1);
         }
@@ -317,7 +320,7 @@ impl TaskView {
         LeaseChange::between(before, after)
     }
 
-    fn judge(&mut self, event: &Event, lapse_due: bool) -> (Outcome, Recorded) {
+    fn judge(&mut self, event: &Event, due: bool) -> (Outcome, Recorded) {
         use Recorded::Incoming;
         if self.fenced(event) {
             return (Outcome::unchanged(Reason::StaleAttempt, false), Incoming);
@@ -356,8 +359,8 @@ impl TaskView {
             Event::Cancel { .. } => self.cancel(),
             Event::AckCancel { .. } => self.ack_cancel(),
             Event::CannotCancel { .. } => self.cannot_cancel(),
-            Event::Lapse { at_ms, .. } => self.lapse(*at_ms, lapse_due),
-            Event::Abandon { at_ms } => self.abandon(*at_ms),
+            Event::Lapse { .. } => self.lapse(due),
+            Event::Abandon { .. } => self.abandon(due),
             // Rule 3 takes every `expire`, and every `timeout` that is due.
             Event::Expire { .. } | Event::Timeout { .. } => {
                 Outcome::unchanged(Reason::NotDue, false)
@@ -369,11 +372,9 @@ impl TaskView {
     /// Rule 2: what a terminal task answers.
     fn absorb(&self, event: &Event) -> Outcome {
         use Reason::*;
-        let holds_result = match self.state {
-            State::Succeeded => true,
-            State::Cancelled => self.result_hash.is_some(),
-            _ => false,
-        };
+        // A succeeded task, or a cancelled one whose work finished anyway.
+        let holds_result =
+            self.result_hash.is_some() && matches!(self.state, State::Succeeded | State::Cancelled);
         match (event, self.state) {
             (Event::Succeed { result_hash, .. }, _) if holds_result => {
                 if self.result_hash.as_deref() == Some(result_hash.as_str()) {

@@ -43,7 +43,6 @@ impl TaskView {
             _ => (State::Expired, Reason::Expired),
         };
         self.state = state;
-        self.unknown_since_ms = None;
         Outcome::changed(reason, true)
     }
 

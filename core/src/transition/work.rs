@@ -36,7 +36,6 @@ impl TaskView {
         match (self.state, progress) {
             (State::Unknown, _) => {
                 self.state = State::Running;
-                self.unknown_since_ms = None;
                 self.progress = self.progress.max(progress.unwrap_or(0));
                 Outcome::changed(Recovered, false)
             }
@@ -65,7 +64,6 @@ impl TaskView {
         self.result_hash = Some(result_hash.to_string());
         // A success supersedes an error left by a retried failure (fix 5).
         self.error = None;
-        self.unknown_since_ms = None;
         Outcome::changed(reason, true)
     }
 
@@ -82,7 +80,6 @@ impl TaskView {
             _ => return Outcome::unchanged(Reason::NotRunning, false),
         }
         self.error = Some(error.to_string());
-        self.unknown_since_ms = None;
         if retryable && self.attempts < self.allowed_attempts() {
             self.state = State::Queued;
             self.progress = 0;

@@ -89,7 +89,6 @@ fn the_lease_lapses_into_unknown_and_the_attempt_can_come_back() {
     let step = view.lapse_step(lease.as_ref(), at(500.0));
     assert_eq!(step.outcome.reason, Reason::LeaseLapsed);
     assert_eq!(view.state, State::Unknown);
-    assert_eq!(view.unknown_since_ms, Some(110.0));
     let entry = step.entry.unwrap();
     assert_eq!((entry.version, entry.event), (2, lapse(110.0, Some(1))));
     assert_eq!(step.lease, LeaseChange::Keep, "the lapsed lease stays");
@@ -103,7 +102,6 @@ fn the_lease_lapses_into_unknown_and_the_attempt_can_come_back() {
     let outcome = task.apply(heartbeat(130.0, Some(1), None));
     assert_eq!((outcome.reason, outcome.changed), (Reason::Recovered, true));
     assert_eq!((task.state, task.version), (State::Running, 3));
-    assert_eq!(task.unknown_since_ms, None);
     assert_eq!(lease_until(&task), Some(230.0));
 }
 
@@ -144,6 +142,10 @@ fn after_the_grace_period_unknown_is_requeued_and_the_old_attempt_fenced() {
 fn with_no_attempt_left_unknown_fails_and_notifies() {
     let mut task = leased(1, true);
     task.apply(lapse(110.0, Some(1)));
+    assert_eq!(
+        task.apply(Event::Abandon { at_ms: at(139.0) }).reason,
+        Reason::NotDue
+    );
     let outcome = task.apply(Event::Abandon { at_ms: at(140.0) });
     assert_eq!((outcome.reason, outcome.notify), (Reason::Failed, true));
     assert_eq!(task.state, State::Failed);
