@@ -26,6 +26,7 @@
 use super::{Outcome, Reason, Step};
 use crate::event::Event;
 use crate::lease::Lease;
+use crate::lease::LeaseChange;
 use crate::task::{State, TaskView};
 use crate::value::Millis;
 
@@ -88,6 +89,39 @@ impl TaskView {
             self.state = State::Failed;
             Outcome::changed(Reason::Failed, true)
         }
+    }
+
+    /// What an outcome does to the lease, judged after it: an attempt
+    /// that ended takes its lease along (`Clear`, even one the caller did
+    /// not pass, so a store can always write it); a start with `leaseMs`
+    /// opens one; a heartbeat or progress of the current attempt extends
+    /// it. Kept out of the versioned judge, which the page's mirror runs
+    /// without any lease.
+    pub(super) fn lease_change(
+        &self,
+        event: &Event,
+        outcome: Outcome,
+        before: Option<&Lease>,
+    ) -> LeaseChange {
+        use Reason::*;
+        if outcome.changed && !self.state.holds_attempt() {
+            return LeaseChange::Clear;
+        }
+        let at = event.at_ms();
+        let after = match (event, outcome.reason) {
+            (Event::Start { lease_ms, .. }, Started) => {
+                // Without leaseMs, no lease: the seed's executors never lapse.
+                Lease::extended(None, self.attempts, at, *lease_ms)
+            }
+            (Event::Heartbeat { lease_ms, .. }, Heartbeat | Recovered) => {
+                Lease::extended(before, self.attempts, at, *lease_ms).or(before.copied())
+            }
+            (Event::Progress { .. }, Progress | StaleProgress | DuplicateProgress | Recovered) => {
+                Lease::extended(before, self.attempts, at, None).or(before.copied())
+            }
+            _ => return LeaseChange::Keep,
+        };
+        LeaseChange::between(before, after)
     }
 
     /// When the current attempt's lease runs out, if one runs.

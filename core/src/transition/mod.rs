@@ -1,34 +1,43 @@
 //! The pure state machine: one event in, one outcome out.
 //!
 //! ```text
-//!              ┌──────────── fail (retryable) / abandon (attempts left) ───────────┐
-//!              ▼                                                                    │
-//!  ┌──────▶ queued ──start──▶ running ──succeed──▶ succeeded                        │
-//!  │           │                │ │ ╰──fail (final)──▶ failed                       │
-//!  │ approve,  │ cancel         │ ╰──lapse──▶ unknown ──abandon (no attempt left)──▶ failed
-//!  │ request_  ▼                │            │ ▲ ╰──heartbeat/progress──▶ running
-//!  │ changes cancelled ◀─cancel─┼────────────┘ │   (unknown ──cancel──▶ cancelled)
-//!  │                            │ hold         └── (unknown ──abandon──▶ queued) ─┘
-//!  │                            ▼
-//!  └──────────────────── waiting_approval ──reject──▶ failed
-//!                               ╰──cancel──▶ cancelled
-//!
-//!  running ──cancel──▶ cancelling ──ack_cancel / fail / hold / lapse──▶ cancelled
-//!                        │  ╰──succeed──▶ cancelled (result kept, never delivered)
-//!                        ╰──cannot_cancel──▶ cancel_ineffective ──(the same ends)──▶ cancelled
-//!
-//!  any live state ──expire, or any event at/after expiresAtMs──▶ expired
-//!  any live state ──timeout, or any event at/after deadlineAtMs──▶ timed_out
+//! from               event                         to (reason)
+//! ─────────────────  ────────────────────────────  ─────────────────────────────────────
+//! queued             start                         running (started)
+//!                    cancel                        cancelled (cancelled)
+//! running            progress | heartbeat          running (progress | heartbeat: no version)
+//!                    succeed                       succeeded
+//!                    fail                          queued (requeued) | failed
+//!                    hold                          waiting_approval (held)
+//!                    lapse                         unknown (lease-lapsed)
+//!                    cancel                        cancelling (cancel-requested)
+//! unknown            progress | heartbeat          running (recovered)
+//!                    succeed | fail | hold         as from running
+//!                    abandon (grace period over)   queued (requeued) | failed
+//!                    cancel                        cancelled (cancelled)
+//! waiting_approval   decide approve                queued (approved), one more start
+//!                    decide request_changes        queued (changes-requested), one more start
+//!                    decide reject                 failed (rejected)
+//!                    cancel                        cancelled (cancelled)
+//! cancelling         cannot_cancel                 cancel_ineffective (cancel-ineffective)
+//!                    ack_cancel                    cancelled (cancel-acknowledged)
+//!                    fail | hold | lapse           cancelled (cancelled)
+//!                    succeed                       cancelled (succeeded-after-cancel;
+//!                                                  result kept, never delivered)
+//!                    progress | heartbeat          cancelling
+//! cancel_ineffective as cancelling (cannot_cancel again is a duplicate)
+//! any live state     expire | any event ≥ expiresAtMs    expired
+//!                    timeout | any event ≥ deadlineAtMs  timed_out
+//! succeeded, failed, expired, cancelled, timed_out: terminal, absorb everything
 //! ```
 //!
 //! Rules, in the order they are judged:
-//! 1. **Fencing.** An event that carries `attempt` and does not belong to
-//!    the task's current attempt is `stale-attempt` (on a queued task the
-//!    only current event is the `start` of attempt `attempts + 1`).
-//! 2. **Terminal** tasks absorb everything (`duplicate-result`,
-//!    `result-conflict`, `duplicate-expire`, `duplicate-timeout`,
-//!    `duplicate-cancel`, `duplicate-decision`, `terminal-conflict`).
-//! 3. **Time**: an `expire` event, or any event with `atMs >=
+//! 1. **Fencing** (`liveness`). An event that carries `attempt` and does
+//!    not belong to the task's current attempt is `stale-attempt` (on a
+//!    queued task the only current event is the `start` of attempt
+//!    `attempts + 1`).
+//! 2. **Terminal** tasks absorb everything (`terminal`).
+//! 3. **Time** (`time`): an `expire` event, or any event with `atMs >=
 //!    expiresAtMs`, expires the task, recorded at `expiresAtMs`; any event
 //!    with `atMs >= deadlineAtMs` times it out, recorded as `timeout` at
 //!    `deadlineAtMs`. When both have passed, the earlier wins (a tie goes
@@ -38,13 +47,14 @@
 //!
 //! Each change adds exactly one to `version` and one entry to the history;
 //! an unchanged outcome changes nothing versioned. The lease
-//! ([`crate::Lease`]) is judged alongside and reported as a
-//! [`LeaseChange`], so a heartbeat renews it without a version.
+//! ([`crate::Lease`]) is judged after the versioned outcome and reported
+//! as a [`LeaseChange`], so a heartbeat renews it without a version.
 
 mod approval;
 mod cancel;
 mod liveness;
 mod reason;
+mod terminal;
 mod time;
 mod work;
 
@@ -54,7 +64,7 @@ use serde::Serialize;
 
 use crate::event::Event;
 use crate::lease::{Lease, LeaseChange};
-use crate::task::{HistoryEntry, State, Task, TaskView};
+use crate::task::{HistoryEntry, Task, TaskView};
 
 /// What an event did, without the task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -292,34 +302,6 @@ impl TaskView {
         (outcome, recorded)
     }
 
-    /// What an outcome does to the lease, judged after it: an attempt
-    /// that ended takes its lease along (`Clear`, even one the caller did
-    /// not pass, so a store can always write it); a start with `leaseMs`
-    /// opens one; a heartbeat or progress of the current attempt extends
-    /// it. Kept out of the versioned judge, which the page's mirror runs
-    /// without any lease.
-    fn lease_change(&self, event: &Event, outcome: Outcome, before: Option<&Lease>) -> LeaseChange {
-        use Reason::*;
-        if outcome.changed && !self.state.holds_attempt() {
-            return LeaseChange::Clear;
-        }
-        let at = event.at_ms();
-        let after = match (event, outcome.reason) {
-            (Event::Start { lease_ms, .. }, Started) => {
-                // Without leaseMs, no lease: the seed's executors never lapse.
-                Lease::extended(None, self.attempts, at, *lease_ms)
-            }
-            (Event::Heartbeat { lease_ms, .. }, Heartbeat | Recovered) => {
-                Lease::extended(before, self.attempts, at, *lease_ms).or(before.copied())
-            }
-            (Event::Progress { .. }, Progress | StaleProgress | DuplicateProgress | Recovered) => {
-                Lease::extended(before, self.attempts, at, None).or(before.copied())
-            }
-            _ => return LeaseChange::Keep,
-        };
-        LeaseChange::between(before, after)
-    }
-
     fn judge(&mut self, event: &Event, due: bool) -> (Outcome, Recorded) {
         use Recorded::Incoming;
         if self.fenced(event) {
@@ -367,40 +349,6 @@ impl TaskView {
             }
         };
         (outcome, Incoming)
-    }
-
-    /// Rule 2: what a terminal task answers.
-    fn absorb(&self, event: &Event) -> Outcome {
-        use Reason::*;
-        // A succeeded task, or a cancelled one whose work finished anyway.
-        let holds_result =
-            self.result_hash.is_some() && matches!(self.state, State::Succeeded | State::Cancelled);
-        match (event, self.state) {
-            (Event::Succeed { result_hash, .. }, _) if holds_result => {
-                if self.result_hash.as_deref() == Some(result_hash.as_str()) {
-                    Outcome::unchanged(DuplicateResult, true)
-                } else {
-                    Outcome::unchanged(ResultConflict, false)
-                }
-            }
-            (Event::Expire { .. }, State::Expired) => Outcome::unchanged(DuplicateExpire, true),
-            (Event::Timeout { .. }, State::TimedOut) => Outcome::unchanged(DuplicateTimeout, true),
-            (Event::Cancel { .. } | Event::AckCancel { .. }, State::Cancelled) => {
-                Outcome::unchanged(DuplicateCancel, true)
-            }
-            (
-                Event::Decide {
-                    decision,
-                    artifact_hash,
-                    version,
-                    ..
-                },
-                _,
-            ) if self.is_repeat_decision(*decision, artifact_hash, *version) => {
-                Outcome::unchanged(DuplicateDecision, true)
-            }
-            _ => Outcome::unchanged(TerminalConflict, false),
-        }
     }
 }
 

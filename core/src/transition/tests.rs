@@ -1,6 +1,6 @@
 use super::*;
 use crate::lease::LeaseChange;
-use crate::task::{create_task, CreateTask};
+use crate::task::{create_task, CreateTask, State};
 use crate::value::{Millis, Percent};
 
 fn view() -> TaskView {
