@@ -93,3 +93,61 @@ impl Book {
         Ok(swept)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::wire::from_json;
+    use crate::{Book, CreateTask, Event, Reason, State};
+
+    fn event(json: &str) -> Event {
+        from_json(json, "event").unwrap()
+    }
+
+    #[test]
+    fn a_silent_worker_goes_unknown_then_is_requeued_and_heartbeats_hold_it_off() {
+        let mut book = Book::new();
+        let mut input = CreateTask::new("t", 0.0, 100_000.0, 2);
+        input.unknown_grace_ms = Some(1_000.0);
+        book.create(&input).unwrap();
+        book.apply(
+            "t",
+            event(r#"{"type":"start","atMs":0,"worker":"w","attempt":1,"leaseMs":100}"#),
+            None,
+        )
+        .unwrap();
+        // Heartbeats keep it running: nothing due, no versions.
+        for at in [50, 120, 190] {
+            let hb = format!(r#"{{"type":"heartbeat","atMs":{at},"attempt":1}}"#);
+            book.apply("t", event(&hb), None).unwrap();
+            assert_eq!(book.sweep_due(f64::from(at)).unwrap(), []);
+        }
+        assert_eq!(book.get("t").unwrap().version, 1);
+        // Silence: the lease (until 290) lapses, then the grace period.
+        let swept = book.sweep_due(5_000.0).unwrap();
+        let reasons: Vec<_> = swept.iter().map(|s| (s.state, s.reason)).collect();
+        assert_eq!(
+            reasons,
+            [
+                (State::Unknown, Reason::LeaseLapsed),
+                (State::Queued, Reason::Requeued)
+            ]
+        );
+        let task = book.get("t").unwrap();
+        let at: Vec<f64> = task
+            .history()
+            .iter()
+            .map(|e| e.event.at_ms().get())
+            .collect();
+        assert_eq!(
+            at,
+            [0.0, 290.0, 1_290.0],
+            "recorded when due, not at the sweep"
+        );
+        assert_eq!(task.lease(), None);
+        assert!(
+            book.drain_notifications().is_empty(),
+            "re-queued: not terminal"
+        );
+        assert_eq!(book.sweep_due(1e9).unwrap(), [], "nothing left to do");
+    }
+}
