@@ -12,12 +12,11 @@
 //! - **Grace.** An `unknown` task with no word from its attempt for
 //!   `unknownGraceMs` after its lease ran out is given up (`abandon`;
 //!   like `lapse`, judged on the stored lease, which an unknown task
-//!   keeps, and trusted in a replay): re-queued, the old attempt
-//!   fenced off by the next start, or failed when no attempt is left. A
-//!   task that opted out (`autoRequeue: false` at creation: it keeps no
-//!   grace period) or was given none
-//!   waits in `unknown` for its executor, a person or the TTL (004: 「不会
-//!   盲目自动重提」).
+//!   keeps, and trusted in a replay): re-queued, which fences the old
+//!   attempt off at once, or failed when no attempt is left. A task that
+//!   opted out (`autoRequeue: false` at creation: it keeps no grace
+//!   period) or was given none waits in `unknown` for its executor, a
+//!   person or the TTL (004: 「不会盲目自动重提」).
 //!
 //! The sweeper steps never read a clock: `now` is an argument, and each
 //! records its event at the time it became due (the lease's end, the
@@ -25,8 +24,7 @@
 
 use super::{Outcome, Reason, Step};
 use crate::event::Event;
-use crate::lease::Lease;
-use crate::lease::LeaseChange;
+use crate::lease::{Lease, LeaseChange};
 use crate::task::{State, TaskView};
 use crate::value::Millis;
 
