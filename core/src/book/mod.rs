@@ -114,6 +114,9 @@ struct Entry {
     scheduled: Option<f64>,
 }
 
+/// Task ids by a time, earliest first.
+type DueQueue = BinaryHeap<Reverse<(Deadline, String)>>;
+
 /// An expiry time with a total order (times are finite, so this is the
 /// numeric order).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -151,7 +154,7 @@ pub struct Book {
     deadlines: BinaryHeap<Reverse<(Deadline, String)>>,
     /// Tasks by [`crate::TaskView::next_due`] (leases, grace periods,
     /// deadlines), for [`Book::sweep_due`]; see `sweep`.
-    due: BinaryHeap<Reverse<(Deadline, String)>>,
+    due: DueQueue,
     retention: u64,
 }
 
@@ -240,42 +243,37 @@ impl Book {
         callback_id: Option<&str>,
     ) -> Result<Applied<'_>, Error> {
         check_callback_id(callback_id)?;
+        // One lookup per call: the outbox and the due queue are other
+        // fields of the book, borrowed beside the entry.
         let entry = self
             .tasks
             .get_mut(task_id)
             .ok_or_else(|| Error::not_found(task_id))?;
         let seen = callback_id.and_then(|id| entry.callbacks.get(id));
-        let outcome = match check_callback(seen, &event) {
-            Some(repeat) => repeat,
-            None => {
-                let at_ms = event.at_ms().get();
-                let remembered = callback_id.map(|id| (id.to_string(), event.clone()));
-                let lease_before = entry.task.lease().copied();
-                let outcome = entry.task.apply(event);
-                if outcome.changed {
-                    if let Some((id, event)) = remembered {
-                        entry.callbacks.insert(id, event);
-                    }
-                }
-                if outcome.notify {
-                    self.outbox.push(Notification {
-                        task_id: task_id.to_string(),
-                        state: entry.task.state,
-                        at_ms,
-                    });
-                }
-                if outcome.changed || entry.task.lease().copied() != lease_before {
-                    self.reschedule(task_id);
-                }
-                outcome
+        if let Some(outcome) = check_callback(seen, &event) {
+            let duplicate_callback = outcome.reason == Reason::DuplicateCallback;
+            return Ok(Applied::new(&entry.task, outcome, duplicate_callback));
+        }
+        let at_ms = event.at_ms().get();
+        let remembered = callback_id.map(|id| (id.to_string(), event.clone()));
+        let lease_before = entry.task.lease().copied();
+        let outcome = entry.task.apply(event);
+        if outcome.changed {
+            if let Some((id, event)) = remembered {
+                entry.callbacks.insert(id, event);
             }
-        };
-        let entry = self
-            .tasks
-            .get(task_id)
-            .ok_or_else(|| Error::not_found(task_id))?;
-        let duplicate_callback = outcome.reason == Reason::DuplicateCallback;
-        Ok(Applied::new(&entry.task, outcome, duplicate_callback))
+        }
+        if outcome.notify {
+            self.outbox.push(Notification {
+                task_id: task_id.to_string(),
+                state: entry.task.state,
+                at_ms,
+            });
+        }
+        if outcome.changed || entry.task.lease().copied() != lease_before {
+            sweep::schedule(&mut self.due, entry, task_id);
+        }
+        Ok(Applied::new(&entry.task, outcome, false))
     }
 
     /// Answers a client that last saw version `cursor` of a task: O(k) in

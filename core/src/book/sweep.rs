@@ -12,7 +12,7 @@ use std::cmp::Reverse;
 
 use serde::Serialize;
 
-use super::{Book, Deadline, Notification};
+use super::{Book, Deadline, DueQueue, Entry, Notification};
 use crate::transition::Reason;
 use crate::value::Millis;
 use crate::{Error, State};
@@ -30,18 +30,22 @@ pub struct Swept {
     pub reason: Reason,
 }
 
+/// Queues the task's next due time if it moved earlier.
+pub(super) fn schedule(due: &mut DueQueue, entry: &mut Entry, id: &str) {
+    let Some(next) = entry.task.next_due(entry.task.lease()) else {
+        return;
+    };
+    if !entry.scheduled.is_some_and(|queued| next >= queued) {
+        entry.scheduled = Some(next);
+        due.push(Reverse((Deadline(next), id.to_string())));
+    }
+}
+
 impl Book {
     /// Queues the task's next due time if it moved earlier.
     pub(super) fn reschedule(&mut self, id: &str) {
-        let Some(entry) = self.tasks.get_mut(id) else {
-            return;
-        };
-        let Some(due) = entry.task.next_due(entry.task.lease()) else {
-            return;
-        };
-        if !entry.scheduled.is_some_and(|queued| due >= queued) {
-            entry.scheduled = Some(due);
-            self.due.push(Reverse((Deadline(due), id.to_string())));
+        if let Some(entry) = self.tasks.get_mut(id) {
+            schedule(&mut self.due, entry, id);
         }
     }
 
