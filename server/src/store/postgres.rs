@@ -459,7 +459,7 @@ impl Store for PostgresStore {
     }
 
     fn expire_due(&self, now_ms: f64, limit: u32) -> StoreFuture<'_, Swept> {
-        Box::pin(sweep::sweep_tasks(self, &sweep::TTL, now_ms, limit))
+        Box::pin(sweep::sweep_tasks(self, &super::sweep::TTL, now_ms, limit))
     }
 
     fn pending_webhooks(&self, claim: WebhookClaim) -> StoreFuture<'_, PendingWebhooks> {

@@ -16,8 +16,9 @@
 //! and its entries in one read transaction, so they always agree.
 //!
 //! **Sweeps** (TTL expiry, the notify sender's outbox reads) handle each
-//! row on its own and quarantine a bad one ([`sweep`]); errors are sorted
-//! into unavailable, corrupt and internal in [`errors`].
+//! row on its own and quarantine a bad one (`sqlite/sweep.rs`); errors
+//! are sorted into unavailable, corrupt and internal in
+//! `sqlite/errors.rs`.
 
 mod errors;
 mod sweep;
@@ -445,7 +446,7 @@ fn run(
             now_ms,
         } => deliver(tx, &tenant, &id, &key, now_ms).map(WriteDone::Delivery),
         Op::ExpireDue { now_ms, limit } => {
-            sweep::sweep_tasks(tx, &sweep::TTL, now_ms, limit, changes, outbox)
+            sweep::sweep_tasks(tx, &super::sweep::TTL, now_ms, limit, changes, outbox)
                 .map(WriteDone::Expired)
         }
         Op::Webhook {

@@ -13,36 +13,14 @@
 
 use deadpool_postgres::{GenericClient, Transaction};
 use serde_json::Value;
-use taskwire_core::{Notification, State, Step, TaskView};
+use taskwire_core::{Notification, State, Step};
 use tokio_postgres::Row;
 
-use super::{hub_publish, parse_view, to_i64, Batch, PostgresStore};
+use super::{hub_publish, to_i64, Batch, PostgresStore};
 use crate::store::quarantine::not_quarantined;
+use crate::store::sweep::{step_due_row, TaskSweep};
 use crate::store::{
     OutboxEntry, PendingWebhooks, Quarantined, StoreError, Swept, TaskRecord, WebhookClaim,
-};
-
-/// A sweep over due task rows: which rows are due and the core step that
-/// moves one. The TTL sweeper is [`TTL`]; the lease and deadline sweeps of
-/// the task lifecycle are meant to be two more of these, and
-/// [`sweep_tasks`] does the rest for all of them.
-pub(super) struct TaskSweep {
-    /// Names the sweep in quarantine errors.
-    pub name: &'static str,
-    /// The due condition on `tasks` besides `live`; `$1` is now.
-    pub due: &'static str,
-    /// The order the due rows are taken in (the index the condition uses).
-    pub order: &'static str,
-    /// Core's step for a due task.
-    pub step: fn(&mut TaskView) -> Step,
-}
-
-/// Tasks past their TTL (the `tasks_due` index).
-pub(super) const TTL: TaskSweep = TaskSweep {
-    name: "ttl",
-    due: "expires_at_ms <= $1",
-    order: "expires_at_ms",
-    step: TaskView::expire_step,
 };
 
 /// A due row that parsed and that core's step moved.
@@ -78,11 +56,10 @@ async fn sweep_once(
     // they are someone else's, and FOR UPDATE re-checks `live` on the
     // latest version of the rows it does take.
     let sql = format!(
-        "SELECT id, tenant, view FROM tasks WHERE live AND {} AND {}
-         ORDER BY {} LIMIT $2 FOR UPDATE SKIP LOCKED",
-        sweep.due,
+        "SELECT id, tenant, view FROM tasks WHERE live AND {due} <= $1 AND {}
+         ORDER BY {due} LIMIT $2 FOR UPDATE SKIP LOCKED",
         not_quarantined("tasks", "tasks.id"),
-        sweep.order
+        due = sweep.due_by,
     );
     let stmt = tx.prepare_cached(&sql).await?;
     let rows = tx.query(&stmt, &[&now_ms, &i64::from(limit)]).await?;
@@ -141,28 +118,12 @@ async fn commit(tx: Transaction<'_>) -> Result<(), StoreError> {
     Ok(tx.commit().await?)
 }
 
-/// Parses and checks one due row and runs core's step on it; the error
-/// names the field when the row is bad.
+/// Reads one due row and judges it ([`step_due_row`]); the error names
+/// the field when the row is bad.
 fn due_row(sweep: &TaskSweep, id: &str, row: &Row) -> Result<Moved, String> {
     let tenant: String = row.try_get(1).map_err(|e| format!("tasks.tenant: {e}"))?;
     let view: String = row.try_get(2).map_err(|e| format!("tasks.view: {e}"))?;
-    let mut view = parse_view(&view).map_err(|e| e.to_string())?;
-    if view.id != id {
-        return Err(format!(
-            "tasks.view: names task {:?}, the row is {id:?}",
-            view.id
-        ));
-    }
-    if view.state.is_terminal() {
-        return Err(format!(
-            "tasks.live: the row is live but its view is {}",
-            view.state.as_str()
-        ));
-    }
-    let step = (sweep.step)(&mut view);
-    if step.entry.is_none() {
-        return Err("tasks: the row is due but core's step changes nothing".into());
-    }
+    let (view, step) = step_due_row(sweep, id, &view)?;
     Ok(Moved {
         // Only the view is written back: `kind` and `input` stay as
         // stored, unread.

@@ -7,36 +7,12 @@
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{params, Connection};
 use serde_json::Value;
-use taskwire_core::wire::from_json;
-use taskwire_core::{Notification, State, Step, TaskView};
+use taskwire_core::{Notification, State};
 
 use super::{commit_change, to_i64};
 use crate::store::quarantine::not_quarantined;
+use crate::store::sweep::{step_due_row, TaskSweep};
 use crate::store::{Change, OutboxEntry, Quarantined, StoreError, Swept, WebhookClaim};
-
-/// A sweep over due task rows: which rows are due and the core step that
-/// moves one. The TTL sweeper is [`TTL`]; the lease and deadline sweeps of
-/// the task lifecycle are meant to be two more of these, and
-/// [`sweep_tasks`] does the rest for all of them (a savepoint per row,
-/// quarantine, the changes for the hub).
-pub(super) struct TaskSweep {
-    /// Names the sweep in quarantine errors.
-    pub name: &'static str,
-    /// The due condition on `tasks` besides `live = 1`; `?1` is now.
-    pub due: &'static str,
-    /// The order the due rows are taken in (the index the condition uses).
-    pub order: &'static str,
-    /// Core's step for a due task.
-    pub step: fn(&mut TaskView) -> Step,
-}
-
-/// Tasks past their TTL (the `tasks_due` index).
-pub(super) const TTL: TaskSweep = TaskSweep {
-    name: "ttl",
-    due: "expires_at_ms <= ?1",
-    order: "expires_at_ms",
-    step: TaskView::expire_step,
-};
 
 /// Why one row of a sweep failed.
 enum RowFault {
@@ -67,10 +43,10 @@ pub(super) fn sweep_tasks(
     outbox: &mut bool,
 ) -> Result<Swept, StoreError> {
     let sql = format!(
-        "SELECT id, tenant, view FROM tasks WHERE live = 1 AND {} AND {} ORDER BY {} LIMIT ?2",
-        sweep.due,
+        "SELECT id, tenant, view FROM tasks WHERE live = 1 AND {due} <= ?1 AND {}
+         ORDER BY {due} LIMIT ?2",
         not_quarantined("tasks", "tasks.id"),
-        sweep.order
+        due = sweep.due_by,
     );
     // Raw values: a row whose columns have the wrong type is a bad row,
     // not a failed query.
@@ -118,7 +94,7 @@ pub(super) fn sweep_tasks(
     Ok(swept)
 }
 
-/// One due row: parsed and checked, moved by core's step, written.
+/// One due row: judged by [`step_due_row`], then written.
 fn sweep_one(
     tx: &Connection,
     sweep: &TaskSweep,
@@ -129,25 +105,10 @@ fn sweep_one(
 ) -> Result<(), RowFault> {
     let id = text(id, "tasks.id")?;
     let tenant = text(&tenant, "tasks.tenant")?;
-    let mut view = from_json::<TaskView>(text(&view, "tasks.view")?, "tasks.view")
-        .map_err(|e| RowFault::Bad(e.message))?;
-    if view.id != id {
-        return Err(RowFault::Bad(format!(
-            "tasks.view: names task {:?}, the row is {id:?}",
-            view.id
-        )));
-    }
-    if view.state.is_terminal() {
-        return Err(RowFault::Bad(format!(
-            "tasks.live: the row is live but its view is {}",
-            view.state.as_str()
-        )));
-    }
-    let step = (sweep.step)(&mut view);
+    let view = text(&view, "tasks.view")?;
+    let (view, step) = step_due_row(sweep, id, view).map_err(RowFault::Bad)?;
     let Some(entry) = step.entry else {
-        return Err(RowFault::Bad(
-            "tasks: the row is due but core's step changes nothing".into(),
-        ));
+        return Err(RowFault::Bad("tasks: core's step gave no entry".into()));
     };
     // As core's Book::expire_due: the notification is at "now".
     commit_change(
