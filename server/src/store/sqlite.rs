@@ -416,10 +416,11 @@ fn commit_batch(
             changes.append(&mut job_changes);
             *outbox |= job_outbox;
         } else {
-            drop(sp); // rolls back this job alone
-                      // After a full disk or an I/O error SQLite may have rolled back
-                      // the whole transaction, the jobs before this one included:
-                      // then none of the batch may be answered as committed.
+            // Rolls back this job alone. After a full disk or an I/O error
+            // SQLite may have rolled back the whole transaction, the jobs
+            // before this one included: then none of the batch may be
+            // answered as committed.
+            drop(sp);
             if let (true, Err(e)) = (tx.is_autocommit(), &result) {
                 return Err(e.clone());
             }
