@@ -72,9 +72,41 @@ pub struct Config {
     pub cors_origins: Vec<String>,
 
     /// POST each committed notification to this http:// URL, signed like
-    /// callbacks (webhook-id = notification key), retried with backoff.
+    /// callbacks (webhook-id = notification key), retried with backoff;
+    /// for every tenant without a --tenant-notify-url of its own.
     #[arg(long, env = "TASKWIRE_NOTIFY_URL")]
     pub notify_url: Option<String>,
+
+    /// POST this tenant's notifications to its own http:// URL instead,
+    /// as TENANT=URL. Repeatable; the environment twin takes a
+    /// comma-separated list. Each receiver has its own posts in flight, so
+    /// a slow one never holds back the others.
+    #[arg(
+        long = "tenant-notify-url",
+        env = "TASKWIRE_TENANT_NOTIFY_URL",
+        value_name = "TENANT=URL",
+        value_delimiter = ','
+    )]
+    pub tenant_notify_urls: Vec<String>,
+
+    /// Notify posts: most posts in flight at once per receiver URL.
+    #[arg(long, env = "TASKWIRE_NOTIFY_IN_FLIGHT", default_value_t = 8)]
+    pub notify_in_flight: usize,
+
+    /// Notify posts: milliseconds to connect to a receiver before the
+    /// attempt counts as failed (and is retried with backoff).
+    #[arg(
+        long,
+        env = "TASKWIRE_NOTIFY_CONNECT_TIMEOUT_MS",
+        default_value_t = 2_000
+    )]
+    pub notify_connect_timeout_ms: u64,
+
+    /// Notify posts: milliseconds from the connection to a receiver's full
+    /// answer before the attempt counts as failed (and is retried with
+    /// backoff).
+    #[arg(long, env = "TASKWIRE_NOTIFY_TIMEOUT_MS", default_value_t = 5_000)]
+    pub notify_timeout_ms: u64,
 
     /// Serve the demo page and enable the in-server demo executor and the
     /// /v1/demo endpoints (see server/README.md).

@@ -3,7 +3,8 @@
 //!
 //! Every handler returns `Result<_, ApiError>`, so a client error can only
 //! become one of the statuses PROTOCOL.md lists; `internal` (500) is kept
-//! for store failures, never for bad input.
+//! for bugs and corrupt data, never for bad input, and a storage outage
+//! (disk full, read-only, connection lost) is 503 `storage-unavailable`.
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -11,6 +12,12 @@ use serde_json::json;
 use taskwire_core::{Error as CoreError, ErrorCode};
 
 use crate::store::StoreError;
+
+/// `Retry-After` of a `storage-unavailable` answer. Longer than
+/// `overloaded`'s 1 s: a full or read-only disk rarely clears within a
+/// second, and a fleet of clients retrying every second would only add load
+/// to a sick store.
+pub const STORAGE_RETRY_AFTER_SECS: u32 = 5;
 
 /// An HTTP error with a stable code and a message naming the field.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,7 +28,7 @@ pub struct ApiError {
     pub code: &'static str,
     /// For humans; names the field or id involved.
     pub message: String,
-    /// Seconds for `Retry-After` (overload only).
+    /// Seconds for `Retry-After` (overload, storage unavailable).
     pub retry_after: Option<u32>,
 }
 
@@ -94,7 +101,22 @@ impl ApiError {
         e
     }
 
-    /// 500 `internal`: a server bug or a failing disk, never bad input.
+    /// 503 `storage-unavailable` with `Retry-After`: the storage cannot
+    /// serve now (disk full, read-only, failing, locked; the database
+    /// connection lost or shutting down). Not a bug, not the request's
+    /// fault: the same request can succeed later.
+    pub fn storage_unavailable(detail: impl std::fmt::Display) -> Self {
+        let mut e = Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "storage-unavailable",
+            format!("store: storage unavailable, retry later ({detail})"),
+        );
+        e.retry_after = Some(STORAGE_RETRY_AFTER_SECS);
+        e
+    }
+
+    /// 500 `internal`: a server bug or corrupt stored data, never bad
+    /// input.
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
     }
@@ -134,7 +156,10 @@ impl From<StoreError> for ApiError {
                 ),
             ),
             StoreError::Overloaded => ApiError::overloaded("store: too many writes queued"),
-            StoreError::Internal(message) => ApiError::internal(format!("store: {message}")),
+            StoreError::Unavailable(message) => ApiError::storage_unavailable(message),
+            StoreError::Corrupt(message) | StoreError::Internal(message) => {
+                ApiError::internal(format!("store: {message}"))
+            }
         }
     }
 }

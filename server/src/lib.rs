@@ -13,7 +13,7 @@
 //! - [`routes`]: the HTTP API; [`auth`] and [`signature`] guard it.
 //! - [`serve`]: the HTTP/1 connection loop.
 //! - [`sweeper`]: expires tasks at their TTL.
-//! - [`notify`]: posts outbox rows to `--notify-url`.
+//! - [`notify`]: posts outbox rows to `--notify-url` / `--tenant-notify-url`.
 //! - [`client`]: a small HTTP client (tests, load tool, webhook).
 //! - [`demo`]: `--demo`'s page, in-server executor and endpoints.
 
@@ -113,6 +113,7 @@ impl Server {
 pub async fn start(config: Config) -> Result<Server, String> {
     let tokens = config.token_map()?;
     let secret = config.secret()?;
+    let receivers = notify::receivers(config.notify_url.as_deref(), &config.tenant_notify_urls)?;
     let hub = Hub::new(config.retention);
     let store = store::open(&config, Arc::clone(&hub)).await?;
     let listener = TcpListener::bind(&config.listen)
@@ -137,13 +138,11 @@ pub async fn start(config: Config) -> Result<Server, String> {
         Arc::clone(&state),
         Duration::from_millis(config.sweep_ms.max(10)),
     ))];
-    if let Some(url) = &config.notify_url {
-        let (authority, path) =
-            client::split_http_url(url).map_err(|e| format!("--notify-url {e}"))?;
+    if !receivers.is_empty() {
         background.push(tokio::spawn(notify::run(
             Arc::clone(&state),
-            authority,
-            path,
+            receivers,
+            notify::Sending::from_config(&config),
         )));
     }
     let app = routes::router(Arc::clone(&state));

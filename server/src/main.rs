@@ -107,5 +107,8 @@ fn print_banner(config: &Config, addr: std::net::SocketAddr) {
     if let Some(url) = &config.notify_url {
         say!("  notify:     {url}");
     }
+    for pair in &config.tenant_notify_urls {
+        say!("  notify:     {pair}");
+    }
     // Flushed line by line: tests and scripts wait for "listening on".
 }

@@ -1,11 +1,14 @@
 //! Counters of what callbacks did, by core reason: how many duplicates the
-//! server absorbed. Served by `GET /v1/demo/stats`; cheap enough (one
+//! server absorbed; and of what the sweeps did (expiries, quarantined
+//! rows). Served by `GET /v1/demo/stats`; cheap enough (one
 //! relaxed atomic add per callback) to keep on always.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::{json, Map, Value};
 use taskwire_core::Reason;
+
+use crate::store::Quarantined;
 
 const REASONS: [Reason; 17] = [
     Reason::Started,
@@ -34,6 +37,7 @@ pub struct Stats {
     callbacks: AtomicU64,
     rejected_signatures: AtomicU64,
     expired_by_sweeper: AtomicU64,
+    quarantined_rows: AtomicU64,
 }
 
 impl Stats {
@@ -56,6 +60,22 @@ impl Stats {
     pub fn swept(&self, n: usize) {
         self.expired_by_sweeper
             .fetch_add(n as u64, Ordering::Relaxed);
+    }
+
+    /// Reports rows a sweep set aside (`by` names the sweep): one stderr
+    /// line each, naming the table, the key and the error, and the
+    /// `quarantinedRows` counter. Each row is reported once: stores return
+    /// a row only from the call that quarantined it.
+    pub fn quarantined(&self, by: &str, rows: &[Quarantined]) {
+        for row in rows {
+            eprintln!(
+                "taskwire-server: {by}: quarantined {} row {}: {} (left as it is; \
+                 delete its quarantine row once repaired)",
+                row.table, row.key, row.error
+            );
+        }
+        self.quarantined_rows
+            .fetch_add(rows.len() as u64, Ordering::Relaxed);
     }
 
     /// The JSON served by `/v1/demo/stats`.
@@ -83,6 +103,7 @@ impl Stats {
             "deduplicated": deduplicated,
             "rejectedSignatures": self.rejected_signatures.load(Ordering::Relaxed),
             "expiredBySweeper": self.expired_by_sweeper.load(Ordering::Relaxed),
+            "quarantinedRows": self.quarantined_rows.load(Ordering::Relaxed),
             "byReason": reasons,
         })
     }

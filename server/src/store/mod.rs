@@ -13,16 +13,23 @@
 //! - After the commit, every change is published to the hub, in version
 //!   order per task, so held long-polls and SSE streams wake without
 //!   polling.
+//! - A sweep (the TTL sweeper, the notify sender's outbox read) handles
+//!   each row on its own: a row it cannot act on is quarantined
+//!   ([`quarantine`]) and reported, and the other rows go on.
 
 pub mod postgres;
+pub mod quarantine;
 pub mod sqlite;
+mod sweep;
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+pub use quarantine::Quarantined;
 use serde::Serialize;
 use serde_json::Value;
+pub use sweep::{PendingWebhooks, Swept, TenantScope, WebhookClaim};
 use taskwire_core::{
     Delivery, Error as CoreError, Event, HistoryEntry, Notification, Outcome, ResumeAnswer,
     TaskView,
@@ -69,8 +76,31 @@ pub enum StoreError {
     IdempotencyKeyReused(String),
     /// Too many writes queued: try again shortly (503).
     Overloaded,
-    /// The database failed (disk, corruption): a 500.
+    /// The storage cannot serve now, through no fault of the request: disk
+    /// full, read-only or failing, the file cannot be opened, locked by
+    /// another process, the database connection lost or shutting down.
+    /// A 503 `storage-unavailable`: retrying later can succeed.
+    Unavailable(String),
+    /// A stored row does not parse, or a write breaks a constraint (the
+    /// rows disagree): corruption, a 500. Sweeps quarantine such a row
+    /// ([`quarantine`]) instead of failing.
+    Corrupt(String),
+    /// Anything else the database refused: a bug, a 500.
     Internal(String),
+}
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreError::NotFound(id) => write!(f, "no task {id}"),
+            StoreError::Invalid(e) => f.write_str(&e.message),
+            StoreError::IdempotencyKeyReused(key) => write!(f, "idempotency key {key} reused"),
+            StoreError::Overloaded => f.write_str("too many writes queued"),
+            StoreError::Unavailable(m) | StoreError::Corrupt(m) | StoreError::Internal(m) => {
+                f.write_str(m)
+            }
+        }
+    }
 }
 
 /// What a store's writer hands back for one write job. Both stores queue
@@ -80,7 +110,8 @@ pub(crate) enum WriteDone {
     Created(Created),
     Callback(CallbackAnswer),
     Delivery(Delivery),
-    Expired(usize),
+    Expired(Swept),
+    Quarantined(Vec<Quarantined>),
     Unit,
 }
 
@@ -111,17 +142,18 @@ impl WriteDone {
         }
     }
 
-    pub(crate) fn expired(self) -> Result<usize, StoreError> {
+    pub(crate) fn expired(self) -> Result<Swept, StoreError> {
         match self {
-            WriteDone::Expired(n) => Ok(n),
+            WriteDone::Expired(swept) => Ok(swept),
             _ => Err(Self::unexpected()),
         }
     }
-}
 
-impl From<rusqlite::Error> for StoreError {
-    fn from(e: rusqlite::Error) -> Self {
-        StoreError::Internal(e.to_string())
+    pub(crate) fn quarantined(self) -> Result<Vec<Quarantined>, StoreError> {
+        match self {
+            WriteDone::Quarantined(rows) => Ok(rows),
+            _ => Err(Self::unexpected()),
+        }
     }
 }
 
@@ -291,13 +323,14 @@ pub trait Store: Send + Sync + 'static {
     ) -> StoreFuture<'_, Vec<OutboxEntry>>;
 
     /// Expires up to `limit` live tasks whose `expiresAtMs <= now_ms`
-    /// (core's `expire_step`), each with its notification; returns how
-    /// many.
-    fn expire_due(&self, now_ms: f64, limit: u32) -> StoreFuture<'_, usize>;
+    /// (core's `expire_step`), each with its notification. Each row is
+    /// handled on its own: one that does not parse, or that core's step
+    /// cannot move, is quarantined and the others are expired.
+    fn expire_due(&self, now_ms: f64, limit: u32) -> StoreFuture<'_, Swept>;
 
-    /// Outbox rows not yet posted to the notify webhook whose next attempt
-    /// is due.
-    fn pending_webhooks(&self, now_ms: f64, limit: u32) -> StoreFuture<'_, Vec<OutboxEntry>>;
+    /// Outbox rows due for a notify post (see [`WebhookClaim`]). Rows
+    /// that do not parse are quarantined, not returned.
+    fn pending_webhooks(&self, claim: WebhookClaim) -> StoreFuture<'_, PendingWebhooks>;
 
     /// Records a webhook attempt: sent, or the time of the next try.
     fn webhook_attempted(&self, seq: u64, sent: bool, next_attempt_ms: f64) -> StoreFuture<'_, ()>;

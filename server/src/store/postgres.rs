@@ -46,7 +46,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use deadpool_postgres::{
-    Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod, Runtime, Transaction,
+    Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime, Transaction,
 };
 use futures_util::StreamExt;
 use serde_json::Value;
@@ -54,8 +54,7 @@ use sha2::{Digest, Sha256};
 use taskwire_core::wire::{from_json, to_json};
 use taskwire_core::{
     check_callback, check_delivery_input, decide_delivery, notification_key, plan_resume, Delivery,
-    DeliveryReason, Event, HistoryEntry, Notification, Reason, Receipt, ResumeAnswer, ResumePlan,
-    State, TaskView,
+    DeliveryReason, Event, HistoryEntry, Reason, Receipt, ResumeAnswer, ResumePlan, TaskView,
 };
 use tokio::sync::{mpsc, oneshot, Mutex as AsyncMutex};
 use tokio::task::JoinHandle;
@@ -64,10 +63,15 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::{AsyncMessage, NoTls, Row};
 
 use super::{
-    Callback, CallbackAnswer, Change, Created, NewTask, OutboxEntry, Store, StoreError,
-    StoreFuture, TaskRecord, WriteDone,
+    Callback, CallbackAnswer, Change, Created, NewTask, OutboxEntry, PendingWebhooks, Store,
+    StoreError, StoreFuture, Swept, TaskRecord, WebhookClaim, WriteDone,
 };
 use crate::hub::Hub;
+
+mod errors;
+mod sweep;
+
+use errors::{pg_message, pool_error};
 
 /// The schema (same tables as SQLite). Created under an advisory lock so
 /// instances starting together do not race on `CREATE … IF NOT EXISTS`.
@@ -126,6 +130,9 @@ CREATE INDEX IF NOT EXISTS outbox_pending ON outbox (next_attempt_ms) WHERE NOT 
 COMMIT;
 ";
 
+/// The advisory lock [`SCHEMA`] is created under.
+const SCHEMA_LOCK: i64 = 7401551000000000001;
+
 /// The NOTIFY channel.
 pub const CHANNEL: &str = "taskwire";
 /// `application_name` of the LISTEN connections (pooled ones are
@@ -137,11 +144,6 @@ const QUEUE: usize = 16_384;
 const PAYLOAD: usize = 7_000;
 /// The LISTEN connection is checked when it has been quiet this long.
 const HEALTH_EVERY: Duration = Duration::from_secs(5);
-/// Webhook rows claimed per call, and how long a claim lasts: another
-/// instance may retry a row only after the claimer had time to post every
-/// claimed row (10 s timeout each).
-const WEBHOOK_CLAIM: u32 = 10;
-const WEBHOOK_LEASE_MS: f64 = 120_000.0;
 
 /// How an instance connects: `--data postgres://…` and the pool size.
 #[derive(Debug, Clone)]
@@ -200,27 +202,6 @@ struct Job {
     op: Op,
     order: LockOrder,
     reply: oneshot::Sender<Result<WriteDone, StoreError>>,
-}
-
-impl From<tokio_postgres::Error> for StoreError {
-    fn from(e: tokio_postgres::Error) -> Self {
-        StoreError::Internal(pg_message(&e))
-    }
-}
-
-fn pg_message(e: &tokio_postgres::Error) -> String {
-    match e.as_db_error() {
-        Some(db) => format!("postgres: {} ({})", db.message(), db.code().code()),
-        None => format!("postgres: {e}"),
-    }
-}
-
-fn pool_error(e: PoolError) -> StoreError {
-    match e {
-        PoolError::Timeout(_) => StoreError::Overloaded,
-        PoolError::Backend(e) => StoreError::from(e),
-        other => StoreError::Internal(format!("postgres pool: {other}")),
-    }
 }
 
 /// `postgres://user:secret@host/db` → `postgres://user:***@host/db`.
@@ -302,6 +283,13 @@ impl PostgresStore {
                 .map_err(|e| format!("--data {shown}: {e}"))?;
             client
                 .batch_execute(SCHEMA)
+                .await
+                .map_err(|e| format!("--data {shown}: schema: {}", pg_message(&e)))?;
+            client
+                .batch_execute(&format!(
+                    "BEGIN; SELECT pg_advisory_xact_lock({SCHEMA_LOCK}); {} COMMIT;",
+                    super::quarantine::POSTGRES_SCHEMA
+                ))
                 .await
                 .map_err(|e| format!("--data {shown}: schema: {}", pg_message(&e)))?;
         }
@@ -466,92 +454,20 @@ impl Store for PostgresStore {
             let rows = client
                 .query(&stmt, &[&tenant, &to_i64(after), &i64::from(limit)])
                 .await?;
-            rows.iter().map(outbox_row).collect()
+            rows.iter().map(sweep::outbox_row).collect()
         })
     }
 
-    fn expire_due(&self, now_ms: f64, limit: u32) -> StoreFuture<'_, usize> {
-        Box::pin(async move {
-            let mut client = self.conn().await?;
-            let tx = client.transaction().await?;
-            // Rows another instance's sweeper (or a callback) holds are
-            // skipped: they are someone else's, and FOR UPDATE re-checks
-            // `live` on the latest version of the rows it does take.
-            let stmt = tx
-                .prepare_cached(
-                    "SELECT tenant, view, kind, input FROM tasks
-                     WHERE live AND expires_at_ms <= $1
-                     ORDER BY expires_at_ms LIMIT $2 FOR UPDATE SKIP LOCKED",
-                )
-                .await?;
-            let rows = tx.query(&stmt, &[&now_ms, &i64::from(limit)]).await?;
-            let mut batch = Batch::default();
-            let mut expired = 0;
-            for row in &rows {
-                let rec = record(row, 0)?;
-                let mut view = rec.view.clone();
-                let step = view.expire_step();
-                if let Some(entry) = step.entry {
-                    batch.tasks.insert(view.id.clone(), rec);
-                    // As core's Book::expire_due: the notification is at "now".
-                    batch.change(&view, entry, step.outcome.notify, now_ms);
-                    expired += 1;
-                }
-            }
-            if expired == 0 {
-                tx.rollback().await?;
-                return Ok(0);
-            }
-            batch.flush(&tx).await?;
-            tx.commit().await?;
-            hub_publish(&self.hub, &batch);
-            Ok(expired)
-        })
+    fn expire_due(&self, now_ms: f64, limit: u32) -> StoreFuture<'_, Swept> {
+        Box::pin(sweep::sweep_tasks(self, &super::sweep::TTL, now_ms, limit))
     }
 
-    fn pending_webhooks(&self, now_ms: f64, limit: u32) -> StoreFuture<'_, Vec<OutboxEntry>> {
-        Box::pin(async move {
-            let client = self.conn().await?;
-            // Claim the rows (a lease on next_attempt_ms) so that the
-            // instances never post the same notification at once.
-            let stmt = client
-                .prepare_cached(
-                    "UPDATE outbox SET next_attempt_ms = $1 + $3 WHERE seq IN (
-                         SELECT seq FROM outbox WHERE NOT sent AND next_attempt_ms <= $1
-                         ORDER BY seq LIMIT $2 FOR UPDATE SKIP LOCKED)
-                     RETURNING seq, key, task_id, state, at_ms, tenant, attempts",
-                )
-                .await?;
-            let rows = client
-                .query(
-                    &stmt,
-                    &[
-                        &now_ms,
-                        &i64::from(limit.min(WEBHOOK_CLAIM)),
-                        &WEBHOOK_LEASE_MS,
-                    ],
-                )
-                .await?;
-            let mut out = rows.iter().map(outbox_row).collect::<Result<Vec<_>, _>>()?;
-            out.sort_by_key(|e| e.seq);
-            Ok(out)
-        })
+    fn pending_webhooks(&self, claim: WebhookClaim) -> StoreFuture<'_, PendingWebhooks> {
+        Box::pin(sweep::pending_webhooks(self, claim))
     }
 
     fn webhook_attempted(&self, seq: u64, sent: bool, next_attempt_ms: f64) -> StoreFuture<'_, ()> {
-        Box::pin(async move {
-            let client = self.conn().await?;
-            let stmt = client
-                .prepare_cached(
-                    "UPDATE outbox SET sent = $2, attempts = attempts + 1, next_attempt_ms = $3
-                     WHERE seq = $1",
-                )
-                .await?;
-            client
-                .execute(&stmt, &[&to_i64(seq), &sent, &next_attempt_ms])
-                .await?;
-            Ok(())
-        })
+        Box::pin(sweep::record_attempt(self, seq, sent, next_attempt_ms))
     }
 }
 
@@ -1457,32 +1373,13 @@ fn entries(rows: &[Row], at: usize) -> Result<Vec<HistoryEntry>, StoreError> {
     Ok(out)
 }
 
-fn outbox_row(r: &Row) -> Result<OutboxEntry, StoreError> {
-    let seq: i64 = r.try_get(0)?;
-    let state: String = r.try_get(3)?;
-    let attempts: i32 = r.try_get(6)?;
-    let state: State = serde_json::from_value(Value::String(state))
-        .map_err(|e| StoreError::Internal(format!("outbox.state: {e}")))?;
-    Ok(OutboxEntry {
-        seq: u64::try_from(seq).map_err(|_| StoreError::Internal("outbox.seq < 0".into()))?,
-        key: r.try_get(1)?,
-        notification: Notification {
-            task_id: r.try_get(2)?,
-            state,
-            at_ms: r.try_get(4)?,
-        },
-        tenant: r.try_get(5)?,
-        attempts: u32::try_from(attempts).unwrap_or(u32::MAX),
-    })
-}
-
 /// Counters are ≤ 2^53 − 1 (core enforces it), so they fit a bigint.
 fn to_i64(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 fn corrupt(e: taskwire_core::Error) -> StoreError {
-    StoreError::Internal(format!("stored row does not parse: {}", e.message))
+    StoreError::Corrupt(format!("stored row does not parse: {}", e.message))
 }
 
 #[cfg(test)]
