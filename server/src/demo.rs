@@ -24,6 +24,7 @@ use taskwire_core::wire::{from_json_serde_bytes, to_json};
 
 use crate::auth::Tenant;
 use crate::error::ApiError;
+use crate::exact_json::RawJson;
 use crate::routes::tasks::create_for;
 use crate::routes::{body, limited, now_ms, now_secs};
 use crate::{client, AppState, Config};
@@ -187,10 +188,10 @@ async fn summary(
         3_600_000.0,
         3,
         Some("summary".into()),
-        Some(input),
+        Some(workload_input(input)?),
     )
     .await?;
-    let id = id_of(&task)?;
+    let id = task.view.id;
     run(&state, &id, summary_plan(), speed);
     Ok(created(json!({"taskIds": [id]})))
 }
@@ -216,10 +217,10 @@ async fn batch(
             ttl,
             3,
             Some("moderation".into()),
-            Some(input),
+            Some(workload_input(input)?),
         )
         .await?;
-        let id = id_of(&task)?;
+        let id = task.view.id;
         run(&state, &id, plan, speed);
         ids.push(id);
     }
@@ -243,10 +244,10 @@ async fn long(
         3_600_000.0,
         3,
         Some("long".into()),
-        Some(input),
+        Some(workload_input(input)?),
     )
     .await?;
-    let id = id_of(&task)?;
+    let id = task.view.id;
     run(&state, &id, long_plan(), speed);
     Ok(created(json!({"taskIds": [id]})))
 }
@@ -267,11 +268,8 @@ async fn stats(State(state): State<AppState>, _tenant: Tenant) -> Json<Value> {
     Json(v)
 }
 
-fn id_of(task: &Value) -> Result<String, ApiError> {
-    task["id"]
-        .as_str()
-        .map(String::from)
-        .ok_or_else(|| ApiError::internal("created task has no id"))
+fn workload_input(input: Value) -> Result<RawJson, ApiError> {
+    RawJson::parse(input.to_string()).map_err(|e| ApiError::internal(format!("demo input: {e}")))
 }
 
 fn created(body: Value) -> Response {

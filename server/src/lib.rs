@@ -15,6 +15,7 @@
 //! - [`sweeper`]: expires tasks at their TTL.
 //! - [`notify`]: posts outbox rows to `--notify-url`.
 //! - [`client`]: a small HTTP client (tests, load tool, webhook).
+//! - [`exact_json`]: `input` kept and compared as the exact JSON sent.
 //! - [`demo`]: `--demo`'s page, in-server executor and endpoints.
 
 #![forbid(unsafe_code)]
@@ -24,6 +25,7 @@ pub mod client;
 pub mod config;
 pub mod demo;
 pub mod error;
+pub mod exact_json;
 pub mod hub;
 pub mod notify;
 pub mod routes;
