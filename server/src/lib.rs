@@ -67,8 +67,10 @@ pub struct Inner {
     pub heartbeat_ms: u64,
     /// Origins allowed by CORS.
     pub cors_origins: Vec<String>,
-    /// Callback counters.
+    /// Callback counters, all tenants together (never served to a tenant).
     pub stats: Stats,
+    /// `--demo`'s per-tenant counters and workload limits.
+    pub demo: Arc<demo::Demo>,
     /// The configuration it started with.
     pub config: Config,
     /// The address actually bound (the demo executor calls back to it).
@@ -132,6 +134,7 @@ pub async fn start(config: Config) -> Result<Server, String> {
         heartbeat_ms: config.heartbeat_ms,
         cors_origins: config.cors_origins.clone(),
         stats: Stats::default(),
+        demo: Arc::default(),
         config: config.clone(),
         addr,
     });

@@ -1,6 +1,9 @@
 //! Counters of what callbacks did, by core reason: how many duplicates the
-//! server absorbed. Served by `GET /v1/demo/stats`; cheap enough (one
-//! relaxed atomic add per callback) to keep on always.
+//! server absorbed. The server keeps one set for all tenants (for tests
+//! and operators; never served to a tenant), and `--demo` one per tenant
+//! for its workloads, served by `GET /v1/demo/stats` (see
+//! `demo::limits`). Cheap enough (one relaxed atomic add per callback) to
+//! keep on always.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -47,6 +50,17 @@ impl Stats {
         }
     }
 
+    /// Counts one judged callback by its reason's wire name (as in a
+    /// callback answer); an unknown name counts as a callback only.
+    pub fn callback_named(&self, reason: &str) {
+        match REASONS.iter().find(|r| r.as_str() == reason) {
+            Some(r) => self.callback(*r),
+            None => {
+                self.callbacks.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
     /// Counts a callback refused with 401.
     pub fn rejected_signature(&self) {
         self.rejected_signatures.fetch_add(1, Ordering::Relaxed);
@@ -58,8 +72,25 @@ impl Stats {
             .fetch_add(n as u64, Ordering::Relaxed);
     }
 
-    /// The JSON served by `/v1/demo/stats`.
+    /// Every counter (the server-wide set).
     pub fn to_json(&self) -> Value {
+        let mut v = self.callbacks_json();
+        if let Value::Object(map) = &mut v {
+            map.insert(
+                "rejectedSignatures".into(),
+                self.rejected_signatures.load(Ordering::Relaxed).into(),
+            );
+            map.insert(
+                "expiredBySweeper".into(),
+                self.expired_by_sweeper.load(Ordering::Relaxed).into(),
+            );
+        }
+        v
+    }
+
+    /// The callback counters only: `callbacks`, `deduplicated`,
+    /// `byReason` (what `/v1/demo/stats` shows a tenant of its own).
+    pub fn callbacks_json(&self) -> Value {
         let mut reasons = Map::new();
         for (reason, counter) in REASONS.iter().zip(&self.by_reason) {
             reasons.insert(
@@ -81,8 +112,6 @@ impl Stats {
         json!({
             "callbacks": self.callbacks.load(Ordering::Relaxed),
             "deduplicated": deduplicated,
-            "rejectedSignatures": self.rejected_signatures.load(Ordering::Relaxed),
-            "expiredBySweeper": self.expired_by_sweeper.load(Ordering::Relaxed),
             "byReason": reasons,
         })
     }
