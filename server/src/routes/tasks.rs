@@ -112,7 +112,8 @@ struct ExactBody {
 /// `kind` or `input` is the same as none, and other fields do not count.
 fn exact_body(text: &str) -> Result<ExactBody, ApiError> {
     let members = exact_json::members(text).map_err(|e| ApiError::invalid(format!("body: {e}")))?;
-    // The last of duplicate names, as core's codec reads them.
+    // Core's codec already refused duplicates of these four (serde's
+    // derive does); `rev` keeps to JSON.parse's last-wins all the same.
     let field = |name: &str| {
         members
             .iter()
