@@ -1,5 +1,6 @@
 // Tests of what the conformance suite does not see: durability across a
-// crash (SIGKILL), a torn last journal line, a damaged journal, --help.
+// crash (SIGKILL), a torn last journal line, a damaged journal, exact
+// input across restarts and old journals, --help.
 //
 //   node --test examples/node-backend/
 //
@@ -272,6 +273,59 @@ describe("the journal", () => {
     const run = spawnSync(process.execPath, [SERVER, "--listen", "127.0.0.1:0", "--data", data], { encoding: "utf8", timeout: 10_000 });
     assert.equal(run.status, 2);
     assert.match(run.stderr, /journal\.jsonl:4: replay failed/);
+  });
+});
+
+describe("exact input", () => {
+  /** A create with a body given as text; resolves to {status, text}. */
+  async function createText(base, text, key) {
+    const res = await fetch(`${base}/v1/tasks`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json", ...(key && { "idempotency-key": key }) },
+      body: text,
+    });
+    return { status: res.status, text: await res.text() };
+  }
+  const getText = async (base, id) => (await fetch(`${base}/v1/tasks/${id}`, { headers: { authorization: `Bearer ${TOKEN}` } })).text();
+  const input = '{"n": 9007199254740993, "big": 123456789012345678901234567890}';
+  const body = `{"ttlMs":3600000,"maxAttempts":1,"input":${input}}`;
+
+  test("input and its key survive a restart exactly", async () => {
+    const data = tempDir();
+    let server = await start(data);
+    try {
+      const created = await createText(server.base, body, "exact-1");
+      assert.equal(created.status, 201);
+      assert.ok(created.text.endsWith(`,"input":${input}}`), created.text);
+      const { id } = JSON.parse(created.text);
+      await kill(server);
+      server = await start(data);
+      assert.ok((await getText(server.base, id)).endsWith(`,"input":${input}}`));
+      const replay = await createText(server.base, body.replace("9007199254740993", "9007199254740993.0"), "exact-1");
+      assert.equal(replay.status, 200, replay.text);
+      const other = await createText(server.base, body.replace("9007199254740993", "9007199254740992"), "exact-1");
+      assert.equal(other.status, 422, other.text);
+    } finally {
+      await kill(server);
+    }
+  });
+
+  test("a journal written before exact input still replays, and its keys still match", async () => {
+    const data = tempDir();
+    const id = `tsk_${randomBytes(16).toString("hex")}`;
+    const old = { op: "create", id, tenant: "tenant-a", nowMs: Date.now(), ttlMs: 3_600_000, maxAttempts: 2, kind: "k", input: { a: [1, 2.5] }, key: "old-1" };
+    writeFileSync(join(data, "journal.jsonl"), `${JSON.stringify({ journal: "taskwire-node-backend", format: 1 })}\n${JSON.stringify(old)}\n`);
+    const server = await start(data);
+    try {
+      assert.ok((await getText(server.base, id)).endsWith(',"input":{"a":[1,2.5]}}'));
+      const same = await createText(server.base, '{"maxAttempts":2,"ttlMs":3600000,"kind":"k","input":{"a":[1,2.5]}}', "old-1");
+      assert.equal(same.status, 200, same.text);
+      assert.equal(JSON.parse(same.text).id, id);
+      const other = await createText(server.base, '{"maxAttempts":3,"ttlMs":3600000,"kind":"k","input":{"a":[1,2.5]}}', "old-1");
+      assert.equal(other.status, 422, other.text);
+    } finally {
+      await kill(server);
+    }
   });
 });
 

@@ -18,8 +18,9 @@ import {
   sendError,
   sendJson,
 } from "./http.mjs";
+import { canonical, members } from "./exact.mjs";
 import { verify } from "./sign.mjs";
-import { StorageError } from "./store.mjs";
+import { EXACT_REQUEST, StorageError, legacyCreateRequest } from "./store.mjs";
 
 /** The longest a resume may be held. */
 const MAX_WAIT_MS = 30_000;
@@ -163,14 +164,18 @@ function idempotencyKey(req) {
 
 async function createTaskRoute({ req, res, store, config }) {
   const tenant = tenantOf(req, config);
-  const body = parseJson(await readBody(req), "body");
+  const bytes = await readBody(req);
+  const body = parseJson(bytes, "body");
   const key = idempotencyKey(req);
   if (body === null || typeof body !== "object" || Array.isArray(body)) {
     throw invalid("body: must be a JSON object");
   }
   const { ttlMs, maxAttempts } = body;
   const kind = body.kind ?? undefined;
-  const input = body.input ?? undefined;
+  // `input` as the exact text sent (JSON.parse would round its numbers),
+  // and the request in the exact form replays are compared in.
+  const { input, request } = exactCreate(bytes.toString("utf8"));
+  const legacyRequest = legacyCreateRequest({ ttlMs, maxAttempts, kind, input: body.input ?? undefined });
   if (kind !== undefined && typeof kind !== "string") throw invalid(`body.kind: must be a string, got ${typeOf(kind)}`);
   if (kind !== undefined && Buffer.byteLength(kind) > MAX_KIND_BYTES) {
     throw invalid(`body.kind: must be at most ${MAX_KIND_BYTES} bytes, got ${Buffer.byteLength(kind)}`);
@@ -185,8 +190,34 @@ async function createTaskRoute({ req, res, store, config }) {
     }
     throw err;
   }
-  const { task: answer, created } = store.create(tenant, { ...task, kind, input }, key);
+  const { task: answer, created } = store.create(tenant, { ...task, kind, input }, key === undefined ? undefined : { key, request, legacyRequest });
   sendJson(res, created ? 201 : 200, answer);
+}
+
+/**
+ * The create body's `input` text (undefined when absent or null) and its
+ * request in canonical form: `ttlMs`, `maxAttempts`, `kind` and `input`,
+ * numbers compared exactly, `null` the same as absent (PROTOCOL.md,
+ * "Create a task"). The last of duplicate fields counts, as in JSON.parse.
+ */
+function exactCreate(text) {
+  let fields;
+  try {
+    fields = new Map(members(text));
+  } catch (err) {
+    throw invalid(`body: ${err.message}`);
+  }
+  const field = (name) => (fields.get(name) === "null" ? undefined : fields.get(name));
+  let request = EXACT_REQUEST;
+  for (const name of ["input", "kind", "maxAttempts", "ttlMs"]) {
+    const raw = field(name);
+    try {
+      request += `${raw === undefined ? "null" : canonical(raw)}\n`;
+    } catch (err) {
+      throw invalid(`body.${name}: ${err.message}`);
+    }
+  }
+  return { input: field("input"), request };
 }
 
 async function getTask({ req, res, rawId, store, config }) {

@@ -28,7 +28,7 @@ pub struct ApiError {
     pub code: &'static str,
     /// For humans; names the field or id involved.
     pub message: String,
-    /// Seconds for `Retry-After` (overload, storage unavailable).
+    /// Seconds for `Retry-After` (overload, limits, storage unavailable).
     pub retry_after: Option<u32>,
 }
 
@@ -92,6 +92,13 @@ impl ApiError {
     /// 422 with a code of its own.
     pub fn unprocessable(code: &'static str, message: impl Into<String>) -> Self {
         Self::new(StatusCode::UNPROCESSABLE_ENTITY, code, message)
+    }
+
+    /// 429 with a code of its own and `Retry-After` (a per-caller limit).
+    pub fn too_many(code: &'static str, message: impl Into<String>, retry_after: u32) -> Self {
+        let mut e = Self::new(StatusCode::TOO_MANY_REQUESTS, code, message);
+        e.retry_after = Some(retry_after);
+        e
     }
 
     /// 503 `overloaded` with `Retry-After: 1`.

@@ -42,8 +42,10 @@ type Slot = watch::Sender<Option<Arc<Latest>>>;
 pub struct Hub {
     slots: Mutex<HashMap<String, Slot>>,
     retention: usize,
-    /// Bumped by `/v1/demo/drop-connections`: every held request aborts.
-    drops: watch::Sender<u64>,
+    /// One drop signal per tenant, bumped by `/v1/demo/drop-connections`
+    /// (that tenant's held requests abort) and at shutdown (all of them).
+    /// Tenants come from the configured tokens, so the map stays small.
+    drops: Mutex<HashMap<String, watch::Sender<u64>>>,
     /// Woken when an outbox row commits (the notify-webhook sender waits).
     pub outbox: Notify,
 }
@@ -54,7 +56,7 @@ impl Hub {
         Arc::new(Hub {
             slots: Mutex::new(HashMap::new()),
             retention: usize::try_from(retention).unwrap_or(usize::MAX).min(4096),
-            drops: watch::channel(0).0,
+            drops: Mutex::new(HashMap::new()),
             outbox: Notify::new(),
         })
     }
@@ -65,8 +67,19 @@ impl Hub {
         self.slots.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Starts watching a task. Call before reading it from the store.
-    pub fn subscribe(self: &Arc<Self>, id: &str) -> Subscription {
+    fn drops(&self) -> MutexGuard<'_, HashMap<String, watch::Sender<u64>>> {
+        // As for `slots`: a map of channels survives a panic elsewhere.
+        self.drops.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Starts watching a task for `tenant` (whose drop signal it listens
+    /// to). Call before reading the task from the store.
+    pub fn subscribe(self: &Arc<Self>, id: &str, tenant: &str) -> Subscription {
+        let drops = self
+            .drops()
+            .entry(tenant.to_string())
+            .or_insert_with(|| watch::channel(0).0)
+            .subscribe();
         let rx = self
             .slots()
             .entry(id.to_string())
@@ -76,7 +89,7 @@ impl Hub {
             hub: Arc::clone(self),
             id: id.to_string(),
             rx,
-            drops: self.drops.subscribe(),
+            drops,
         }
     }
 
@@ -205,9 +218,29 @@ impl Hub {
         self.retention
     }
 
-    /// Makes every held long-poll and SSE stream abort its connection.
+    /// Makes every held long-poll and SSE stream abort its connection
+    /// (shutdown).
     pub fn drop_connections(&self) {
-        self.drops.send_modify(|n| *n = n.wrapping_add(1));
+        for signal in self.drops().values() {
+            signal.send_modify(|n| *n = n.wrapping_add(1));
+        }
+    }
+
+    /// Makes `tenant`'s held long-polls and SSE streams abort their
+    /// connections, and no one else's; returns how many were held.
+    pub fn drop_connections_of(&self, tenant: &str) -> usize {
+        let drops = self.drops();
+        let Some(signal) = drops.get(tenant) else {
+            return 0;
+        };
+        let held = signal.receiver_count();
+        signal.send_modify(|n| *n = n.wrapping_add(1));
+        held
+    }
+
+    /// How many requests of `tenant` wait on the hub now.
+    pub fn held_by(&self, tenant: &str) -> usize {
+        self.drops().get(tenant).map_or(0, |s| s.receiver_count())
     }
 
     /// How many tasks are watched now.
@@ -302,6 +335,7 @@ pub fn answer_from(latest: &Latest, cursor: u64, retention: u64) -> Option<Resum
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
     use taskwire_core::{create_task, CreateTask, Event, Millis};
 
     fn view() -> TaskView {
@@ -327,7 +361,7 @@ mod tests {
     #[tokio::test]
     async fn wakes_a_subscriber_and_answers_from_memory() {
         let hub = Hub::new(8);
-        let mut sub = hub.subscribe("t");
+        let mut sub = hub.subscribe("t", "a");
         let mut v = view();
         let c = change(
             &mut v,
@@ -360,7 +394,7 @@ mod tests {
     #[tokio::test]
     async fn publishes_never_go_back_and_reads_join_memory() {
         let hub = Hub::new(8);
-        let sub = hub.subscribe("t");
+        let sub = hub.subscribe("t", "a");
         let mut v = view();
         let at = |ms: f64| Millis::new(ms, "x").unwrap();
         let c1 = change(
@@ -410,10 +444,30 @@ mod tests {
     #[tokio::test]
     async fn drop_connections_releases_waiters() {
         let hub = Hub::new(8);
-        let mut sub = hub.subscribe("t");
+        let mut sub = hub.subscribe("t", "a");
         let waiter = tokio::spawn(async move { sub.wait_past(0).await });
         tokio::task::yield_now().await;
         hub.drop_connections();
         assert_eq!(waiter.await.unwrap(), Wake::Dropped);
+    }
+
+    #[tokio::test]
+    async fn a_tenants_drop_releases_only_its_own_waiters() {
+        let hub = Hub::new(8);
+        let mut mine = hub.subscribe("t", "a");
+        let mut theirs = hub.subscribe("t", "b");
+        assert_eq!((hub.held_by("a"), hub.held_by("b")), (1, 1));
+        let mine = tokio::spawn(async move { mine.wait_past(0).await });
+        let theirs = tokio::spawn(async move {
+            tokio::time::timeout(Duration::from_millis(200), theirs.wait_past(0))
+                .await
+                .is_err()
+        });
+        tokio::task::yield_now().await;
+        assert_eq!(hub.drop_connections_of("a"), 1);
+        assert_eq!(hub.drop_connections_of("nobody"), 0);
+        assert_eq!(mine.await.unwrap(), Wake::Dropped);
+        assert!(theirs.await.unwrap(), "b's waiter is still waiting");
+        assert_eq!(hub.held_by("b"), 0, "b's waiter timed out and left");
     }
 }

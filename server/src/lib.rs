@@ -15,6 +15,7 @@
 //! - [`sweeper`]: expires tasks at their TTL.
 //! - [`notify`]: posts outbox rows to `--notify-url` / `--tenant-notify-url`.
 //! - [`client`]: a small HTTP client (tests, load tool, webhook).
+//! - [`exact_json`]: `input` kept and compared as the exact JSON sent.
 //! - [`demo`]: `--demo`'s page, in-server executor and endpoints.
 
 #![forbid(unsafe_code)]
@@ -24,6 +25,7 @@ pub mod client;
 pub mod config;
 pub mod demo;
 pub mod error;
+pub mod exact_json;
 pub mod hub;
 pub mod notify;
 pub mod routes;
@@ -65,8 +67,10 @@ pub struct Inner {
     pub heartbeat_ms: u64,
     /// Origins allowed by CORS.
     pub cors_origins: Vec<String>,
-    /// Callback counters.
+    /// Callback counters, all tenants together (never served to a tenant).
     pub stats: Stats,
+    /// `--demo`'s per-tenant counters and workload limits.
+    pub demo: Arc<demo::Demo>,
     /// The configuration it started with.
     pub config: Config,
     /// The address actually bound (the demo executor calls back to it).
@@ -131,6 +135,7 @@ pub async fn start(config: Config) -> Result<Server, String> {
         heartbeat_ms: config.heartbeat_ms,
         cors_origins: config.cors_origins.clone(),
         stats: Stats::default(),
+        demo: Arc::default(),
         config: config.clone(),
         addr,
     });

@@ -1,7 +1,10 @@
 //! Counters of what callbacks did, by core reason: how many duplicates the
 //! server absorbed; and of what the sweeps did (expiries, quarantined
-//! rows). Served by `GET /v1/demo/stats`; cheap enough (one
-//! relaxed atomic add per callback) to keep on always.
+//! rows). The server keeps one set for all tenants (for tests and
+//! operators; never served to a tenant), and `--demo` one per tenant
+//! for its workloads, served by `GET /v1/demo/stats` (see
+//! `demo::limits`). Cheap enough (one relaxed atomic add per callback) to
+//! keep on always.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -51,6 +54,17 @@ impl Stats {
         }
     }
 
+    /// Counts one judged callback by its reason's wire name (as in a
+    /// callback answer); an unknown name counts as a callback only.
+    pub fn callback_named(&self, reason: &str) {
+        match REASONS.iter().find(|r| r.as_str() == reason) {
+            Some(r) => self.callback(*r),
+            None => {
+                self.callbacks.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
     /// Counts a callback refused with 401.
     pub fn rejected_signature(&self) {
         self.rejected_signatures.fetch_add(1, Ordering::Relaxed);
@@ -78,8 +92,29 @@ impl Stats {
             .fetch_add(rows.len() as u64, Ordering::Relaxed);
     }
 
-    /// The JSON served by `/v1/demo/stats`.
+    /// Every counter (the server-wide set).
     pub fn to_json(&self) -> Value {
+        let mut v = self.callbacks_json();
+        if let Value::Object(map) = &mut v {
+            map.insert(
+                "rejectedSignatures".into(),
+                self.rejected_signatures.load(Ordering::Relaxed).into(),
+            );
+            map.insert(
+                "expiredBySweeper".into(),
+                self.expired_by_sweeper.load(Ordering::Relaxed).into(),
+            );
+            map.insert(
+                "quarantinedRows".into(),
+                self.quarantined_rows.load(Ordering::Relaxed).into(),
+            );
+        }
+        v
+    }
+
+    /// The callback counters only: `callbacks`, `deduplicated`,
+    /// `byReason` (what `/v1/demo/stats` shows a tenant of its own).
+    pub fn callbacks_json(&self) -> Value {
         let mut reasons = Map::new();
         for (reason, counter) in REASONS.iter().zip(&self.by_reason) {
             reasons.insert(
@@ -101,9 +136,6 @@ impl Stats {
         json!({
             "callbacks": self.callbacks.load(Ordering::Relaxed),
             "deduplicated": deduplicated,
-            "rejectedSignatures": self.rejected_signatures.load(Ordering::Relaxed),
-            "expiredBySweeper": self.expired_by_sweeper.load(Ordering::Relaxed),
-            "quarantinedRows": self.quarantined_rows.load(Ordering::Relaxed),
             "byReason": reasons,
         })
     }

@@ -50,7 +50,7 @@ pub async fn events(
             .int("cursor", MAX_SAFE_INTEGER)?
             .unwrap_or(0),
     };
-    let sub = state.hub.subscribe(&id);
+    let sub = state.hub.subscribe(&id, &tenant);
     let first = state
         .store
         .resume(tenant.clone(), id.clone(), cursor, false)

@@ -67,7 +67,7 @@ pub fn resume(
     }: Params,
 ) -> impl Future<Output = Result<Response, ApiError>> {
     async move {
-        let mut sub = state.hub.subscribe(&id);
+        let mut sub = state.hub.subscribe(&id, &tenant);
         let answer = state
             .store
             .resume(tenant.clone(), id, cursor, snapshot)

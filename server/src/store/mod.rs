@@ -28,12 +28,14 @@ use std::sync::Arc;
 
 pub use quarantine::Quarantined;
 use serde::Serialize;
-use serde_json::Value;
 pub use sweep::{PendingWebhooks, Swept, TenantScope, WebhookClaim};
+use taskwire_core::wire::to_json;
 use taskwire_core::{
     Delivery, Error as CoreError, Event, HistoryEntry, Notification, Outcome, ResumeAnswer,
     TaskView,
 };
+
+pub use crate::exact_json::RawJson;
 
 /// Opens the store `config.data` names: a `postgres://` (or
 /// `postgresql://`) URL selects PostgreSQL, anything else is the SQLite
@@ -166,23 +168,30 @@ pub struct TaskRecord {
     pub view: TaskView,
     /// Free label given at creation.
     pub kind: Option<String>,
-    /// Opaque input given at creation.
-    pub input: Option<Value>,
+    /// Opaque input given at creation, as the exact JSON text sent (so
+    /// numbers beyond double precision come back as they were).
+    pub input: Option<RawJson>,
 }
 
 impl TaskRecord {
-    /// The wire shape: the `TaskView` plus `kind` and `input` when given.
-    pub fn to_json(&self) -> Value {
-        let mut v = serde_json::to_value(&self.view).unwrap_or(Value::Null);
-        if let Value::Object(map) = &mut v {
+    /// The wire shape, as JSON text: the `TaskView` plus `kind` and
+    /// `input` when given (`input` byte for byte as it was sent).
+    pub fn to_json(&self) -> String {
+        let mut out = to_json(&self.view);
+        // A TaskView is always a non-empty JSON object: reopen it.
+        if out.ends_with('}') && (self.kind.is_some() || self.input.is_some()) {
+            out.pop();
             if let Some(kind) = &self.kind {
-                map.insert("kind".into(), Value::String(kind.clone()));
+                out.push_str(",\"kind\":");
+                out.push_str(&to_json(kind));
             }
             if let Some(input) = &self.input {
-                map.insert("input".into(), input.clone());
+                out.push_str(",\"input\":");
+                out.push_str(input.as_str());
             }
+            out.push('}');
         }
-        v
+        out
     }
 }
 
@@ -195,10 +204,38 @@ pub struct NewTask {
     pub view: TaskView,
     /// Free label.
     pub kind: Option<String>,
-    /// Opaque input.
-    pub input: Option<Value>,
-    /// `Idempotency-Key` and the canonical body it was sent with.
-    pub idempotency: Option<(String, String)>,
+    /// Opaque input, exactly as sent.
+    pub input: Option<RawJson>,
+    /// `Idempotency-Key` and the body it was sent with.
+    pub idempotency: Option<Idempotency>,
+}
+
+/// An `Idempotency-Key` with the request it names, for comparing a
+/// replay with the first create.
+#[derive(Debug, Clone)]
+pub struct Idempotency {
+    /// The key (per tenant).
+    pub key: String,
+    /// The request in its exact canonical form (what is stored).
+    pub request: String,
+    /// The request as servers before exact comparison stored it (numbers
+    /// as doubles), to compare with rows they wrote.
+    pub legacy_request: String,
+}
+
+/// Marks a stored request written in the exact canonical form; rows
+/// without it were written by earlier servers (see [`Idempotency`]).
+pub const EXACT_REQUEST: &str = "exact:";
+
+impl Idempotency {
+    /// Whether a stored request names the same create as this one.
+    pub fn same_as(&self, stored: &str) -> bool {
+        if stored.starts_with(EXACT_REQUEST) {
+            stored == self.request
+        } else {
+            stored == self.legacy_request
+        }
+    }
 }
 
 /// The answer to a create.

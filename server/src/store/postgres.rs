@@ -49,7 +49,6 @@ use deadpool_postgres::{
     Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime, Transaction,
 };
 use futures_util::StreamExt;
-use serde_json::Value;
 use sha2::{Digest, Sha256};
 use taskwire_core::wire::{from_json, to_json};
 use taskwire_core::{
@@ -63,8 +62,8 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::{AsyncMessage, NoTls, Row};
 
 use super::{
-    Callback, CallbackAnswer, Change, Created, NewTask, OutboxEntry, PendingWebhooks, Store,
-    StoreError, StoreFuture, Swept, TaskRecord, WebhookClaim, WriteDone,
+    Callback, CallbackAnswer, Change, Created, NewTask, OutboxEntry, PendingWebhooks, RawJson,
+    Store, StoreError, StoreFuture, Swept, TaskRecord, WebhookClaim, WriteDone,
 };
 use crate::hub::Hub;
 
@@ -235,7 +234,11 @@ fn lock_id(parts: &[&str]) -> i64 {
 fn order_of(op: &Op) -> LockOrder {
     match op {
         Op::Create(task) => match &task.idempotency {
-            Some((key, _)) => (0, lock_id(&["idem", &task.tenant, key]), String::new()),
+            Some(idem) => (
+                0,
+                lock_id(&["idem", &task.tenant, &idem.key]),
+                String::new(),
+            ),
             None => (2, 0, String::new()),
         },
         Op::Deliver { tenant, key, .. } => (0, lock_id(&["delivery", tenant, key]), String::new()),
@@ -355,13 +358,16 @@ impl Store for PostgresStore {
     fn get(&self, tenant: String, id: String) -> StoreFuture<'_, TaskRecord> {
         Box::pin(async move {
             let client = self.conn().await?;
+            // The tenant is in the query: another tenant's row is never
+            // read or parsed (no timing difference from an unknown id).
             let stmt = client
-                .prepare_cached("SELECT tenant, view, kind, input FROM tasks WHERE id = $1")
+                .prepare_cached(
+                    "SELECT tenant, view, kind, input FROM tasks WHERE id = $1 AND tenant = $2",
+                )
                 .await?;
-            let row = client.query_opt(&stmt, &[&id]).await?;
+            let row = client.query_opt(&stmt, &[&id, &tenant]).await?;
             row.map(|r| record(&r, 0))
                 .transpose()?
-                .filter(|r| r.tenant == tenant)
                 .ok_or(StoreError::NotFound(id))
         })
     }
@@ -383,13 +389,19 @@ impl Store for PostgresStore {
                     "SELECT t.tenant, t.view, h.version, h.event FROM tasks t
                      LEFT JOIN history h ON h.task_id = t.id AND h.version > $2
                           AND t.version > $2 AND t.version - $2 <= $3 AND NOT $4
-                     WHERE t.id = $1 ORDER BY h.version",
+                     WHERE t.id = $1 AND t.tenant = $5 ORDER BY h.version",
                 )
                 .await?;
             let rows = client
                 .query(
                     &stmt,
-                    &[&id, &to_i64(cursor), &to_i64(retention), &force_snapshot],
+                    &[
+                        &id,
+                        &to_i64(cursor),
+                        &to_i64(retention),
+                        &force_snapshot,
+                        &tenant,
+                    ],
                 )
                 .await?;
             let Some(first) = rows.first() else {
@@ -575,9 +587,9 @@ impl Batch {
             .collect();
         let c_expires: Vec<f64> = created.iter().map(|r| r.view.expires_at_ms).collect();
         let c_kind: Vec<Option<&str>> = created.iter().map(|r| r.kind.as_deref()).collect();
-        let c_input: Vec<Option<String>> = created
+        let c_input: Vec<Option<&str>> = created
             .iter()
-            .map(|r| r.input.as_ref().map(|v| v.to_string()))
+            .map(|r| r.input.as_ref().map(RawJson::as_str))
             .collect();
 
         let created_set: HashSet<&str> = c_id.iter().copied().collect();
@@ -942,7 +954,8 @@ async fn prefetch(
 }
 
 async fn create(tx: &Transaction<'_>, b: &mut Batch, task: &NewTask) -> Sql<Created> {
-    if let Some((key, request)) = &task.idempotency {
+    if let Some(idem) = &task.idempotency {
+        let (key, request) = (&idem.key, &idem.request);
         let ik = (task.tenant.clone(), key.clone());
         let seen = match b.idempotency.get(&ik) {
             Some(v) => Some(v.clone()),
@@ -968,12 +981,12 @@ async fn create(tx: &Transaction<'_>, b: &mut Batch, task: &NewTask) -> Sql<Crea
             }
         };
         if let Some((seen_request, task_id)) = seen {
-            if &seen_request != request {
+            if !idem.same_as(&seen_request) {
                 return Ok(Err(StoreError::IdempotencyKeyReused(key.clone())));
             }
             let record = match b.tasks.get(&task_id) {
                 Some(r) => Some(r.clone()),
-                None => match load(tx, &task_id).await? {
+                None => match load_own(tx, &task.tenant, &task_id).await? {
                     Ok(r) => r,
                     Err(e) => return Ok(Err(e)),
                 },
@@ -1141,13 +1154,13 @@ async fn deliver(
     };
     // A succeeded task never changes again: no lock needed to read it.
     let task = match b.tasks.get(id) {
-        Some(r) => Some(r.clone()),
-        None => match load(tx, id).await? {
+        Some(r) => Some(r.clone()).filter(|r| r.tenant == tenant),
+        None => match load_own(tx, tenant, id).await? {
             Ok(r) => r,
             Err(e) => return Ok(Err(e)),
         },
     };
-    let task = task.filter(|r| r.tenant == tenant).map(|r| r.view);
+    let task = task.map(|r| r.view);
     let delivery = match decide_delivery(existing.as_ref(), id, task.as_ref(), &checked, now) {
         Ok(d) => d,
         Err(e) => {
@@ -1163,12 +1176,13 @@ async fn deliver(
     Ok(Ok(delivery))
 }
 
-/// Reads a task without locking it.
-async fn load(tx: &Transaction<'_>, id: &str) -> Sql<Option<TaskRecord>> {
+/// Reads the tenant's task without locking it. The tenant is in the
+/// query: another tenant's row is never read or parsed.
+async fn load_own(tx: &Transaction<'_>, tenant: &str, id: &str) -> Sql<Option<TaskRecord>> {
     let stmt = tx
-        .prepare_cached("SELECT tenant, view, kind, input FROM tasks WHERE id = $1")
+        .prepare_cached("SELECT tenant, view, kind, input FROM tasks WHERE id = $1 AND tenant = $2")
         .await?;
-    let row = tx.query_opt(&stmt, &[&id]).await?;
+    let row = tx.query_opt(&stmt, &[&id, &tenant]).await?;
     Ok(row.map(|r| record(&r, 0)).transpose())
 }
 
@@ -1336,7 +1350,7 @@ fn record(row: &Row, at: usize) -> Result<TaskRecord, StoreError> {
     let kind: Option<String> = row.try_get(at + 2)?;
     let input: Option<String> = row.try_get(at + 3)?;
     let input = input
-        .map(|text| serde_json::from_str::<Value>(&text))
+        .map(RawJson::parse)
         .transpose()
         .map_err(|e| StoreError::Internal(format!("tasks.input: {e}")))?;
     Ok(TaskRecord {

@@ -28,7 +28,6 @@ use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
-use serde_json::Value;
 use taskwire_core::wire::{from_json, to_json};
 use taskwire_core::{
     check_callback, check_delivery_input, decide_delivery, notification_key, plan_resume, Delivery,
@@ -37,8 +36,8 @@ use taskwire_core::{
 use tokio::sync::{oneshot, Semaphore};
 
 use super::{
-    Callback, CallbackAnswer, Change, Created, NewTask, OutboxEntry, PendingWebhooks, Store,
-    StoreError, StoreFuture, Swept, TaskRecord, WebhookClaim, WriteDone,
+    Callback, CallbackAnswer, Change, Created, NewTask, OutboxEntry, PendingWebhooks, RawJson,
+    Store, StoreError, StoreFuture, Swept, TaskRecord, WebhookClaim, WriteDone,
 };
 use crate::hub::Hub;
 
@@ -219,11 +218,7 @@ impl Store for SqliteStore {
     }
 
     fn get(&self, tenant: String, id: String) -> StoreFuture<'_, TaskRecord> {
-        self.read(move |conn| {
-            load_task(conn, &id)?
-                .filter(|r| r.tenant == tenant)
-                .ok_or(StoreError::NotFound(id))
-        })
+        self.read(move |conn| load_own_task(conn, &tenant, &id)?.ok_or(StoreError::NotFound(id)))
     }
 
     fn resume(
@@ -236,8 +231,7 @@ impl Store for SqliteStore {
         let retention = self.retention;
         self.read(move |conn| {
             let tx = conn.transaction()?;
-            let view = load_task(&tx, &id)?
-                .filter(|r| r.tenant == tenant)
+            let view = load_own_task(&tx, &tenant, &id)?
                 .ok_or_else(|| StoreError::NotFound(id.clone()))?
                 .view;
             let plan = if force_snapshot {
@@ -462,18 +456,20 @@ fn run(
 }
 
 fn create(tx: &Connection, task: NewTask) -> Result<Created, StoreError> {
-    if let Some((key, request)) = &task.idempotency {
+    if let Some(idem) = &task.idempotency {
         let seen: Option<(String, String)> = tx
             .prepare_cached(
                 "SELECT request, task_id FROM idempotency WHERE tenant = ?1 AND key = ?2",
             )?
-            .query_row(params![task.tenant, key], |r| Ok((r.get(0)?, r.get(1)?)))
+            .query_row(params![task.tenant, idem.key], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
             .optional()?;
         if let Some((seen_request, task_id)) = seen {
-            if &seen_request != request {
-                return Err(StoreError::IdempotencyKeyReused(key.clone()));
+            if !idem.same_as(&seen_request) {
+                return Err(StoreError::IdempotencyKeyReused(idem.key.clone()));
             }
-            let record = load_task(tx, &task_id)?.ok_or_else(|| {
+            let record = load_own_task(tx, &task.tenant, &task_id)?.ok_or_else(|| {
                 StoreError::Internal(format!("idempotency row points at missing task {task_id}"))
             })?;
             return Ok(Created {
@@ -484,9 +480,9 @@ fn create(tx: &Connection, task: NewTask) -> Result<Created, StoreError> {
         tx.prepare_cached(
             "INSERT INTO idempotency (tenant, key, request, task_id) VALUES (?1, ?2, ?3, ?4)",
         )?
-        .execute(params![task.tenant, key, request, task.view.id])?;
+        .execute(params![task.tenant, idem.key, idem.request, task.view.id])?;
     }
-    let input = task.input.as_ref().map(|v| v.to_string());
+    let input = task.input.as_ref().map(RawJson::as_str);
     tx.prepare_cached(
         "INSERT INTO tasks (id, tenant, view, version, live, expires_at_ms, kind, input)
          VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7)",
@@ -620,9 +616,7 @@ fn deliver(
         .map(|text| from_json::<Receipt>(&text, "deliveries.receipt"))
         .transpose()
         .map_err(corrupt)?;
-    let task = load_task(tx, id)?
-        .filter(|r| r.tenant == tenant)
-        .map(|r| r.view);
+    let task = load_own_task(tx, tenant, id)?.map(|r| r.view);
     let delivery =
         decide_delivery(existing.as_ref(), id, task.as_ref(), &key, now).map_err(|e| {
             match e.code {
@@ -637,27 +631,50 @@ fn deliver(
     Ok(delivery)
 }
 
+type TaskRow = (String, String, Option<String>, Option<String>);
+
+/// Any tenant's task (callbacks are signed, not bearer-authenticated).
 fn load_task(conn: &Connection, id: &str) -> Result<Option<TaskRecord>, StoreError> {
-    let row: Option<(String, String, Option<String>, Option<String>)> = conn
+    let row: Option<TaskRow> = conn
         .prepare_cached("SELECT tenant, view, kind, input FROM tasks WHERE id = ?1")?
         .query_row(params![id], |r| {
             Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
         })
         .optional()?;
-    let Some((tenant, view, kind, input)) = row else {
-        return Ok(None);
-    };
+    row.map(task_record).transpose()
+}
+
+/// The tenant's task. The tenant is part of the query, so another
+/// tenant's row is never read, let alone parsed: its size or state cannot
+/// show in how long a 404 takes.
+fn load_own_task(
+    conn: &Connection,
+    tenant: &str,
+    id: &str,
+) -> Result<Option<TaskRecord>, StoreError> {
+    let row: Option<TaskRow> = conn
+        .prepare_cached(
+            "SELECT tenant, view, kind, input FROM tasks WHERE id = ?1 AND tenant = ?2",
+        )?
+        .query_row(params![id, tenant], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        })
+        .optional()?;
+    row.map(task_record).transpose()
+}
+
+fn task_record((tenant, view, kind, input): TaskRow) -> Result<TaskRecord, StoreError> {
     let view = from_json::<TaskView>(&view, "tasks.view").map_err(corrupt)?;
     let input = input
-        .map(|text| serde_json::from_str::<Value>(&text))
+        .map(RawJson::parse)
         .transpose()
         .map_err(|e| StoreError::Internal(format!("tasks.input: {e}")))?;
-    Ok(Some(TaskRecord {
+    Ok(TaskRecord {
         tenant,
         view,
         kind,
         input,
-    }))
+    })
 }
 
 fn history_after(
