@@ -11,7 +11,6 @@
 
 mod backoff;
 mod http;
-mod sse;
 mod url;
 mod wait;
 mod watch;

@@ -24,9 +24,9 @@ use web_sys::AbortController;
 
 use super::backoff::Backoff;
 use super::http::{self, BodyReader, Failure, Http};
-use super::sse;
 use super::url::task_url;
 use super::wait::Wakeup;
+use taskwire_core::follow::sse;
 
 /// Long-poll or Server-Sent Events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
