@@ -1,3 +1,4 @@
+/// <reference lib="esnext.disposable" />
 // Types of the `taskwire` package. Hand-written so that the public surface
 // is precise (discriminated unions, string-literal reasons, no `any`);
 // tests/js/types.test.ts compiles against it with `tsc --noEmit` in CI.
@@ -401,6 +402,8 @@ export interface Watch {
   readonly done: Promise<TaskView>;
   /** Aborts the request in flight and cancels timers now. */
   stop(): void;
+  /** `using watch = client.watch(id)`: stops the watch and frees its memory at the end of the scope. */
+  [Symbol.dispose](): void;
 }
 
 /**

@@ -217,6 +217,24 @@ test("stop(): done rejects with code stopped, status closed, no more requests", 
   assert.equal(rec.urls.length, n);
 });
 
+test("[Symbol.dispose]: stops the watch and frees it; done rejects with code stopped", async () => {
+  const rec = recording();
+  const client = new TaskClient({ baseUrl: server.baseUrl, headers: server.headers, fetch: rec.fetch });
+  const task = await newTask(new TaskClient({ baseUrl: server.baseUrl, headers: server.headers }));
+  const watch = client.watch(task.id);
+  await sleep(100); // a long-poll is now held by the server
+  assert.equal(typeof watch[Symbol.dispose], "function");
+  watch[Symbol.dispose]();
+  await assert.rejects(watch.done, (e) => e instanceof TaskwireError && e.code === "stopped");
+  assert.equal(watch.status.state, "closed");
+  const n = rec.urls.length;
+  await advance(task.id, [0, 1], "dispose");
+  await sleep(100);
+  assert.equal(rec.urls.length, n, "no request after dispose");
+  watch[Symbol.dispose](); // twice is harmless
+  watch.stop();
+});
+
 test("401 and 404 end the watch with their code; never retried", async () => {
   const rec = recording();
   const bad = new TaskClient({ baseUrl: server.baseUrl, headers: { Authorization: "Bearer wrong" }, fetch: rec.fetch });

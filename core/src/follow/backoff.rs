@@ -45,12 +45,16 @@ impl Backoff {
 /// The longest wait a `Retry-After` may impose: a day.
 const RETRY_AFTER_MAX_MS: f64 = 24.0 * 3600.0 * 1000.0;
 
+/// Reads an HTTP date as ms since the Unix epoch: [`http_date_ms`], or the
+/// runtime's own reader (a browser executor passes `Date.parse`, which
+/// costs the page nothing).
+pub type DateReader = fn(&str) -> Option<f64>;
+
 /// Parses a `Retry-After` header into milliseconds from `now_ms` (the
 /// wall clock, ms since the Unix epoch): delay-seconds (`"120"`) or an
-/// HTTP date (`"Wed, 21 Oct 2015 07:28:00 GMT"`, and the two obsolete
-/// forms RFC 9110 asks recipients to accept). Unparsable values are
-/// ignored; the wait is cut to a day.
-pub fn retry_after_ms(value: &str, now_ms: f64) -> Option<f64> {
+/// HTTP date read by `read_date`. Unparsable values are ignored; the wait
+/// is cut to a day.
+pub fn retry_after_ms(value: &str, now_ms: f64, read_date: DateReader) -> Option<f64> {
     let value = value.trim();
     if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
         // Integer seconds, saturating (no float parsing: it would link
@@ -60,7 +64,7 @@ pub fn retry_after_ms(value: &str, now_ms: f64) -> Option<f64> {
         });
         return Some((seconds as f64 * 1000.0).min(RETRY_AFTER_MAX_MS));
     }
-    let at = http_date_ms(value)?;
+    let at = read_date(value)?;
     Some((at - now_ms).clamp(0.0, RETRY_AFTER_MAX_MS))
 }
 
@@ -180,15 +184,15 @@ mod tests {
 
     #[test]
     fn parses_seconds_and_the_three_date_forms() {
-        assert_eq!(retry_after_ms("3", 0.0), Some(3000.0));
-        assert_eq!(retry_after_ms(" 0 ", 0.0), Some(0.0));
+        assert_eq!(retry_after_ms("3", 0.0, http_date_ms), Some(3000.0));
+        assert_eq!(retry_after_ms(" 0 ", 0.0, http_date_ms), Some(0.0));
         assert_eq!(
-            retry_after_ms("99999999999999999999", 0.0),
+            retry_after_ms("99999999999999999999", 0.0, http_date_ms),
             Some(RETRY_AFTER_MAX_MS)
         );
-        assert_eq!(retry_after_ms("soon", 0.0), None);
-        assert_eq!(retry_after_ms("-1", 0.0), None);
-        assert_eq!(retry_after_ms("", 0.0), None);
+        assert_eq!(retry_after_ms("soon", 0.0, http_date_ms), None);
+        assert_eq!(retry_after_ms("-1", 0.0, http_date_ms), None);
+        assert_eq!(retry_after_ms("", 0.0, http_date_ms), None);
         // 2015-10-21T07:28:00Z, as JavaScript's Date.UTC gives it.
         let at = 1_445_412_480_000.0;
         for form in [
@@ -208,11 +212,11 @@ mod tests {
             Some(1_835_481_599_000.0)
         );
         assert_eq!(
-            retry_after_ms("Wed, 21 Oct 2015 07:28:00 GMT", at - 6_000.0),
+            retry_after_ms("Wed, 21 Oct 2015 07:28:00 GMT", at - 6_000.0, http_date_ms),
             Some(6_000.0)
         );
         assert_eq!(
-            retry_after_ms("Wed, 21 Oct 2015 07:28:00 GMT", at + 9.0),
+            retry_after_ms("Wed, 21 Oct 2015 07:28:00 GMT", at + 9.0, http_date_ms),
             Some(0.0)
         );
         for bad in [

@@ -99,7 +99,7 @@ impl Follow {
         // The body of any other status is not needed.
         self.abort(id);
         self.phase = Phase::Closed;
-        let floor = retry_after.and_then(|v| retry_after_ms(v, now));
+        let floor = retry_after.and_then(|v| retry_after_ms(v, now, self.config.read_date));
         self.finish(step::classify(status, floor), t);
     }
 
@@ -217,14 +217,16 @@ impl Follow {
         let ending_undelivered = self
             .events
             .drain(..)
+            .skip(self.delivered)
             .any(|e| matches!(e, FollowEvent::Done(_) | FollowEvent::Fail(_)));
+        self.delivered = 0;
         if let Phase::Flight(flight) = std::mem::replace(&mut self.phase, Phase::Closed) {
             self.abort(flight.id);
         }
         self.request = None;
         if !self.finished || ending_undelivered {
             self.finished = true;
-            self.events.push_back(FollowEvent::Fail(Fail {
+            self.events.push(FollowEvent::Fail(Fail {
                 code: FailCode::Stopped,
                 message: String::from("the watch was stopped before the task ended"),
                 status: 0,

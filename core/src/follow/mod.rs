@@ -49,15 +49,13 @@ mod request;
 pub mod sse;
 mod step;
 
-use std::collections::VecDeque;
-
-pub use backoff::{http_date_ms, retry_after_ms, Backoff, Jitter};
+pub use backoff::{http_date_ms, retry_after_ms, Backoff, DateReader, Jitter};
 pub use output::{
     ConnState, Fail, FailCode, Failure, FollowEvent, Reject, Request, RequestId, RequestKind,
     Status, Transport, Update,
 };
-pub use request::encode_segment;
 pub(crate) use request::push_u64;
+pub use request::{decimal, encode_segment};
 
 use crate::mirror::{Mirror, Rejection};
 
@@ -86,7 +84,7 @@ pub const OFFLINE_RECHECK_MS: f64 = 5_000.0;
 pub const MAX_WAIT_MS: u32 = 30_000;
 
 /// How a follow behaves.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct FollowConfig {
     /// Delays between failed attempts.
     pub backoff: Backoff,
@@ -96,6 +94,8 @@ pub struct FollowConfig {
     pub wait_ms: u32,
     /// Seeds the jitter of the backoff delays.
     pub seed: u64,
+    /// Reads the HTTP dates of `Retry-After`.
+    pub read_date: DateReader,
 }
 
 impl Default for FollowConfig {
@@ -105,6 +105,7 @@ impl Default for FollowConfig {
             transport: Transport::LongPoll,
             wait_ms: 25_000,
             seed: 0,
+            read_date: http_date_ms,
         }
     }
 }
@@ -131,7 +132,9 @@ pub struct Follow {
     clock: Clock,
     jitter: Jitter,
     next_id: u64,
-    events: VecDeque<FollowEvent>,
+    /// Events not yet polled; `delivered` of them were.
+    events: Vec<FollowEvent>,
+    delivered: usize,
     request: Option<Request>,
     aborts: Vec<RequestId>,
     /// A `Done` or `Fail` was queued.
@@ -218,7 +221,8 @@ impl Follow {
             phase: Phase::Closed,
             clock: Clock::default(),
             next_id: 0,
-            events: VecDeque::new(),
+            events: Vec::new(),
+            delivered: 0,
             request: None,
             aborts: Vec::new(),
             finished: false,
@@ -249,7 +253,18 @@ impl Follow {
 
     /// The next event for the page.
     pub fn poll_event(&mut self) -> Option<FollowEvent> {
-        self.events.pop_front()
+        // A Vec read from the front (a VecDeque costs the page ~1 KB);
+        // emptied whenever it has all been read.
+        let event = self
+            .events
+            .get_mut(self.delivered)
+            .map(|e| std::mem::replace(e, FollowEvent::Done(None)));
+        self.delivered += 1;
+        if self.delivered >= self.events.len() {
+            self.events.clear();
+            self.delivered = 0;
+        }
+        event
     }
 
     /// A request to abort (its later inputs are ignored anyway).

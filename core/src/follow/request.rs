@@ -87,6 +87,13 @@ impl Follow {
     }
 }
 
+/// `n` in decimal, without `core::fmt`.
+pub fn decimal(n: u64) -> String {
+    let mut s = String::new();
+    push_u64(&mut s, n);
+    s
+}
+
 /// Appends `n` in decimal (without `core::fmt`, whose integer formatting
 /// the page would otherwise pay for).
 pub(crate) fn push_u64(out: &mut String, mut n: u64) {

@@ -108,7 +108,7 @@ impl Follow {
                 .filter(|e| outcome.applied.contains(&e.version))
                 .cloned()
                 .collect();
-            self.events.push_back(FollowEvent::Update(Update {
+            self.events.push(FollowEvent::Update(Update {
                 task: self.mirror.task().cloned(),
                 mode: outcome.mode,
                 applied: outcome.applied.clone(),
@@ -116,7 +116,7 @@ impl Follow {
                 rejected: std::mem::take(&mut self.unreported),
             }));
         } else if !outcome.rejected.is_empty() {
-            self.events.push_back(FollowEvent::Reject(Reject {
+            self.events.push(FollowEvent::Reject(Reject {
                 mode: outcome.mode,
                 rejected: outcome.rejected.clone(),
                 version: self.mirror.version(),
@@ -193,7 +193,7 @@ impl Follow {
                 self.finished = true;
                 self.phase = Phase::Closed;
                 self.events
-                    .push_back(FollowEvent::Done(self.mirror.task().cloned()));
+                    .push(FollowEvent::Done(self.mirror.task().cloned()));
                 self.status(ConnState::Closed, None, None, None);
             }
             Step::Fatal {
@@ -203,7 +203,7 @@ impl Follow {
             } => {
                 self.finished = true;
                 self.phase = Phase::Closed;
-                self.events.push_back(FollowEvent::Fail(Fail {
+                self.events.push(FollowEvent::Fail(Fail {
                     code,
                     message: String::from(message),
                     status,
@@ -237,7 +237,7 @@ impl Follow {
             return;
         }
         self.last_state = Some(state);
-        self.events.push_back(FollowEvent::Status(Status {
+        self.events.push(FollowEvent::Status(Status {
             state,
             attempt,
             retry_in_ms,

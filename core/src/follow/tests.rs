@@ -61,6 +61,7 @@ impl H {
             transport,
             wait_ms: 25_000,
             seed: 1,
+            ..FollowConfig::default()
         };
         let f = Follow::new(config, Mirror::new("t").unwrap(), 0, 1_000.0, online);
         let mut h = H {

@@ -138,6 +138,7 @@ impl World {
             },
             wait_ms: rng.range(2_000.0, 30_000.0) as u32,
             seed: rng.next(),
+            ..FollowConfig::default()
         };
         let faults = Faults::new(&mut rng);
         // Sometimes the client comes back from an earlier page: the server

@@ -1,21 +1,21 @@
 //! One HTTP exchange through `fetch` (the global one, or one the caller
 //! injected), with an `AbortController` per request.
 //!
-//! Nothing here assumes a window: `fetch` and `setTimeout` are looked up on
-//! `globalThis`, which exists in windows, workers and Node ≥ 20.
+//! Nothing here assumes a window: `fetch` is looked up on `globalThis`,
+//! which exists in windows, workers and Node ≥ 20.
 
 use js_sys::{Function, Object, Promise, Reflect, Uint8Array};
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{AbortController, Response};
 
-/// Why an exchange produced no usable response.
-#[derive(Debug, Clone)]
-pub enum Failure {
-    /// The request was aborted (by `stop()`, or a timeout).
+/// How a step of an exchange ended.
+pub enum Outcome<T> {
+    Ok(T),
+    /// Aborted through its controller (the follow asked, or `stop()`).
     Aborted,
-    /// No response: the network failed, or `fetch` misbehaved.
-    Network(String),
+    /// The network failed, or `fetch` misbehaved: the runtime's message.
+    Failed(String),
 }
 
 /// Where requests go and what they carry.
@@ -44,6 +44,15 @@ fn set(target: &Object, key: &str, value: &JsValue) {
     let _ = Reflect::set(target, &JsValue::from_str(key), value);
 }
 
+/// Awaits `promise`, telling an abort from a failure.
+async fn settle(promise: Promise, controller: &AbortController) -> Outcome<JsValue> {
+    match JsFuture::from(promise).await {
+        Ok(value) => Outcome::Ok(value),
+        Err(_) if controller.signal().aborted() => Outcome::Aborted,
+        Err(e) => Outcome::Failed(describe(&e)),
+    }
+}
+
 impl Http {
     /// Sends a request and waits for the response head.
     pub async fn send(
@@ -53,14 +62,17 @@ impl Http {
         extra: &[(&str, String)],
         body: Option<&str>,
         controller: &AbortController,
-    ) -> Result<Response, Failure> {
+    ) -> Outcome<Response> {
         let global = js_sys::global();
         let fetch = match &self.fetch {
             Some(f) => f.clone(),
-            None => Reflect::get(&global, &JsValue::from_str("fetch"))
+            None => match Reflect::get(&global, &JsValue::from_str("fetch"))
                 .ok()
                 .and_then(|f| f.dyn_into::<Function>().ok())
-                .ok_or_else(|| Failure::Network("no fetch in this runtime".into()))?,
+            {
+                Some(f) => f,
+                None => return Outcome::Failed("no fetch in this runtime".into()),
+            },
         };
         let headers = Object::new();
         for (name, value) in &self.headers {
@@ -78,45 +90,56 @@ impl Http {
         if let Some(body) = body {
             set(&init, "body", &JsValue::from_str(body));
         }
-        let promise = fetch
-            .call2(&global, &JsValue::from_str(url), &init)
-            .map_err(|e| Failure::Network(describe(&e)))?;
-        let promise: Promise = promise
-            .dyn_into()
-            .map_err(|_| Failure::Network("fetch did not return a promise".into()))?;
-        match JsFuture::from(promise).await {
-            Ok(value) => value
-                .dyn_into::<Response>()
-                .map_err(|_| Failure::Network("fetch did not resolve to a Response".into())),
-            Err(_) if controller.signal().aborted() => Err(Failure::Aborted),
-            Err(e) => Err(Failure::Network(describe(&e))),
+        let promise = match fetch.call2(&global, &JsValue::from_str(url), &init) {
+            Ok(p) => p,
+            Err(e) => return Outcome::Failed(describe(&e)),
+        };
+        let Ok(promise) = promise.dyn_into::<Promise>() else {
+            return Outcome::Failed("fetch did not return a promise".into());
+        };
+        match settle(promise, controller).await {
+            Outcome::Ok(value) => match value.dyn_into::<Response>() {
+                Ok(response) => Outcome::Ok(response),
+                Err(_) => Outcome::Failed("fetch did not resolve to a Response".into()),
+            },
+            Outcome::Aborted => Outcome::Aborted,
+            Outcome::Failed(e) => Outcome::Failed(e),
         }
     }
 }
 
 /// The body as text.
-pub async fn text(response: &Response, controller: &AbortController) -> Result<String, Failure> {
-    let promise = response
-        .text()
-        .map_err(|e| Failure::Network(describe(&e)))?;
-    match JsFuture::from(promise).await {
-        Ok(v) => v
-            .as_string()
-            .ok_or_else(|| Failure::Network("body is not text".into())),
-        Err(_) if controller.signal().aborted() => Err(Failure::Aborted),
-        Err(e) => Err(Failure::Network(describe(&e))),
+pub async fn text(response: &Response, controller: &AbortController) -> Outcome<String> {
+    let promise = match response.text() {
+        Ok(p) => p,
+        Err(e) => return Outcome::Failed(describe(&e)),
+    };
+    match settle(promise, controller).await {
+        Outcome::Ok(v) => match v.as_string() {
+            Some(s) => Outcome::Ok(s),
+            None => Outcome::Failed("body is not text".into()),
+        },
+        Outcome::Aborted => Outcome::Aborted,
+        Outcome::Failed(e) => Outcome::Failed(e),
+    }
+}
+
+/// The body as bytes.
+pub async fn bytes(response: &Response, controller: &AbortController) -> Outcome<Vec<u8>> {
+    let promise = match response.array_buffer() {
+        Ok(p) => p,
+        Err(e) => return Outcome::Failed(describe(&e)),
+    };
+    match settle(promise, controller).await {
+        Outcome::Ok(buffer) => Outcome::Ok(Uint8Array::new(&buffer).to_vec()),
+        Outcome::Aborted => Outcome::Aborted,
+        Outcome::Failed(e) => Outcome::Failed(e),
     }
 }
 
 /// A header of the response, if present.
 pub fn header(response: &Response, name: &str) -> Option<String> {
     response.headers().get(name).ok().flatten()
-}
-
-/// The response's `Retry-After`, in milliseconds from now.
-pub fn retry_after(response: &Response) -> Option<f64> {
-    header(response, "retry-after")
-        .and_then(|v| super::backoff::retry_after_ms(&v, js_sys::Date::now(), js_sys::Date::parse))
 }
 
 /// Reads a streamed body chunk by chunk (for SSE).
@@ -142,28 +165,31 @@ impl BodyReader {
     }
 
     /// The next chunk, or `None` at the end of the stream.
-    pub async fn next(&self, controller: &AbortController) -> Result<Option<Vec<u8>>, Failure> {
-        let promise: Promise = self
+    pub async fn next(&self, controller: &AbortController) -> Outcome<Option<Vec<u8>>> {
+        let promise = match self
             .read
             .call0(&self.reader)
-            .map_err(|e| Failure::Network(describe(&e)))?
-            .dyn_into()
-            .map_err(|_| Failure::Network("read() did not return a promise".into()))?;
-        let result = match JsFuture::from(promise).await {
-            Ok(r) => r,
-            Err(_) if controller.signal().aborted() => return Err(Failure::Aborted),
-            Err(e) => return Err(Failure::Network(describe(&e))),
+            .map(JsCast::dyn_into::<Promise>)
+        {
+            Ok(Ok(p)) => p,
+            Ok(Err(_)) => return Outcome::Failed("read() did not return a promise".into()),
+            Err(e) => return Outcome::Failed(describe(&e)),
+        };
+        let result = match settle(promise, controller).await {
+            Outcome::Ok(r) => r,
+            Outcome::Aborted => return Outcome::Aborted,
+            Outcome::Failed(e) => return Outcome::Failed(e),
         };
         let done = Reflect::get(&result, &JsValue::from_str("done"))
             .map(|d| d.is_truthy())
             .unwrap_or(true);
         if done {
-            return Ok(None);
+            return Outcome::Ok(None);
         }
         let value = Reflect::get(&result, &JsValue::from_str("value")).unwrap_or(JsValue::NULL);
         match value.dyn_into::<Uint8Array>() {
-            Ok(bytes) => Ok(Some(bytes.to_vec())),
-            Err(_) => Err(Failure::Network("stream chunk is not bytes".into())),
+            Ok(bytes) => Outcome::Ok(Some(bytes.to_vec())),
+            Err(_) => Outcome::Failed("stream chunk is not bytes".into()),
         }
     }
 }

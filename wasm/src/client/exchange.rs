@@ -1,0 +1,102 @@
+//! `createTask` and `deliver`: one POST each, retried with backoff on
+//! network failures, 429 and 5xx only when an idempotency key makes a
+//! retry safe.
+
+use std::rc::Rc;
+
+use js_sys::Promise;
+use serde::Serialize;
+use taskwire_core as tw;
+use tw::follow::{decimal, encode_segment, retry_after_ms, Backoff};
+use tw::wire::to_json;
+use wasm_bindgen::JsValue;
+use wasm_bindgen_futures::future_to_promise;
+use web_sys::AbortController;
+
+use super::http::{self, Http, Outcome};
+use super::wait::Wakeup;
+
+/// Attempts after the first, with a key.
+const RETRIES: u32 = 4;
+
+/// What `createTask` and `deliver` resolve to: the raw HTTP answer, judged
+/// by the JS layer.
+#[derive(Serialize)]
+struct Answer {
+    status: u16,
+    body: String,
+}
+
+pub fn create_task(http: Rc<Http>, backoff: Backoff, body: String, key: Option<String>) -> Promise {
+    let mut url = String::from(http.base.trim_end_matches('/'));
+    url.push_str("/v1/tasks");
+    let retries = if key.is_some() { RETRIES } else { 0 };
+    let mut headers = vec![("content-type", String::from("application/json"))];
+    if let Some(key) = key {
+        headers.push(("idempotency-key", key));
+    }
+    post(http, backoff, url, headers, Some(body), retries)
+}
+
+pub fn deliver(http: Rc<Http>, backoff: Backoff, task_id: &str, key: String) -> Promise {
+    let mut url = String::from(http.base.trim_end_matches('/'));
+    url.push_str("/v1/tasks/");
+    encode_segment(task_id, &mut url);
+    url.push_str("/deliveries");
+    post(
+        http,
+        backoff,
+        url,
+        vec![("idempotency-key", key)],
+        None,
+        RETRIES,
+    )
+}
+
+fn post(
+    http: Rc<Http>,
+    backoff: Backoff,
+    url: String,
+    headers: Vec<(&'static str, String)>,
+    body: Option<String>,
+    retries: u32,
+) -> Promise {
+    future_to_promise(async move {
+        let wakeup = Rc::new(Wakeup::default());
+        let mut attempt = 0;
+        loop {
+            let controller = AbortController::new()
+                .map_err(|_| JsValue::from_str("network\tAbortController is unavailable"))?;
+            let result = http
+                .send("POST", &url, &headers, body.as_deref(), &controller)
+                .await;
+            let (floor, failure) = match result {
+                Outcome::Ok(response) => {
+                    let status = response.status();
+                    let text = match http::text(&response, &controller).await {
+                        Outcome::Ok(text) => text,
+                        _ => String::new(),
+                    };
+                    let busy = status == 429 || status >= 500;
+                    if !busy || attempt >= retries {
+                        return Ok(JsValue::from_str(&to_json(&Answer { status, body: text })));
+                    }
+                    let floor = http::header(&response, "retry-after")
+                        .and_then(|v| retry_after_ms(&v, js_sys::Date::now(), super::js_date));
+                    (floor, String::from("HTTP ") + &decimal(u64::from(status)))
+                }
+                Outcome::Failed(e) => (None, e),
+                // Nothing aborts these requests; if something did, retrying
+                // would fight it.
+                Outcome::Aborted => (None, String::from("aborted")),
+            };
+            if attempt >= retries || failure == "aborted" {
+                let message = String::from("network\tnetwork error: ") + &failure;
+                return Err(JsValue::from_str(&message));
+            }
+            attempt += 1;
+            let delay = backoff.delay(attempt, js_sys::Math::random(), floor);
+            wakeup.sleep(Some(delay)).await;
+        }
+    })
+}
