@@ -7,7 +7,7 @@
 // it runs in windows, workers and Node ≥ 20.
 
 import * as raw from "./taskwire_wasm.js";
-import { TaskwireError, __internal } from "./api.js";
+import { __internal } from "./api.js";
 
 const { call, text, str, invalid, typeName } = __internal;
 
@@ -81,6 +81,12 @@ class Watch {
     this.done.catch(() => {});
 
     const sink = (kind, json) => {
+      // `fail` carries the TaskwireError itself; the rest, JSON text.
+      if (kind === "fail") {
+        this.#detach();
+        reject(json);
+        return;
+      }
       let payload;
       try {
         payload = JSON.parse(json);
@@ -104,13 +110,6 @@ class Watch {
           this.#task = payload.task ?? this.#task;
           resolve(this.#task);
           break;
-        case "fail": {
-          const err = new TaskwireError(payload.code, payload.message);
-          if (payload.status) err.status = payload.status;
-          this.#detach();
-          reject(err);
-          break;
-        }
       }
     };
 
@@ -191,7 +190,7 @@ export class TaskClient {
     const baseUrl = option(options, "baseUrl");
     str(baseUrl, "options.baseUrl");
     const headers = option(options, "headers") ?? {};
-    if (typeof headers !== "object" || Array.isArray(headers)) throw invalid("options.headers: must be an object of strings");
+    if (typeof headers !== "object" || typeName(headers) === "array") throw invalid("options.headers: must be an object of strings");
     const fetchFn = option(options, "fetch");
     if (fetchFn !== undefined && typeof fetchFn !== "function") throw invalid("options.fetch: must be a function");
     const persist = option(options, "persist");
@@ -229,7 +228,7 @@ export class TaskClient {
     const key = option(options, "idempotencyKey");
     if (key !== undefined) str(key, "idempotencyKey");
     const core = this.#core;
-    return judge(await settle(() => core.create_task(body, key)));
+    return settle(() => core.create_task(body, key));
   }
 
   /** POST /v1/tasks/{id}/deliveries: the receipt (the same one for the same key). */
@@ -237,7 +236,7 @@ export class TaskClient {
     str(taskId, "taskId");
     str(key, "key");
     const core = this.#core;
-    return judge(await settle(() => core.deliver(taskId, key))).receipt;
+    return (await settle(() => core.deliver(taskId, key))).receipt;
   }
 
   /** Follows a task until it is terminal, stopped, or refused (401/403/404). */
@@ -246,26 +245,7 @@ export class TaskClient {
   }
 }
 
+/** Awaits a wasm promise: it resolves to JSON text, or rejects with a TaskwireError. */
 async function settle(start) {
-  try {
-    return JSON.parse(await call(start));
-  } catch (e) {
-    throw e instanceof TaskwireError ? e : __internal.convert(e);
-  }
-}
-
-/** A 2xx body as JSON; otherwise the server's error as a TaskwireError. */
-function judge({ status, body }) {
-  let parsed;
-  try {
-    parsed = body === "" ? undefined : JSON.parse(body);
-  } catch {
-    parsed = undefined;
-  }
-  if (status >= 200 && status < 300 && parsed !== undefined) return parsed;
-  const code = parsed?.error?.code ?? `http-${status}`;
-  const message = parsed?.error?.message ?? `HTTP ${status}`;
-  const err = new TaskwireError(code, message);
-  err.status = status;
-  throw err;
+  return JSON.parse(await call(start));
 }

@@ -218,14 +218,37 @@ export interface MirrorJSON {
   task: TaskView | null;
 }
 
-/** Stable error codes. */
-export type ErrorCode = "invalid-request" | "not-found" | "task-exists" | "not-initialized" | "internal";
+/**
+ * Stable error codes: the package's own, and the server's (PROTOCOL.md) as
+ * `createTask` and `deliver` pass them on; an HTTP error without one of
+ * these is `http-<status>`. Generated from `wasm/src/error.rs` (`cargo test
+ * -p taskwire-wasm` fails when this differs).
+ */
+export type ErrorCode =
+  | "invalid-request"
+  | "not-found"
+  | "task-exists"
+  | "not-initialized"
+  | "internal"
+  | "network"
+  | "unauthorized"
+  | "forbidden"
+  | "stopped"
+  | "method-not-allowed"
+  | "not-succeeded"
+  | "payload-too-large"
+  | "idempotency-key-reused"
+  | "key-reused-for-other-task"
+  | "overloaded"
+  | `http-${number}`;
 
 /** Every taskwire error: an `Error` with a stable `code`. */
 export class TaskwireError extends Error {
   readonly name: "TaskwireError";
   readonly code: ErrorCode;
-  constructor(code: ErrorCode, message: string);
+  /** The HTTP status, for errors that came from one. */
+  readonly status?: number;
+  constructor(code: ErrorCode, message: string, status?: number);
 }
 
 /** Where the .wasm comes from, for `init`. */

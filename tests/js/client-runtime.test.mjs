@@ -259,7 +259,27 @@ test("createTask and deliver report the server's errors with code and status", a
   const same = await client.createTask({ ttlMs: 1000, maxAttempts: 1 }, { idempotencyKey: "c1" });
   assert.equal((await client.createTask({ ttlMs: 1000, maxAttempts: 1 }, { idempotencyKey: "c1" })).id, same.id);
   const down = new TaskClient({ baseUrl: "http://127.0.0.1:9", headers: server.headers, backoff: { initialMs: 1, maxMs: 2 } });
-  await assert.rejects(down.createTask({ ttlMs: 1000, maxAttempts: 1 }), (e) => e.code === "network");
+  await assert.rejects(down.createTask({ ttlMs: 1000, maxAttempts: 1 }), (e) => e instanceof TaskwireError && e.code === "network");
+});
+
+test("HTTP errors are TaskwireErrors made in Rust: PROTOCOL.md codes as sent, others http-<status>", async () => {
+  const answer = (status, body) => async () => new Response(body, { status });
+  const cases = [
+    [answer(418, "teapot"), "http-418", "HTTP 418"],
+    [answer(400, JSON.stringify({ error: { code: "made-up", message: "m" } })), "http-400", "m"],
+    [answer(409, JSON.stringify({ error: { code: "not-succeeded", message: "no result" } })), "not-succeeded", "no result"],
+    [answer(201, "not json"), "http-201", "HTTP 201"],
+  ];
+  for (const [fetch, code, message] of cases) {
+    const client = new TaskClient({ baseUrl: "http://127.0.0.1:9", fetch });
+    await assert.rejects(client.createTask({ ttlMs: 1000, maxAttempts: 1 }), (e) => {
+      assert.ok(e instanceof TaskwireError && e instanceof Error, String(e));
+      assert.deepEqual([e.name, e.code, e.message, e.status], ["TaskwireError", code, message, Number(code.slice(5)) || e.status]);
+      return true;
+    });
+  }
+  const w = new TaskClient({ baseUrl: "http://127.0.0.1:9", fetch: answer(403, "") }).watch("t");
+  await assert.rejects(w.done, (e) => e instanceof TaskwireError && e.code === "forbidden" && e.status === 403);
 });
 
 test("bad options are coded errors that name the field", () => {

@@ -32,7 +32,8 @@ export function scripted(steps) {
 }
 export function recorder() {
   const events = [];
-  return { events, sink: (kind, json) => events.push([kind, JSON.parse(json)]) };
+  // `fail` comes as a TaskwireError, the rest as JSON text.
+  return { events, sink: (kind, payload) => events.push([kind, typeof payload === "string" ? JSON.parse(payload) : payload]) };
 }
 export function flag(value) {
   const state = { value };

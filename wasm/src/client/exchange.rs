@@ -1,30 +1,52 @@
 //! `createTask` and `deliver`: one POST each, retried with backoff on
 //! network failures, 429 and 5xx only when an idempotency key makes a
-//! retry safe.
+//! retry safe. A 2xx resolves to its body (JSON text); anything else
+//! rejects with a `TaskwireError` carrying the server's code (when it is
+//! one of PROTOCOL.md's, else `http-<status>`) and `status`.
 
 use std::rc::Rc;
 
 use js_sys::Promise;
-use serde::Serialize;
 use taskwire_core as tw;
 use tw::follow::{decimal, encode_segment, retry_after_ms, Backoff};
-use tw::wire::to_json;
+use tw::json::Value;
 use wasm_bindgen::JsValue;
 use wasm_bindgen_futures::future_to_promise;
 use web_sys::AbortController;
 
 use super::http::{self, Http, Outcome};
 use super::wait::Wakeup;
+use crate::error::{error, Code};
 
 /// Attempts after the first, with a key.
 const RETRIES: u32 = 4;
 
-/// What `createTask` and `deliver` resolve to: the raw HTTP answer, judged
-/// by the JS layer.
-#[derive(Serialize)]
-struct Answer {
-    status: u16,
-    body: String,
+/// The answer as the page gets it: the 2xx body, or the server's error.
+fn judge(status: u16, body: String) -> Result<JsValue, JsValue> {
+    let parsed = tw::json::parse_value(&body).ok();
+    if (200..300).contains(&status) && parsed.is_some() {
+        return Ok(JsValue::from_str(&body));
+    }
+    let field = |key: &str| {
+        let Some(Value::Object(outer)) = &parsed else {
+            return None;
+        };
+        let (_, Value::Object(inner)) = outer.iter().rev().find(|(k, _)| k == "error")? else {
+            return None;
+        };
+        match inner.iter().rev().find(|(k, _)| k == key) {
+            Some((_, Value::String(s))) => Some(s.to_string()),
+            _ => None,
+        }
+    };
+    let http = String::from("http-") + &decimal(u64::from(status));
+    let code = field("code")
+        .as_deref()
+        .and_then(Code::parse)
+        .map_or(http, |c| String::from(c.as_str()));
+    let message =
+        field("message").unwrap_or_else(|| String::from("HTTP ") + &decimal(u64::from(status)));
+    Err(error(&code, &message, status))
 }
 
 pub fn create_task(http: Rc<Http>, backoff: Backoff, body: String, key: Option<String>) -> Promise {
@@ -66,7 +88,7 @@ fn post(
         let mut attempt = 0;
         loop {
             let controller = AbortController::new()
-                .map_err(|_| JsValue::from_str("network\tAbortController is unavailable"))?;
+                .map_err(|_| error(Code::Network.as_str(), "AbortController is unavailable", 0))?;
             let result = http
                 .send("POST", &url, &headers, body.as_deref(), &controller)
                 .await;
@@ -79,7 +101,7 @@ fn post(
                     };
                     let busy = status == 429 || status >= 500;
                     if !busy || attempt >= retries {
-                        return Ok(JsValue::from_str(&to_json(&Answer { status, body: text })));
+                        return judge(status, text);
                     }
                     let floor = http::header(&response, "retry-after")
                         .and_then(|v| retry_after_ms(&v, js_sys::Date::now(), super::js_date));
@@ -91,8 +113,8 @@ fn post(
                 Outcome::Aborted => (None, String::from("aborted")),
             };
             if attempt >= retries || failure == "aborted" {
-                let message = String::from("network\tnetwork error: ") + &failure;
-                return Err(JsValue::from_str(&message));
+                let message = String::from("network error: ") + &failure;
+                return Err(error(Code::Network.as_str(), &message, 0));
             }
             attempt += 1;
             let delay = backoff.delay(attempt, js_sys::Math::random(), floor);

@@ -8,8 +8,8 @@
 //! always called with no Rust borrow held, so a listener may call
 //! `stop()` from inside it. Kinds: `update` `{task, mode, applied, events,
 //! rejected}`, `reject` `{mode, rejected, version}`, `status` `{state,
-//! attempt?, retryInMs?, error?}`, `done` `{task}`, `fail` `{code, message,
-//! status}`.
+//! attempt?, retryInMs?, error?}`, `done` `{task}` (JSON text), and `fail`
+//! with a `TaskwireError` (`code`, `message`, `status` for HTTP).
 //!
 //! Persistence lives here alone: the mirror is read from the storage at
 //! the start and written after every update, in the mirror's own
@@ -28,6 +28,7 @@ use wasm_bindgen::{JsCast, JsValue};
 use web_sys::AbortController;
 
 use super::http::{self, BodyReader, Http, Outcome};
+use crate::error::{error, Code};
 
 /// Where the mirror is kept between page loads: a `localStorage`-like
 /// object and the key.
@@ -187,7 +188,15 @@ impl Runner {
                     }),
                 )
             }
-            FollowEvent::Fail(f) => ("fail", to_json(f)),
+            FollowEvent::Fail(f) => {
+                let code = Code::from(f.code).as_str();
+                let _ = self.sink.call2(
+                    &JsValue::NULL,
+                    &JsValue::from_str("fail"),
+                    &error(code, &f.message, f.status),
+                );
+                return;
+            }
         };
         // The JS side catches listener errors; a throw here would unwind
         // through wasm, so the result is ignored either way.
