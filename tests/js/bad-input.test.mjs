@@ -233,3 +233,25 @@ test("a revoked Proxy in any argument is a coded error (it used to escape as a c
     assert.throws(() => call(revoked()), (e) => e instanceof TaskwireError && e.code === "invalid-request", name);
   }
 });
+
+test("the client build (JSON.parse walked into the readers) gives coded errors for any text", async () => {
+  const small = await import("../../dist/client/node.js");
+  const mirror = new small.TaskMirror("t");
+  const r = rng(7);
+  const texts = [
+    "{", "", "null", "[]", "1e400", '{"mode":"delta","events":[],"task":{"version":1e400}}', "[".repeat(20_000) + "]".repeat(20_000),
+    '{"mode":"snapshot","events":[],"task":' + "[".repeat(100) + "]".repeat(100) + "}", '"\\ud800"', '{"mode":"caught-up","events":[]} x',
+    JSON.stringify(TEMPLATES.delta), JSON.stringify(TEMPLATES.snapshot),
+  ];
+  for (let i = 0; i < 500; i++) texts.push(safeText(arg(r)));
+  for (const text of texts) {
+    try {
+      mirror.mergeJson(text);
+    } catch (e) {
+      assert.ok(e instanceof small.TaskwireError && e.code === "invalid-request", `${text.slice(0, 60)}: ${e}`);
+    }
+  }
+  assert.throws(() => mirror.mergeJson("{"), (e) => e.code === "invalid-request" && e.message.startsWith("answer: invalid JSON"));
+  assert.throws(() => mirror.mergeJson('{"mode":"delta","events":[{"version":1,"event":{"type":"start","atMs":-1,"worker":"w"}}]}'), (e) => e.message === "answer.events[0].event.atMs: must be a finite number >= 0, got -1");
+  assert.equal(new small.TaskMirror("t").mergeJson(JSON.stringify(TEMPLATES.delta)).changed, true, "still works");
+});

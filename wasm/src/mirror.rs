@@ -2,9 +2,10 @@
 
 use serde::Serialize;
 use taskwire_core as tw;
-use tw::wire::{from_json, to_json};
+use tw::wire::to_json;
 use wasm_bindgen::prelude::wasm_bindgen;
 
+use crate::read::read;
 use crate::{throw, Result};
 
 /// The wasm side of `TaskMirror` (the JS class wraps it).
@@ -34,7 +35,7 @@ impl MirrorHandle {
 
     /// A mirror starting from a task (JSON of a task view).
     pub fn from_snapshot(task: &str) -> Result<MirrorHandle> {
-        let task: tw::TaskView = from_json(task, "task").map_err(throw)?;
+        let task: tw::TaskView = read(task, "task").map_err(throw)?;
         Ok(MirrorHandle {
             mirror: tw::Mirror::from_snapshot(task),
         })
@@ -42,14 +43,14 @@ impl MirrorHandle {
 
     /// A mirror from its persisted JSON (`{taskId, task}`).
     pub fn from_json(text: &str) -> Result<MirrorHandle> {
-        from_json(text, "mirror")
+        read(text, "mirror")
             .map(|mirror| MirrorHandle { mirror })
             .map_err(throw)
     }
 
     /// Merges a resume answer given as JSON text: `{outcome, task?}`.
     pub fn merge(&mut self, answer: &str) -> Result<String> {
-        let answer: tw::ResumeAnswer = from_json(answer, "answer").map_err(throw)?;
+        let answer: tw::ResumeAnswer = read(answer, "answer").map_err(throw)?;
         let outcome = self.mirror.merge(&answer);
         Ok(to_json(&Merged {
             task: self.mirror.task().filter(|_| outcome.changed),

@@ -118,7 +118,10 @@ impl Follow {
         let unheld = flight.kind == RequestKind::Poll
             && t - flight.started < f64::from(self.config.wait_ms) / 2.0;
         self.phase = Phase::Closed;
-        let answer = crate::wire::from_json_bytes(body, "answer");
+        let answer = match std::str::from_utf8(body) {
+            Ok(text) => (self.config.read_answer)(text),
+            Err(_) => Err(crate::Error::invalid("answer: body is not valid UTF-8")),
+        };
         let step = self.merge(answer, snapshot, unheld);
         self.finish(step, t);
     }
@@ -144,7 +147,7 @@ impl Follow {
                 flight.messages += 1;
                 flight.deadline = Some(t + SSE_IDLE_MS);
             }
-            let answer = crate::wire::from_json(&message.data, "answer");
+            let answer = (self.config.read_answer)(&message.data);
             let step = self.merge(answer, false, false);
             let outcome = match step {
                 // A gap in the stream: fetch a snapshot, then reconnect.

@@ -58,6 +58,7 @@ pub(crate) use request::push_u64;
 pub use request::{decimal, encode_segment};
 
 use crate::mirror::{Mirror, Rejection};
+use crate::resume::ResumeAnswer;
 
 /// After this many SSE connections in a row that delivered nothing (or
 /// died within a second), the path is assumed to buffer (a proxy holding
@@ -96,6 +97,16 @@ pub struct FollowConfig {
     pub seed: u64,
     /// Reads the HTTP dates of `Retry-After`.
     pub read_date: DateReader,
+    /// Reads a resume answer from JSON text (a browser executor lets
+    /// `JSON.parse` do it: the page then carries no JSON text parser).
+    pub read_answer: AnswerReader,
+}
+
+/// Reads a resume answer from its JSON text; errors name the field.
+pub type AnswerReader = fn(&str) -> Result<ResumeAnswer, crate::Error>;
+
+fn read_answer(text: &str) -> Result<ResumeAnswer, crate::Error> {
+    crate::wire::from_json(text, "answer")
 }
 
 impl Default for FollowConfig {
@@ -106,6 +117,7 @@ impl Default for FollowConfig {
             wait_ms: 25_000,
             seed: 0,
             read_date: http_date_ms,
+            read_answer,
         }
     }
 }

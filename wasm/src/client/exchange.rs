@@ -6,10 +6,9 @@
 
 use std::rc::Rc;
 
-use js_sys::Promise;
+use js_sys::{Promise, Reflect};
 use taskwire_core as tw;
 use tw::follow::{decimal, encode_segment, retry_after_ms, Backoff};
-use tw::json::Value;
 use wasm_bindgen::JsValue;
 use wasm_bindgen_futures::future_to_promise;
 use web_sys::AbortController;
@@ -22,22 +21,22 @@ use crate::error::{error, Code};
 const RETRIES: u32 = 4;
 
 /// The answer as the page gets it: the 2xx body, or the server's error.
+/// The body is read with `JSON.parse` (the page carries no JSON parser of
+/// its own).
 fn judge(status: u16, body: String) -> Result<JsValue, JsValue> {
-    let parsed = tw::json::parse_value(&body).ok();
+    let parsed = js_sys::JSON::parse(&body).ok();
     if (200..300).contains(&status) && parsed.is_some() {
         return Ok(JsValue::from_str(&body));
     }
     let field = |key: &str| {
-        let Some(Value::Object(outer)) = &parsed else {
+        let outer = parsed.as_ref().filter(|v| v.is_object())?;
+        let inner = Reflect::get(outer, &JsValue::from_str("error")).ok()?;
+        if !inner.is_object() {
             return None;
-        };
-        let (_, Value::Object(inner)) = outer.iter().rev().find(|(k, _)| k == "error")? else {
-            return None;
-        };
-        match inner.iter().rev().find(|(k, _)| k == key) {
-            Some((_, Value::String(s))) => Some(s.to_string()),
-            _ => None,
         }
+        Reflect::get(&inner, &JsValue::from_str(key))
+            .ok()?
+            .as_string()
     };
     let http = String::from("http-") + &decimal(u64::from(status));
     let code = field("code")

@@ -191,6 +191,7 @@ impl ClientCore {
             // The jitter's seed: the only randomness, drawn here, once.
             seed: (js_sys::Math::random() * 9_007_199_254_740_992.0) as u64,
             read_date: js_date,
+            read_answer: |text| crate::read::read(text, "answer"),
         };
         let now = js_sys::Date::now();
         let follow = Follow::new(

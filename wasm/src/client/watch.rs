@@ -54,7 +54,7 @@ impl Store {
     /// The persisted mirror of `task_id`, if there is a sound one.
     pub fn load(&self, task_id: &str) -> Option<tw::Mirror> {
         let text = self.call("getItem", &[])?.as_string()?;
-        tw::wire::from_json::<tw::Mirror>(&text, "persisted")
+        crate::read::read::<tw::Mirror>(&text, "persisted")
             .ok()
             .filter(|m| m.task_id() == task_id)
     }
