@@ -8,7 +8,9 @@
 //! - make no request storm: requests per simulated minute stay within a
 //!   bound derived from the backoff;
 //! - reconnect within one backoff step of an `online` event;
-//! - say nothing after it ended, and send nothing after `stop()`.
+//! - say nothing after it ended, and send nothing after `stop()`;
+//! - and the page's hand-written JSON writers must write every event and
+//!   mirror exactly as serde's do.
 //!
 //! `FOLLOW_SEEDS=n` sets how many seeds run (default 3,000, a few seconds
 //! natively); a failure prints its seed, and `FOLLOW_SEED=n` reruns that
@@ -51,6 +53,9 @@ fn check(seed: u64) -> Result<World, String> {
         if let Some(late) = seen.requests.iter().find(|&&r| r > at) {
             return Err(format!("a request at {late} after stop() at {at}"));
         }
+    }
+    if let Some(mismatch) = &seen.writer_mismatch {
+        return Err(mismatch.clone());
     }
     never_back(&seen.updates)?;
     no_storm(&world.config, &seen.requests, &seen.triggers)?;

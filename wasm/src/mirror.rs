@@ -1,8 +1,7 @@
 //! `TaskMirror`: one task as a client knows it.
 
-use serde::Serialize;
 use taskwire_core as tw;
-use tw::wire::to_json;
+use tw::json::{object, write};
 use wasm_bindgen::prelude::wasm_bindgen;
 
 use crate::read::read;
@@ -12,15 +11,6 @@ use crate::{throw, Result};
 #[wasm_bindgen]
 pub struct MirrorHandle {
     mirror: tw::Mirror,
-}
-
-/// A merge result: the outcome, plus the task when it changed, so that
-/// the JS layer refreshes its cached task in the same crossing.
-#[derive(Serialize)]
-struct Merged<'a> {
-    outcome: &'a tw::MergeOutcome,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    task: Option<&'a tw::TaskView>,
 }
 
 #[wasm_bindgen]
@@ -52,16 +42,18 @@ impl MirrorHandle {
     pub fn merge(&mut self, answer: &str) -> Result<String> {
         let answer: tw::ResumeAnswer = read(answer, "answer").map_err(throw)?;
         let outcome = self.mirror.merge(&answer);
-        Ok(to_json(&Merged {
-            task: self.mirror.task().filter(|_| outcome.changed),
-            outcome: &outcome,
-        }))
+        // `{outcome, task?}`: the task when it changed, so that the JS
+        // layer refreshes its cached task in the same crossing.
+        Ok(match self.mirror.task().filter(|_| outcome.changed) {
+            Some(task) => object(&[("outcome", &outcome), ("task", task)]),
+            None => object(&[("outcome", &outcome)]),
+        })
     }
 
     /// The task (JSON of a view), or `null`.
     pub fn task(&self) -> String {
         match self.mirror.task() {
-            Some(task) => to_json(task),
+            Some(task) => write(task),
             None => String::from("null"),
         }
     }
@@ -73,6 +65,6 @@ impl MirrorHandle {
 
     /// The persisted form, `{taskId, task}`.
     pub fn to_json(&self) -> String {
-        to_json(&self.mirror)
+        write(&self.mirror)
     }
 }

@@ -3,14 +3,36 @@
 //! the timer).
 
 use taskwire_core::follow::FollowEvent;
+use taskwire_core::json::write;
+use taskwire_core::wire::to_json;
 
 use super::{Ev, World};
 
 impl World {
+    /// The page's hand-written writers must agree with serde's, byte for
+    /// byte, on everything the follow emits.
+    fn check_writers(&mut self, event: &FollowEvent) {
+        let (hand, serde) = match event {
+            FollowEvent::Status(s) => (write(s), to_json(s)),
+            FollowEvent::Update(u) => (write(u), to_json(u)),
+            FollowEvent::Reject(r) => (write(r), to_json(r)),
+            FollowEvent::Done(task) => (write(task), to_json(task)),
+            FollowEvent::Fail(_) => return,
+        };
+        let mirror = self.follow.mirror();
+        let (hand_mirror, serde_mirror) = (write(mirror), to_json(mirror));
+        for (a, b) in [(hand, serde), (hand_mirror, serde_mirror)] {
+            if a != b && self.seen.writer_mismatch.is_none() {
+                self.seen.writer_mismatch = Some(format!("hand-written {a} vs serde {b}"));
+            }
+        }
+    }
+
     /// The executor's half: events to the page, aborts, the next request,
     /// the timer; exactly the order the browser executor uses.
     pub fn drain(&mut self) {
         while let Some(event) = self.follow.poll_event() {
+            self.check_writers(&event);
             let ended = self.seen.done.is_some() || self.seen.fail.is_some();
             if ended && !matches!(event, FollowEvent::Status(_)) {
                 self.seen.after_end += 1;

@@ -87,6 +87,8 @@ pub struct Seen {
     pub stopped_at: Option<f64>,
     /// Snapshot requests sent.
     pub snapshots: usize,
+    /// The first output the two JSON writers disagreed on.
+    pub writer_mismatch: Option<String>,
 }
 
 pub struct World {

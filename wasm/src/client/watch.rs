@@ -20,10 +20,9 @@ use std::rc::{Rc, Weak};
 
 use gloo_timers::callback::Timeout;
 use js_sys::{Function, Reflect};
-use serde::Serialize;
 use taskwire_core as tw;
 use tw::follow::{Failure, Follow, FollowEvent, Request, RequestId, RequestKind};
-use tw::wire::to_json;
+use tw::json::{object, write};
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::AbortController;
 
@@ -61,7 +60,7 @@ impl Store {
 
     /// Best effort: a full or disabled storage is not an error.
     fn save(&self, task: &tw::TaskView) {
-        let text = to_json(&tw::Mirror::from_snapshot(task.clone()));
+        let text = write(&tw::Mirror::from_snapshot(task.clone()));
         let _ = self.call("setItem", &[&JsValue::from_str(&text)]);
     }
 }
@@ -76,11 +75,6 @@ pub struct Runner {
     store: Option<Store>,
     in_flight: RefCell<Option<(RequestId, AbortController)>>,
     timer: RefCell<Option<(f64, Timeout)>>,
-}
-
-#[derive(Serialize)]
-struct Done<'a> {
-    task: Option<&'a tw::TaskView>,
 }
 
 impl Runner {
@@ -121,7 +115,7 @@ impl Runner {
     /// The task known at the start (restored), as JSON or `null`.
     pub fn initial_task(&self) -> String {
         match self.follow.borrow().mirror().task() {
-            Some(task) => to_json(task),
+            Some(task) => write(task),
             None => String::from("null"),
         }
     }
@@ -169,24 +163,19 @@ impl Runner {
 
     fn deliver(&self, event: FollowEvent) {
         let (kind, json) = match &event {
-            FollowEvent::Status(s) => ("status", to_json(s)),
+            FollowEvent::Status(s) => ("status", write(s)),
             FollowEvent::Update(u) => {
                 if let (Some(store), Some(task)) = (&self.store, &u.task) {
                     store.save(task);
                 }
-                ("update", to_json(u))
+                ("update", write(u))
             }
-            FollowEvent::Reject(r) => ("reject", to_json(r)),
+            FollowEvent::Reject(r) => ("reject", write(r)),
             FollowEvent::Done(task) => {
                 if let (Some(store), Some(task)) = (&self.store, task) {
                     store.save(task);
                 }
-                (
-                    "done",
-                    to_json(&Done {
-                        task: task.as_ref(),
-                    }),
-                )
+                ("done", object(&[("task", &task.as_ref())]))
             }
             FollowEvent::Fail(f) => {
                 let code = Code::from(f.code).as_str();
