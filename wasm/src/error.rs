@@ -1,7 +1,7 @@
 //! Errors as JS `TaskwireError` objects, and the one list of their codes.
 //!
 //! Rust constructs the error itself, through the JS class imported from
-//! `wasm/js/error.js` (the package's `TaskwireError`: `instanceof` holds
+//! `wasm/js/runtime.js` (the package's `TaskwireError`: `instanceof` holds
 //! across the boundary), so nothing crosses as a `"code\tmessage"` string.
 //! [`Code`] lists every code the package can throw; the TypeScript union
 //! in `js/index.d.ts` is generated from it ([`TYPESCRIPT`]) and a test
@@ -11,7 +11,7 @@ use taskwire_core as tw;
 use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::JsValue;
 
-#[wasm_bindgen(module = "/js/error.js")]
+#[wasm_bindgen(module = "/js/runtime.js")]
 extern "C" {
     /// The package's error class.
     #[wasm_bindgen(js_name = TaskwireError)]

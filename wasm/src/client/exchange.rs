@@ -6,15 +6,16 @@
 
 use std::rc::Rc;
 
-use js_sys::{Promise, Reflect};
+use std::cell::RefCell;
+
+use gloo_timers::callback::Timeout;
+use js_sys::{Function, Promise, Reflect};
 use taskwire_core as tw;
 use tw::follow::{decimal, encode_segment, retry_after_ms, Backoff};
 use wasm_bindgen::JsValue;
-use wasm_bindgen_futures::future_to_promise;
 use web_sys::AbortController;
 
-use super::http::{self, Http, Outcome};
-use super::wait::Wakeup;
+use super::http::{self, settle, Http};
 use crate::error::{error, Code};
 
 /// Attempts after the first, with a key.
@@ -82,42 +83,112 @@ fn post(
     body: Option<String>,
     retries: u32,
 ) -> Promise {
-    future_to_promise(async move {
-        let wakeup = Rc::new(Wakeup::default());
-        let mut attempt = 0;
-        loop {
-            let controller = AbortController::new()
-                .map_err(|_| error(Code::Network.as_str(), "AbortController is unavailable", 0))?;
-            let result = http
-                .send("POST", &url, &headers, body.as_deref(), &controller)
-                .await;
-            let (floor, failure) = match result {
-                Outcome::Ok(response) => {
-                    let status = response.status();
-                    let text = match http::text(&response, &controller).await {
-                        Outcome::Ok(text) => text,
-                        _ => String::new(),
-                    };
-                    let busy = status == 429 || status >= 500;
-                    if !busy || attempt >= retries {
-                        return judge(status, text);
-                    }
-                    let floor = http::header(&response, "retry-after")
-                        .and_then(|v| retry_after_ms(&v, js_sys::Date::now(), super::js_date));
-                    (floor, String::from("HTTP ") + &decimal(u64::from(status)))
-                }
-                Outcome::Failed(e) => (None, e),
-                // Nothing aborts these requests; if something did, retrying
-                // would fight it.
-                Outcome::Aborted => (None, String::from("aborted")),
-            };
-            if attempt >= retries || failure == "aborted" {
-                let message = String::from("network error: ") + &failure;
-                return Err(error(Code::Network.as_str(), &message, 0));
+    let mut start = |resolve: Function, reject: Function| {
+        let post = Rc::new(Post {
+            http: Rc::clone(&http),
+            backoff,
+            url: url.clone(),
+            headers: headers.clone(),
+            body: body.clone(),
+            retries,
+            resolve,
+            reject,
+            sleep: RefCell::new(None),
+        });
+        post.attempt(0);
+    };
+    Promise::new(&mut start)
+}
+
+/// One POST and its retries, in callbacks.
+struct Post {
+    http: Rc<Http>,
+    backoff: Backoff,
+    url: String,
+    headers: Vec<(&'static str, String)>,
+    body: Option<String>,
+    retries: u32,
+    resolve: Function,
+    reject: Function,
+    /// The backoff wait before the next attempt.
+    sleep: RefCell<Option<Timeout>>,
+}
+
+impl Post {
+    fn attempt(self: &Rc<Self>, n: u32) {
+        let Ok(controller) = AbortController::new() else {
+            return self.end(Err(error(
+                Code::Network.as_str(),
+                "AbortController is unavailable",
+                0,
+            )));
+        };
+        let sent = self.http.fetch(
+            "POST",
+            &self.url,
+            &self.headers,
+            self.body.as_deref(),
+            &controller,
+        );
+        match sent {
+            Ok(promise) => {
+                let post = Rc::clone(self);
+                settle(&promise, move |ok, value| post.on_response(n, ok, value));
             }
-            attempt += 1;
-            let delay = backoff.delay(attempt, js_sys::Math::random(), floor);
-            wakeup.sleep(Some(delay)).await;
+            Err(e) => self.retry(n, None, e),
         }
-    })
+    }
+
+    fn on_response(self: &Rc<Self>, n: u32, ok: bool, value: JsValue) {
+        let answer = if ok {
+            http::response(value)
+        } else {
+            Err(http::describe(&value))
+        };
+        let response = match answer {
+            Ok(response) => response,
+            Err(e) => return self.retry(n, None, e),
+        };
+        let status = response.status();
+        if (status == 429 || status >= 500) && n < self.retries {
+            let floor = http::header(&response, "retry-after")
+                .and_then(|v| retry_after_ms(&v, js_sys::Date::now(), super::js_date));
+            return self.retry(
+                n,
+                floor,
+                String::from("HTTP ") + &decimal(u64::from(status)),
+            );
+        }
+        match response.text() {
+            Ok(promise) => {
+                let post = Rc::clone(self);
+                settle(&promise, move |ok, text| {
+                    let text = if ok { text.as_string() } else { None };
+                    post.end(judge(status, text.unwrap_or_default()));
+                });
+            }
+            Err(_) => self.end(judge(status, String::new())),
+        }
+    }
+
+    /// After attempt `n` failed: the next one after a backoff delay, or
+    /// the `network` error when no retry is left.
+    fn retry(self: &Rc<Self>, n: u32, floor: Option<f64>, failure: String) {
+        if n >= self.retries {
+            let message = String::from("network error: ") + &failure;
+            return self.end(Err(error(Code::Network.as_str(), &message, 0)));
+        }
+        let delay = self.backoff.delay(n + 1, js_sys::Math::random(), floor);
+        let post = Rc::clone(self);
+        // setTimeout takes whole milliseconds up to 2^31 - 1.
+        let ms = delay.clamp(0.0, 2_147_483_647.0) as u32;
+        *self.sleep.borrow_mut() = Some(Timeout::new(ms, move || post.attempt(n + 1)));
+    }
+
+    fn end(&self, result: Result<JsValue, JsValue>) {
+        let _ = match result {
+            Ok(value) => self.resolve.call1(&JsValue::NULL, &value),
+            Err(e) => self.reject.call1(&JsValue::NULL, &e),
+        };
+    }
 }

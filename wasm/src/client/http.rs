@@ -1,21 +1,27 @@
 //! One HTTP exchange through `fetch` (the global one, or one the caller
-//! injected), with an `AbortController` per request.
+//! injected), with an `AbortController` per request, in callbacks: each
+//! wait is one promise and one Rust callback run once when it settles
+//! (gloo's callback style; an async runtime would cost the page ~2 KB).
 //!
 //! Nothing here assumes a window: `fetch` is looked up on `globalThis`,
 //! which exists in windows, workers and Node ≥ 20.
 
-use js_sys::{Function, Object, Promise, Reflect, Uint8Array};
+use js_sys::{Function, Object, Reflect, Uint8Array};
+use wasm_bindgen::closure::Closure;
+use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::{JsCast, JsValue};
-use wasm_bindgen_futures::JsFuture;
 use web_sys::{AbortController, Response};
 
-/// How a step of an exchange ended.
-pub enum Outcome<T> {
-    Ok(T),
-    /// Aborted through its controller (the follow asked, or `stop()`).
-    Aborted,
-    /// The network failed, or `fetch` misbehaved: the runtime's message.
-    Failed(String),
+#[wasm_bindgen(module = "/js/runtime.js")]
+extern "C" {
+    #[wasm_bindgen(js_name = settle)]
+    fn settle_js(promise: &JsValue, callback: &JsValue);
+}
+
+/// Runs `then(true, value)` or `then(false, error)` once, when `promise`
+/// settles. The callback is freed once it has run.
+pub fn settle(promise: &JsValue, then: impl FnOnce(bool, JsValue) + 'static) {
+    settle_js(promise, &Closure::once_into_js(then));
 }
 
 /// Where requests go and what they carry.
@@ -44,35 +50,23 @@ fn set(target: &Object, key: &str, value: &JsValue) {
     let _ = Reflect::set(target, &JsValue::from_str(key), value);
 }
 
-/// Awaits `promise`, telling an abort from a failure.
-async fn settle(promise: Promise, controller: &AbortController) -> Outcome<JsValue> {
-    match JsFuture::from(promise).await {
-        Ok(value) => Outcome::Ok(value),
-        Err(_) if controller.signal().aborted() => Outcome::Aborted,
-        Err(e) => Outcome::Failed(describe(&e)),
-    }
-}
-
 impl Http {
-    /// Sends a request and waits for the response head.
-    pub async fn send(
+    /// Starts a request: the promise of its response head.
+    pub fn fetch(
         &self,
         method: &str,
         url: &str,
         extra: &[(&str, String)],
         body: Option<&str>,
         controller: &AbortController,
-    ) -> Outcome<Response> {
+    ) -> Result<JsValue, String> {
         let global = js_sys::global();
         let fetch = match &self.fetch {
             Some(f) => f.clone(),
-            None => match Reflect::get(&global, &JsValue::from_str("fetch"))
+            None => Reflect::get(&global, &JsValue::from_str("fetch"))
                 .ok()
                 .and_then(|f| f.dyn_into::<Function>().ok())
-            {
-                Some(f) => f,
-                None => return Outcome::Failed("no fetch in this runtime".into()),
-            },
+                .ok_or_else(|| String::from("no fetch in this runtime"))?,
         };
         let headers = Object::new();
         for (name, value) in &self.headers {
@@ -90,51 +84,17 @@ impl Http {
         if let Some(body) = body {
             set(&init, "body", &JsValue::from_str(body));
         }
-        let promise = match fetch.call2(&global, &JsValue::from_str(url), &init) {
-            Ok(p) => p,
-            Err(e) => return Outcome::Failed(describe(&e)),
-        };
-        let Ok(promise) = promise.dyn_into::<Promise>() else {
-            return Outcome::Failed("fetch did not return a promise".into());
-        };
-        match settle(promise, controller).await {
-            Outcome::Ok(value) => match value.dyn_into::<Response>() {
-                Ok(response) => Outcome::Ok(response),
-                Err(_) => Outcome::Failed("fetch did not resolve to a Response".into()),
-            },
-            Outcome::Aborted => Outcome::Aborted,
-            Outcome::Failed(e) => Outcome::Failed(e),
-        }
+        fetch
+            .call2(&global, &JsValue::from_str(url), &init)
+            .map_err(|e| describe(&e))
     }
 }
 
-/// The body as text.
-pub async fn text(response: &Response, controller: &AbortController) -> Outcome<String> {
-    let promise = match response.text() {
-        Ok(p) => p,
-        Err(e) => return Outcome::Failed(describe(&e)),
-    };
-    match settle(promise, controller).await {
-        Outcome::Ok(v) => match v.as_string() {
-            Some(s) => Outcome::Ok(s),
-            None => Outcome::Failed("body is not text".into()),
-        },
-        Outcome::Aborted => Outcome::Aborted,
-        Outcome::Failed(e) => Outcome::Failed(e),
-    }
-}
-
-/// The body as bytes.
-pub async fn bytes(response: &Response, controller: &AbortController) -> Outcome<Vec<u8>> {
-    let promise = match response.array_buffer() {
-        Ok(p) => p,
-        Err(e) => return Outcome::Failed(describe(&e)),
-    };
-    match settle(promise, controller).await {
-        Outcome::Ok(buffer) => Outcome::Ok(Uint8Array::new(&buffer).to_vec()),
-        Outcome::Aborted => Outcome::Aborted,
-        Outcome::Failed(e) => Outcome::Failed(e),
-    }
+/// What a settled `fetch` gave: the response, or why not.
+pub fn response(value: JsValue) -> Result<Response, String> {
+    value
+        .dyn_into::<Response>()
+        .map_err(|_| String::from("fetch did not resolve to a Response"))
 }
 
 /// A header of the response, if present.
@@ -164,32 +124,23 @@ impl BodyReader {
         Some(BodyReader { reader, read })
     }
 
-    /// The next chunk, or `None` at the end of the stream.
-    pub async fn next(&self, controller: &AbortController) -> Outcome<Option<Vec<u8>>> {
-        let promise = match self
-            .read
-            .call0(&self.reader)
-            .map(JsCast::dyn_into::<Promise>)
-        {
-            Ok(Ok(p)) => p,
-            Ok(Err(_)) => return Outcome::Failed("read() did not return a promise".into()),
-            Err(e) => return Outcome::Failed(describe(&e)),
-        };
-        let result = match settle(promise, controller).await {
-            Outcome::Ok(r) => r,
-            Outcome::Aborted => return Outcome::Aborted,
-            Outcome::Failed(e) => return Outcome::Failed(e),
-        };
-        let done = Reflect::get(&result, &JsValue::from_str("done"))
-            .map(|d| d.is_truthy())
-            .unwrap_or(true);
-        if done {
-            return Outcome::Ok(None);
-        }
-        let value = Reflect::get(&result, &JsValue::from_str("value")).unwrap_or(JsValue::NULL);
-        match value.dyn_into::<Uint8Array>() {
-            Ok(bytes) => Outcome::Ok(Some(bytes.to_vec())),
-            Err(_) => Outcome::Failed("stream chunk is not bytes".into()),
-        }
+    /// Starts reading the next chunk: the promise of `{done, value}`.
+    pub fn read(&self) -> Result<JsValue, String> {
+        self.read.call0(&self.reader).map_err(|e| describe(&e))
+    }
+}
+
+/// A settled `read()`: the chunk, or `None` at the end of the stream.
+pub fn chunk(result: &JsValue) -> Result<Option<Vec<u8>>, String> {
+    let done = Reflect::get(result, &JsValue::from_str("done"))
+        .map(|d| d.is_truthy())
+        .unwrap_or(true);
+    if done {
+        return Ok(None);
+    }
+    let value = Reflect::get(result, &JsValue::from_str("value")).unwrap_or(JsValue::NULL);
+    match value.dyn_into::<Uint8Array>() {
+        Ok(bytes) => Ok(Some(bytes.to_vec())),
+        Err(_) => Err(String::from("stream chunk is not bytes")),
     }
 }

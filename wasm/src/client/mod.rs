@@ -10,7 +10,6 @@
 
 mod exchange;
 mod http;
-mod wait;
 mod watch;
 
 use std::rc::Rc;

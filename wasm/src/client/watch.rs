@@ -26,7 +26,7 @@ use tw::json::{object, write};
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::AbortController;
 
-use super::http::{self, BodyReader, Http, Outcome};
+use super::http::{self, settle, BodyReader, Http};
 use crate::error::{error, Code};
 
 /// Where the mirror is kept between page loads: a `localStorage`-like
@@ -224,6 +224,8 @@ impl Runner {
         drop(old);
     }
 
+    /// Sends `request` and feeds back, in callbacks, everything that
+    /// happens to it; nothing once the follow has aborted it.
     fn send(self: &Rc<Self>, request: Request) {
         let id = request.id;
         let Ok(controller) = AbortController::new() else {
@@ -231,7 +233,99 @@ impl Runner {
             return self.feed(|f, now| f.handle_failure(now, id, failure));
         };
         *self.in_flight.borrow_mut() = Some((id, controller.clone()));
-        wasm_bindgen_futures::spawn_local(exchange(Rc::clone(self), request, controller));
+        let url = request.url(&self.http.base);
+        let mut headers = vec![("accept", String::from(request.accept()))];
+        if let Some(last) = request.last_event_id {
+            headers.push(("last-event-id", tw::follow::decimal(last)));
+        }
+        match self.http.fetch("GET", &url, &headers, None, &controller) {
+            Ok(promise) => {
+                let runner = Rc::clone(self);
+                let stream = request.kind == RequestKind::Stream;
+                settle(&promise, move |ok, value| {
+                    runner.on_head(id, stream, &controller, ok, value)
+                });
+            }
+            Err(e) => self.feed(|f, now| f.handle_failure(now, id, Failure::Network(&e))),
+        }
+    }
+
+    /// A failed wait: the follow's own abort, or a failure to report.
+    fn failed(self: &Rc<Self>, id: RequestId, controller: &AbortController, error: &str) {
+        if !controller.signal().aborted() {
+            self.feed(|f, now| f.handle_failure(now, id, Failure::Network(error)));
+        }
+    }
+
+    fn on_head(
+        self: &Rc<Self>,
+        id: RequestId,
+        stream: bool,
+        controller: &AbortController,
+        ok: bool,
+        value: JsValue,
+    ) {
+        let head = if ok {
+            http::response(value)
+        } else {
+            Err(http::describe(&value))
+        };
+        let response = match head {
+            Ok(response) => response,
+            Err(e) => return self.failed(id, controller, &e),
+        };
+        let retry_after = http::header(&response, "retry-after");
+        let status = response.status();
+        self.feed(|f, now| f.handle_head(now, id, status, retry_after.as_deref()));
+        if !self.wants(id) {
+            return;
+        }
+        let controller = controller.clone();
+        if !stream {
+            return match response.array_buffer() {
+                Ok(promise) => {
+                    let runner = Rc::clone(self);
+                    settle(&promise, move |ok, value| {
+                        if !ok {
+                            return runner.failed(id, &controller, &http::describe(&value));
+                        }
+                        let body = js_sys::Uint8Array::new(&value).to_vec();
+                        runner.feed(|f, now| f.handle_body(now, id, &body));
+                    });
+                }
+                Err(e) => self.failed(id, &controller, &http::describe(&e)),
+            };
+        }
+        match BodyReader::new(&response) {
+            Some(reader) => self.read(id, controller, Rc::new(reader)),
+            None => self.feed(|f, now| f.handle_failure(now, id, Failure::NoBody)),
+        }
+    }
+
+    /// Reads stream `id` chunk by chunk until it ends or is no longer wanted.
+    fn read(self: &Rc<Self>, id: RequestId, controller: AbortController, reader: Rc<BodyReader>) {
+        let promise = match reader.read() {
+            Ok(promise) => promise,
+            Err(e) => return self.failed(id, &controller, &e),
+        };
+        let runner = Rc::clone(self);
+        settle(&promise, move |ok, value| {
+            let chunk = if ok {
+                http::chunk(&value)
+            } else {
+                Err(http::describe(&value))
+            };
+            match chunk {
+                Ok(Some(bytes)) => {
+                    runner.feed(|f, now| f.handle_chunk(now, id, &bytes));
+                    if runner.wants(id) {
+                        runner.read(id, controller, reader);
+                    }
+                }
+                Ok(None) => runner.feed(|f, now| f.handle_end(now, id)),
+                Err(e) => runner.failed(id, &controller, &e),
+            }
+        });
     }
 
     fn wants(&self, id: RequestId) -> bool {
@@ -245,60 +339,5 @@ impl Runner {
     pub fn stop(self: &Rc<Self>) {
         self.feed(|f, _| f.stop());
         self.timer.borrow_mut().take();
-    }
-}
-
-/// One request, from fetch to its last chunk, fed back to the follow.
-async fn exchange(runner: Rc<Runner>, request: Request, controller: AbortController) {
-    let id = request.id;
-    let url = request.url(&runner.http.base);
-    let mut headers = vec![("accept", String::from(request.accept()))];
-    if let Some(last) = request.last_event_id {
-        headers.push(("last-event-id", tw::follow::decimal(last)));
-    }
-    let response = match runner
-        .http
-        .send("GET", &url, &headers, None, &controller)
-        .await
-    {
-        Outcome::Ok(r) => r,
-        Outcome::Aborted => return,
-        Outcome::Failed(e) => {
-            return runner.feed(|f, now| f.handle_failure(now, id, Failure::Network(&e)))
-        }
-    };
-    let retry_after = http::header(&response, "retry-after");
-    let status = response.status();
-    runner.feed(|f, now| f.handle_head(now, id, status, retry_after.as_deref()));
-    if !runner.wants(id) {
-        return;
-    }
-    if request.kind != RequestKind::Stream {
-        match http::bytes(&response, &controller).await {
-            Outcome::Ok(body) => runner.feed(|f, now| f.handle_body(now, id, &body)),
-            Outcome::Aborted => {}
-            Outcome::Failed(e) => {
-                runner.feed(|f, now| f.handle_failure(now, id, Failure::Network(&e)))
-            }
-        }
-        return;
-    }
-    let Some(reader) = BodyReader::new(&response) else {
-        return runner.feed(|f, now| f.handle_failure(now, id, Failure::NoBody));
-    };
-    loop {
-        match reader.next(&controller).await {
-            Outcome::Ok(Some(chunk)) => {
-                runner.feed(|f, now| f.handle_chunk(now, id, &chunk));
-                if !runner.wants(id) {
-                    return;
-                }
-            }
-            Outcome::Ok(None) => return runner.feed(|f, now| f.handle_end(now, id)),
-            Outcome::Aborted => return,
-            Outcome::Failed(e) => {
-                return runner.feed(|f, now| f.handle_failure(now, id, Failure::Network(&e)))
-            }
-        }
     }
 }
