@@ -10,6 +10,7 @@
 
 mod exchange;
 mod http;
+mod store;
 mod watch;
 
 use std::rc::Rc;
@@ -22,7 +23,8 @@ use wasm_bindgen::{JsCast, JsValue};
 
 use crate::{safe_int, throw};
 use http::Http;
-use watch::{Runner, Store};
+use store::Store;
+use watch::Runner;
 
 fn invalid(message: String) -> JsValue {
     throw(tw::Error::invalid(message))
