@@ -413,3 +413,34 @@ fn a_long_poll_answered_at_once_with_nothing_new_is_paced() {
     assert_eq!(h.sent.len(), 4, "asked again at once");
     assert_eq!(h.statuses().pop().unwrap().0, ConnState::Live);
 }
+
+#[test]
+fn a_stream_that_goes_silent_after_its_first_message_is_presumed_dead() {
+    let mut h = H::new(Transport::Sse, true);
+    let id = h.last();
+    h.f.handle_head(h.now, id, 200, None);
+    let body = String::from_utf8(delta(&[entry(1, 0)], &view(1, "running", 0))).unwrap();
+    h.f.handle_chunk(
+        h.now,
+        id,
+        format!("event: resume\nid: 1\ndata: {body}\n\n").as_bytes(),
+    );
+    h.drain();
+    assert_eq!(h.f.poll_timeout(), Some(h.now + SSE_IDLE_MS));
+    // A heartbeat keeps it alive.
+    h.advance(30_000.0);
+    h.f.handle_chunk(h.now, id, b": hb\n\n");
+    assert_eq!(h.f.poll_timeout(), Some(h.now + SSE_IDLE_MS));
+    // Then nothing: the connection died without a word.
+    h.fire();
+    assert_eq!(h.aborted, [id]);
+    let s = h.statuses().pop().unwrap();
+    assert_eq!(s.0, ConnState::Reconnecting);
+    assert_eq!(
+        s.2.as_deref(),
+        Some("the event stream went silent (no heartbeat for 45 s)")
+    );
+    h.fire();
+    assert_eq!(h.sent.len(), 2, "reconnected");
+    assert_eq!(h.sent[1].last_event_id, Some(1));
+}
