@@ -1,11 +1,14 @@
-//! The watch loop's decisions, one by one, in virtual time. The seeded
-//! simulation (`core/tests/follow_sim.rs`) checks them all together.
+//! The watch loop's decisions, one by one, in virtual time (the SSE ones
+//! in `stream.rs`). The seeded simulation (`core/tests/follow_sim.rs`)
+//! checks them all together.
+
+mod stream;
 
 use super::*;
 use crate::wire::to_json;
 use crate::{Mirror, ResumeAnswer, TaskView};
 
-fn view(version: u64, state: &str, progress: u8) -> TaskView {
+pub(super) fn view(version: u64, state: &str, progress: u8) -> TaskView {
     let extra = if state == "succeeded" {
         r#","resultRef":"r","resultHash":"h""#
     } else {
@@ -21,7 +24,7 @@ fn view(version: u64, state: &str, progress: u8) -> TaskView {
     .unwrap()
 }
 
-fn entry(version: u64, progress: u8) -> String {
+pub(super) fn entry(version: u64, progress: u8) -> String {
     if version == 1 {
         return r#"{"version":1,"event":{"type":"start","atMs":1,"worker":"w"}}"#.into();
     }
@@ -30,7 +33,7 @@ fn entry(version: u64, progress: u8) -> String {
     )
 }
 
-fn delta(entries: &[String], task: &TaskView) -> Vec<u8> {
+pub(super) fn delta(entries: &[String], task: &TaskView) -> Vec<u8> {
     format!(
         r#"{{"mode":"delta","events":[{}],"task":{}}}"#,
         entries.join(","),
@@ -39,20 +42,20 @@ fn delta(entries: &[String], task: &TaskView) -> Vec<u8> {
     .into_bytes()
 }
 
-fn snapshot(task: &TaskView) -> Vec<u8> {
+pub(super) fn snapshot(task: &TaskView) -> Vec<u8> {
     to_json(&ResumeAnswer::Snapshot { task: task.clone() }).into_bytes()
 }
 
-struct H {
-    f: Follow,
-    now: f64,
-    events: Vec<FollowEvent>,
-    sent: Vec<Request>,
-    aborted: Vec<RequestId>,
+pub(super) struct H {
+    pub(super) f: Follow,
+    pub(super) now: f64,
+    pub(super) events: Vec<FollowEvent>,
+    pub(super) sent: Vec<Request>,
+    pub(super) aborted: Vec<RequestId>,
 }
 
 impl H {
-    fn new(transport: Transport, online: bool) -> H {
+    pub(super) fn new(transport: Transport, online: bool) -> H {
         let config = FollowConfig {
             backoff: Backoff {
                 initial_ms: 100.0,
@@ -74,7 +77,7 @@ impl H {
         h.drain();
         h
     }
-    fn drain(&mut self) {
+    pub(super) fn drain(&mut self) {
         while let Some(e) = self.f.poll_event() {
             self.events.push(e);
         }
@@ -85,25 +88,25 @@ impl H {
             self.sent.push(r);
         }
     }
-    fn last(&self) -> RequestId {
+    pub(super) fn last(&self) -> RequestId {
         self.sent.last().unwrap().id
     }
-    fn answer(&mut self, body: &[u8]) {
+    pub(super) fn answer(&mut self, body: &[u8]) {
         let id = self.last();
         self.f.handle_head(self.now, id, 200, None);
         self.f.handle_body(self.now, id, body);
         self.drain();
     }
-    fn advance(&mut self, ms: f64) {
+    pub(super) fn advance(&mut self, ms: f64) {
         self.now += ms;
     }
-    fn fire(&mut self) {
+    pub(super) fn fire(&mut self) {
         let at = self.f.poll_timeout().expect("a timer");
         self.now = self.now.max(at);
         self.f.handle_timeout(self.now);
         self.drain();
     }
-    fn statuses(&self) -> Vec<(ConnState, Option<u32>, Option<String>)> {
+    pub(super) fn statuses(&self) -> Vec<(ConnState, Option<u32>, Option<String>)> {
         self.events
             .iter()
             .filter_map(|e| match e {
@@ -112,7 +115,7 @@ impl H {
             })
             .collect()
     }
-    fn versions(&self) -> Vec<u64> {
+    pub(super) fn versions(&self) -> Vec<u64> {
         self.events
             .iter()
             .filter_map(|e| match e {
@@ -238,59 +241,6 @@ fn stale_answers_back_off_instead_of_looping() {
 }
 
 #[test]
-fn sse_reads_messages_across_chunks_and_falls_back_after_short_streams() {
-    let mut h = H::new(Transport::Sse, true);
-    let r = h.sent[0].clone();
-    assert_eq!(
-        (r.kind, r.path.as_str(), r.last_event_id, r.query.as_str()),
-        (RequestKind::Stream, "/v1/tasks/t/events", Some(0), "")
-    );
-    assert_eq!(r.accept(), "text/event-stream");
-    h.f.handle_head(h.now, r.id, 200, None);
-    let body = String::from_utf8(delta(&[entry(1, 0)], &view(1, "running", 0))).unwrap();
-    let text = format!("event: resume\nid: 1\ndata: {body}\n\n: hb\n\n");
-    let (a, b) = text.as_bytes().split_at(17);
-    h.f.handle_chunk(h.now, r.id, a);
-    h.f.handle_chunk(h.now, r.id, b);
-    h.drain();
-    assert_eq!(h.versions(), [1]);
-    // Three streams in a row that end within a second: long-poll.
-    for n in 0..3 {
-        let id = h.last();
-        assert_eq!(
-            h.sent.last().unwrap().kind,
-            RequestKind::Stream,
-            "stream {n}"
-        );
-        h.f.handle_head(h.now, id, 200, None);
-        h.f.handle_end(h.now, id);
-        h.drain();
-        if n < 2 {
-            h.fire();
-        }
-    }
-    let s = h.statuses().pop().unwrap();
-    assert!(s.2.unwrap().contains("falling back to long-poll"));
-    assert_eq!(h.sent.last().unwrap().query, "cursor=1&waitMs=25000");
-    assert_eq!(h.f.transport(), Transport::LongPoll);
-}
-
-#[test]
-fn a_stream_whose_first_message_never_comes_is_given_up() {
-    let mut h = H::new(Transport::Sse, true);
-    let id = h.last();
-    assert_eq!(h.f.poll_timeout(), None, "no deadline before the head");
-    h.f.handle_head(h.now, id, 200, None);
-    assert_eq!(h.f.poll_timeout(), Some(h.now + SSE_FIRST_MESSAGE_MS));
-    h.fire();
-    assert_eq!(h.aborted, [id]);
-    assert_eq!(
-        h.statuses().pop().unwrap().2.as_deref(),
-        Some("no event arrived: the stream looks buffered")
-    );
-}
-
-#[test]
 fn a_network_event_restarts_a_stranded_request_at_once() {
     let mut h = H::new(Transport::LongPoll, true);
     let first = h.last();
@@ -412,35 +362,4 @@ fn a_long_poll_answered_at_once_with_nothing_new_is_paced() {
     h.answer(caught_up.as_bytes());
     assert_eq!(h.sent.len(), 4, "asked again at once");
     assert_eq!(h.statuses().pop().unwrap().0, ConnState::Live);
-}
-
-#[test]
-fn a_stream_that_goes_silent_after_its_first_message_is_presumed_dead() {
-    let mut h = H::new(Transport::Sse, true);
-    let id = h.last();
-    h.f.handle_head(h.now, id, 200, None);
-    let body = String::from_utf8(delta(&[entry(1, 0)], &view(1, "running", 0))).unwrap();
-    h.f.handle_chunk(
-        h.now,
-        id,
-        format!("event: resume\nid: 1\ndata: {body}\n\n").as_bytes(),
-    );
-    h.drain();
-    assert_eq!(h.f.poll_timeout(), Some(h.now + SSE_IDLE_MS));
-    // A heartbeat keeps it alive.
-    h.advance(30_000.0);
-    h.f.handle_chunk(h.now, id, b": hb\n\n");
-    assert_eq!(h.f.poll_timeout(), Some(h.now + SSE_IDLE_MS));
-    // Then nothing: the connection died without a word.
-    h.fire();
-    assert_eq!(h.aborted, [id]);
-    let s = h.statuses().pop().unwrap();
-    assert_eq!(s.0, ConnState::Reconnecting);
-    assert_eq!(
-        s.2.as_deref(),
-        Some("the event stream went silent (no heartbeat for 45 s)")
-    );
-    h.fire();
-    assert_eq!(h.sent.len(), 2, "reconnected");
-    assert_eq!(h.sent[1].last_event_id, Some(1));
 }
