@@ -6,7 +6,8 @@
 //! browser, so a client replays exactly what the server did.
 //!
 //! It is sans-IO: no clock (time arrives in events and arguments), no
-//! randomness (maps use a fixed hasher), no I/O, no wasm dependencies.
+//! randomness (maps use a fixed hasher; jitter comes from a seed), no I/O,
+//! no wasm dependencies.
 //!
 //! ## Map
 //! - [`create_task`], [`apply_event`], [`expire_task`]: the pure state
@@ -15,6 +16,8 @@
 //!   resume and idempotent delivery.
 //! - [`plan_resume`], [`ResumeAnswer`]: what a reconnecting client gets.
 //! - [`Mirror`]: one task as a client knows it; rejects stale answers.
+//! - [`Follow`]: a client's watch loop (requests, backoff, SSE fallback,
+//!   status) as a sans-IO state machine over a [`Mirror`].
 //! - [`wire`]: JSON text in and out, with errors that name the field.
 //!
 //! ## Deliberate fixes to the seed design
@@ -61,6 +64,7 @@ pub mod book;
 pub mod delivery;
 pub mod error;
 pub mod event;
+pub mod follow;
 mod hash;
 pub mod json;
 pub mod mirror;
@@ -74,6 +78,7 @@ pub use book::{check_callback, check_callback_id, notification_key, Applied, Boo
 pub use delivery::{check_delivery_input, decide_delivery, Delivery, DeliveryReason, Receipt};
 pub use error::{Error, ErrorCode};
 pub use event::{Event, EventKind};
+pub use follow::{Follow, FollowConfig, FollowEvent};
 pub use mirror::{MergeOutcome, Mirror, Next, RejectReason, Rejection};
 pub use resume::{plan_resume, ResumeAnswer, ResumeMode, ResumePlan, DEFAULT_RETENTION_VERSIONS};
 pub use task::{create_task, CreateTask, HistoryEntry, State, Task, TaskView};
