@@ -20,12 +20,13 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{json, Value};
-use taskwire_core::wire::{from_json_serde_bytes, to_json};
+use taskwire_core::wire::from_json_serde_bytes;
 
 use crate::auth::Tenant;
 use crate::error::ApiError;
 use crate::routes::tasks::create_for;
 use crate::routes::{body, limited, now_ms, now_secs};
+use crate::signature::{callback_body, signed_headers};
 use crate::{client, AppState, Config};
 
 /// Adds the demo routes and the static-file fallback.
@@ -182,7 +183,7 @@ async fn summary(
     let input = json!({"doc": "doc-1", "workload": "summary"});
     let (task, _) = create_for(
         &state,
-        tenant,
+        tenant.clone(),
         None,
         3_600_000.0,
         3,
@@ -191,7 +192,7 @@ async fn summary(
     )
     .await?;
     let id = id_of(&task)?;
-    run(&state, &id, summary_plan(), speed);
+    run(&state, &tenant, &id, summary_plan(), speed);
     Ok(created(json!({"taskIds": [id]})))
 }
 
@@ -220,7 +221,7 @@ async fn batch(
         )
         .await?;
         let id = id_of(&task)?;
-        run(&state, &id, plan, speed);
+        run(&state, &tenant, &id, plan, speed);
         ids.push(id);
     }
     Ok(created(json!({
@@ -238,7 +239,7 @@ async fn long(
     let input = json!({"workload": "long", "steps": 40});
     let (task, _) = create_for(
         &state,
-        tenant,
+        tenant.clone(),
         None,
         3_600_000.0,
         3,
@@ -247,7 +248,7 @@ async fn long(
     )
     .await?;
     let id = id_of(&task)?;
-    run(&state, &id, long_plan(), speed);
+    run(&state, &tenant, &id, long_plan(), speed);
     Ok(created(json!({"taskIds": [id]})))
 }
 
@@ -279,9 +280,12 @@ fn created(body: Value) -> Response {
 }
 
 /// Plays a plan: one task per workload, sleeping between steps, each
-/// callback signed and posted over loopback HTTP to this server.
-fn run(state: &AppState, task: &str, plan: Vec<Step>, speed: f64) {
+/// callback signed with the tenant's secrets and posted over loopback HTTP
+/// to this server. A plan's callback ids are made the task's own (a
+/// tenant's callback id is refused on its other tasks).
+fn run(state: &AppState, tenant: &str, task: &str, plan: Vec<Step>, speed: f64) {
     let state = state.clone();
+    let tenant = tenant.to_string();
     let task = task.to_string();
     tokio::spawn(async move {
         let t0 = tokio::time::Instant::now();
@@ -300,7 +304,8 @@ fn run(state: &AppState, task: &str, plan: Vec<Step>, speed: f64) {
                     event
                 })
                 .clone();
-            if let Err(e) = send_callback(&state, &task, &step.callback_id, &event).await {
+            let callback_id = format!("{task}-{}", step.callback_id);
+            if let Err(e) = send_callback(&state, &tenant, &task, &callback_id, &event).await {
                 eprintln!("taskwire-server: demo executor: {task}: {e}");
             }
         }
@@ -309,14 +314,14 @@ fn run(state: &AppState, task: &str, plan: Vec<Step>, speed: f64) {
 
 async fn send_callback(
     state: &AppState,
+    tenant: &str,
     task: &str,
     callback_id: &str,
     event: &Value,
 ) -> Result<(), String> {
-    let body = to_json(event);
-    let signed = state
-        .secret
-        .headers(callback_id, now_secs(), body.as_bytes());
+    let body = callback_body(task, event);
+    let secrets = state.keyring.secrets_of(tenant);
+    let signed = signed_headers(secrets, callback_id, now_secs(), body.as_bytes());
     let mut headers: Vec<(&str, &str)> = signed.iter().map(|(k, v)| (*k, v.as_str())).collect();
     headers.push(("content-type", "application/json"));
     let addr = state.addr.to_string();

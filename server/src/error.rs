@@ -73,6 +73,11 @@ impl ApiError {
         )
     }
 
+    /// 408 `request-timeout`: a body that did not arrive in time.
+    pub fn request_timeout(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::REQUEST_TIMEOUT, "request-timeout", message)
+    }
+
     /// 413 `payload-too-large`.
     pub fn too_large(limit: usize) -> Self {
         Self::new(
@@ -131,6 +136,13 @@ impl From<StoreError> for ApiError {
                 format!(
                     "Idempotency-Key: {} was used with a different body",
                     quoted(&key)
+                ),
+            ),
+            StoreError::CallbackIdReused(id) => ApiError::unprocessable(
+                "callback-id-reused-for-other-task",
+                format!(
+                    "webhook-id: {} was already used for another task",
+                    quoted(&id)
                 ),
             ),
             StoreError::Overloaded => ApiError::overloaded("store: too many writes queued"),

@@ -10,7 +10,8 @@
 //!   [`store::postgres`] implement it.
 //! - [`hub`]: wake-ups from local commits and, via LISTEN/NOTIFY, other
 //!   instances' commits.
-//! - [`routes`]: the HTTP API; [`auth`] and [`signature`] guard it.
+//! - [`routes`]: the HTTP API; [`auth`], [`signature`] and [`keyring`]
+//!   guard it.
 //! - [`serve`]: the HTTP/1 connection loop.
 //! - [`sweeper`]: expires tasks at their TTL.
 //! - [`notify`]: posts outbox rows to `--notify-url`.
@@ -25,6 +26,7 @@ pub mod config;
 pub mod demo;
 pub mod error;
 pub mod hub;
+pub mod keyring;
 pub mod notify;
 pub mod routes;
 pub mod serve;
@@ -45,6 +47,7 @@ use tokio::task::JoinHandle;
 pub use config::Config;
 
 use crate::hub::Hub;
+use crate::keyring::Keyring;
 use crate::signature::Secret;
 use crate::stats::Stats;
 use crate::store::Store;
@@ -57,8 +60,10 @@ pub struct Inner {
     pub hub: Arc<Hub>,
     /// Bearer token → tenant.
     pub tokens: HashMap<String, String>,
-    /// Callback signing secret.
-    pub secret: Secret,
+    /// Callback secrets per tenant.
+    pub keyring: Keyring,
+    /// What `--notify-url` posts are signed with (with `--notify-url`).
+    pub notify_secret: Option<Secret>,
     /// Resume window, in versions.
     pub retention: u64,
     /// SSE heartbeat interval.
@@ -112,7 +117,11 @@ impl Server {
 /// Opens the store, binds `config.listen` and starts serving.
 pub async fn start(config: Config) -> Result<Server, String> {
     let tokens = config.token_map()?;
-    let secret = config.secret()?;
+    let keyring = config.keyring(&tokens)?;
+    let notify_secret = match &config.notify_url {
+        Some(_) => Some(config.notify_secret(&keyring)?),
+        None => None,
+    };
     let hub = Hub::new(config.retention);
     let store = store::open(&config, Arc::clone(&hub)).await?;
     let listener = TcpListener::bind(&config.listen)
@@ -125,7 +134,8 @@ pub async fn start(config: Config) -> Result<Server, String> {
         store,
         hub,
         tokens,
-        secret,
+        keyring,
+        notify_secret,
         retention: config.retention,
         heartbeat_ms: config.heartbeat_ms,
         cors_origins: config.cors_origins.clone(),

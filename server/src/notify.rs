@@ -1,6 +1,9 @@
 //! The notify webhook (`--notify-url`): posts every committed outbox row,
 //! signed like callbacks with `webhook-id` = the notification key (so the
-//! receiver deduplicates retries), until it gets a 2xx. Retries back off
+//! receiver deduplicates retries), until it gets a 2xx. One receiver gets
+//! every tenant's notifications, so one secret signs them
+//! (`--notify-secret`, by default the shared callback secret), not the
+//! tenants' own. Retries back off
 //! exponentially (0.5 s doubling, at most 5 min) and survive restarts,
 //! because the attempt state lives in the outbox row.
 
@@ -44,8 +47,11 @@ pub async fn run(state: AppState, authority: String, path: String) {
 }
 
 async fn post(state: &AppState, authority: &str, path: &str, row: &OutboxEntry) -> bool {
+    let Some(secret) = &state.notify_secret else {
+        return false;
+    };
     let body = to_json(row);
-    let signed = state.secret.headers(&row.key, now_secs(), body.as_bytes());
+    let signed = secret.headers(&row.key, now_secs(), body.as_bytes());
     let mut headers: Vec<(&str, &str)> = signed.iter().map(|(k, v)| (*k, v.as_str())).collect();
     headers.push(("content-type", "application/json"));
     let call = client::request(authority, "POST", path, &headers, body);

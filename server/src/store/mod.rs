@@ -14,6 +14,7 @@
 //!   order per task, so held long-polls and SSE streams wake without
 //!   polling.
 
+pub mod callback_ids;
 pub mod postgres;
 pub mod sqlite;
 
@@ -67,6 +68,8 @@ pub enum StoreError {
     Invalid(CoreError),
     /// The idempotency key was used with another create body.
     IdempotencyKeyReused(String),
+    /// The callback id is remembered on another task of the tenant.
+    CallbackIdReused(String),
     /// Too many writes queued: try again shortly (503).
     Overloaded,
     /// The database failed (disk, corruption): a 500.
@@ -181,9 +184,12 @@ pub struct Created {
 /// A verified executor callback.
 #[derive(Debug, Clone)]
 pub struct Callback {
-    /// The task it is about (any tenant: callbacks are signed, not bearer).
+    /// The tenant whose secret signed it: the task must be this tenant's.
+    pub tenant: String,
+    /// The task it is about, named by the path and the signed body.
     pub task_id: String,
-    /// `webhook-id`, scoped to the task.
+    /// `webhook-id`: remembered for the task (a redelivery is a
+    /// duplicate) and refused on the tenant's other tasks.
     pub callback_id: String,
     /// The event.
     pub event: Event,
@@ -270,7 +276,13 @@ pub trait Store: Send + Sync + 'static {
         force_snapshot: bool,
     ) -> StoreFuture<'_, ResumeAnswer>;
 
-    /// Applies a verified callback; resolves after the commit.
+    /// The tenant that owns task `id`, if it exists: callbacks read it
+    /// before their body, to know which secrets to check.
+    fn task_tenant(&self, id: String) -> StoreFuture<'_, Option<String>>;
+
+    /// Applies a verified callback; resolves after the commit. A callback
+    /// id the tenant already used on another task is
+    /// [`StoreError::CallbackIdReused`] (see [`callback_ids`]).
     fn callback(&self, callback: Callback) -> StoreFuture<'_, CallbackAnswer>;
 
     /// Delivers a succeeded task's result under an idempotency key.
