@@ -10,6 +10,8 @@
 //! - A write is atomic: the task row, its history entry, the callback id
 //!   and the outbox row commit together, and the future resolves only
 //!   after that commit is durable.
+//! - A callback id is remembered for one task of its tenant: on another
+//!   task it is refused, atomically even when two race ([`callback_ids`]).
 //! - After the commit, every change is published to the hub, in version
 //!   order per task, so held long-polls and SSE streams wake without
 //!   polling.

@@ -1,7 +1,8 @@
 //! `taskwire-load slow-body`: C connections each post a callback that
 //! declares a 65,536-byte body, send `--bytes` of it and stall, all held
-//! open at once; prints the server's RSS before, while they are held, and
-//! at the end of the hold, and how each one was answered.
+//! open at once; prints the server's RSS before, while they are held, at
+//! the end of the hold and 10 s after they were closed, and how each one
+//! was answered.
 //!
 //! `--attack` picks the headers: `unsigned` (none of the signature
 //! headers: refused before the body), `forged-unknown-task` (well-formed
@@ -47,8 +48,9 @@ pub struct Args {
     /// What the headers carry.
     #[arg(long, value_enum, default_value = "unsigned")]
     attack: Attack,
-    /// Seconds to hold the connections open, at most 60.
-    #[arg(long, default_value_t = 15)]
+    /// Seconds to hold the connections open, at most 60 (longer than the
+    /// server's body time limit, 10 s, to see it answer).
+    #[arg(long, default_value_t = 20)]
     hold: u64,
     /// Server pid, to read its RSS from /proc.
     #[arg(long)]
@@ -99,6 +101,8 @@ pub async fn run(addr: &str, task: &str, args: Args, rss_kib: fn(u32) -> Option<
         *answers.entry(answer).or_default() += 1;
     }
     println!("server RSS at the end of the hold: {} KiB", rss());
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    println!("server RSS 10 s after they were closed: {} KiB", rss());
     for (answer, n) in answers {
         println!("  {n:>6} × {answer}");
     }
@@ -142,6 +146,7 @@ async fn one(addr: &str, head: &str, body: &[u8], sent: &AtomicUsize, deadline: 
     })
     .await;
     sent.fetch_add(1, Ordering::Relaxed);
+    let t0 = Instant::now();
     let mut buf = [0u8; 64];
     let answer = match tokio::time::timeout_at(deadline, s.read(&mut buf)).await {
         Ok(Ok(n)) if n > 0 => {
@@ -150,11 +155,16 @@ async fn one(addr: &str, head: &str, body: &[u8], sent: &AtomicUsize, deadline: 
                 .nth(1)
                 .unwrap_or("?")
                 .to_string();
-            format!("answered {status} before the body was complete")
+            // Whole seconds after the last byte sent: 0 for the headers'
+            // verdict, the time limit for a 408.
+            format!("answered {status} after {} s", t0.elapsed().as_secs())
         }
-        Ok(_) => "closed without an answer".into(),
-        Err(_) if matches!(wrote, Ok(Ok(()))) => "no answer during the hold (body held)".into(),
-        Err(_) => "no answer during the hold".into(),
+        Ok(Ok(_)) => "closed by the server, no answer".into(),
+        // The server answered and closed while this one was still sending
+        // (401 at the headers): the kernel resets, the answer is lost.
+        Ok(Err(_)) => "reset by the server (answered while the body was sent)".into(),
+        Err(_) if matches!(wrote, Ok(Ok(()))) => "no answer during the hold".into(),
+        Err(_) => "still sending at the end of the hold".into(),
     };
     tokio::time::sleep_until(deadline).await;
     answer
