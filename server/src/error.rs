@@ -73,9 +73,14 @@ impl ApiError {
         )
     }
 
-    /// 408 `request-timeout`: a body that did not arrive in time.
-    pub fn request_timeout(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::REQUEST_TIMEOUT, "request-timeout", message)
+    /// 408 `request-timeout`: a body that did not arrive in time (the
+    /// connection is closed after the answer).
+    pub fn request_timeout(timeout_ms: u128) -> Self {
+        Self::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "request-timeout",
+            format!("body: not received within {timeout_ms} ms"),
+        )
     }
 
     /// 413 `payload-too-large`.

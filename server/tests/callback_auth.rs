@@ -467,6 +467,44 @@ async fn a_body_that_does_not_arrive_in_time_is_408() {
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_callback_in_many_chunks_of_every_size_is_read_whole() {
+    let h = harness(|_| {}).await;
+    let dev = secret();
+    let id = running(&h, "demo", &dev).await;
+    // A result long enough for pieces above and below 4 KiB.
+    let event =
+        json!({"type": "succeed", "atMs": 5, "resultRef": "r".repeat(9000), "resultHash": "h"});
+    let c = capture(std::slice::from_ref(&dev), &id, "chunked", &event);
+    let headers: String = c
+        .headers
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}\r\n"))
+        .collect();
+    let mut body = Vec::new();
+    let bytes = c.body.as_bytes();
+    let mut at = 0;
+    for size in [1, 1, 7, 5000, 3, 4096, 2].iter().cycle() {
+        let end = (at + size).min(bytes.len());
+        body.extend_from_slice(format!("{:x}\r\n", end - at).as_bytes());
+        body.extend_from_slice(&bytes[at..end]);
+        body.extend_from_slice(b"\r\n");
+        at = end;
+        if at == bytes.len() {
+            break;
+        }
+    }
+    body.extend_from_slice(b"0\r\n\r\n");
+    let head = format!(
+        "POST /v1/tasks/{id}/callbacks HTTP/1.1\r\nhost: test\r\ncontent-type: application/json\r\n\
+         transfer-encoding: chunked\r\nconnection: close\r\n{headers}\r\n"
+    );
+    let (answer, _) = stall(&h.addr, &head, &body, Duration::from_secs(5)).await;
+    assert!(answer.starts_with("HTTP/1.1 200 "), "{answer}");
+    assert!(answer.contains("\"reason\":\"succeeded\""), "{answer}");
+    assert_eq!(task(&h, "demo", &id).await["resultRef"], event["resultRef"]);
+}
+
 /// Documents today's behaviour for the lifecycle work (attempt fencing),
 /// which must flip it: a `fail` that was a no-op while the task was queued
 /// is not remembered (core fix 1 lets an early callback apply later), so
