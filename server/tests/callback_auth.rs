@@ -544,3 +544,20 @@ async fn a_noop_fail_from_before_start_replayed_after_start_fails_the_task_until
         "today a replay of the queued-time fail fails the new attempt"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_head_over_16_kib_is_431_and_one_under_it_is_served() {
+    let h = harness(|_| {}).await;
+    for (padding, status) in [(15 * 1024, "404 "), (17 * 1024, "431 ")] {
+        let head = format!(
+            "GET /v1/tasks/tsk_nope HTTP/1.1\r\nhost: test\r\nauthorization: Bearer demo\r\n\
+             x-padding: {}\r\nconnection: close\r\n\r\n",
+            "p".repeat(padding)
+        );
+        let (answer, _) = stall(&h.addr, &head, b"", Duration::from_secs(5)).await;
+        assert!(
+            answer.starts_with(&format!("HTTP/1.1 {status}")),
+            "{padding}: {answer:.80}"
+        );
+    }
+}
