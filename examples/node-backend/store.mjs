@@ -39,6 +39,12 @@ export class Store {
   #tasks = new Map();
   /** JSON [tenant, key] → {taskId, request} (create idempotency) */
   #createKeys = new Map();
+  /**
+   * JSON [tenant, callbackId] → the task the id is remembered on. The book
+   * scopes callback ids to their task; over HTTP a tenant's id belongs to
+   * one task (PROTOCOL.md §Executor callback).
+   */
+  #callbackOwners = new Map();
   /** tenant → notifications, seq ascending */
   #feeds = new Map();
   #seq = 0;
@@ -77,6 +83,11 @@ export class Store {
   }
 
   // ---- reads ---------------------------------------------------------------
+
+  /** The tenant that owns `taskId`, or undefined for an unknown task. */
+  tenantOf(taskId) {
+    return this.#tasks.get(taskId)?.tenant;
+  }
 
   /** True when `taskId` exists and belongs to `tenant` (else: 404 for them). */
   owns(tenant, taskId) {
@@ -152,8 +163,17 @@ export class Store {
     return { task: this.taskJson(id), created: true };
   }
 
-  /** Applies an executor's event; returns the core's CallbackResult. */
-  callback(taskId, callbackId, event) {
+  /**
+   * Applies an executor's event for one of `tenant`'s tasks; returns the
+   * core's CallbackResult. A callback id the tenant used on another task
+   * is 422, and nothing is recorded.
+   */
+  callback(tenant, taskId, callbackId, event) {
+    if (this.tenantOf(taskId) !== tenant) throw new HttpError(404, "not-found", `taskId: no task with id ${quoted(taskId)}`);
+    const owner = this.#callbackOwners.get(JSON.stringify([tenant, callbackId]));
+    if (owner !== undefined && owner !== taskId) {
+      throw new HttpError(422, "callback-id-reused-for-other-task", `webhook-id: ${quoted(callbackId)} was already used for another task`);
+    }
     const record = { op: "callback", taskId, callbackId, event };
     return this.#commit(record);
   }
@@ -222,7 +242,12 @@ export class Store {
       }
       case "callback": {
         const result = this.#book.apply(record.taskId, record.event, record.callbackId);
-        if (result.changed) this.#expect(record, "version", result.task.version);
+        if (result.changed) {
+          this.#expect(record, "version", result.task.version);
+          // The book remembers an id only when its event changed the task.
+          const { tenant } = this.#tasks.get(record.taskId);
+          this.#callbackOwners.set(JSON.stringify([tenant, record.callbackId]), record.taskId);
+        }
         this.#collectNotifications();
         return { result, changed: result.changed, touched: result.changed ? [record.taskId] : [] };
       }

@@ -8,7 +8,8 @@ use std::path::PathBuf;
 
 use clap::Parser;
 
-use crate::signature::{Secret, DEV_SECRET};
+use crate::keyring::Keyring;
+use crate::signature::Secret;
 
 /// The reference taskwire backend: follow long-running tasks through
 /// disconnects, retries and duplicates (see PROTOCOL.md).
@@ -52,11 +53,36 @@ pub struct Config {
     )]
     pub tokens: Vec<String>,
 
-    /// Standard Webhooks secret (whsec_<base64>) that executor callbacks are
-    /// signed with; also signs --notify-url posts. The default is a public
-    /// development secret.
-    #[arg(long, env = "TASKWIRE_CALLBACK_SECRET", default_value = DEV_SECRET, hide_default_value = true)]
-    pub callback_secret: String,
+    /// Standard Webhooks secret (whsec_<base64>) executor callbacks are
+    /// signed with: TENANT=whsec_… for that tenant's tasks, or a bare whsec_…
+    /// shared by every tenant without one of its own. Repeatable; give a
+    /// tenant two during a rotation (both are accepted). The environment
+    /// twin takes a comma-separated list. Default: the public development
+    /// secret, shared.
+    #[arg(
+        long = "callback-secret",
+        env = "TASKWIRE_CALLBACK_SECRET",
+        value_name = "[TENANT=]whsec_…",
+        value_delimiter = ','
+    )]
+    pub callback_secrets: Vec<String>,
+
+    /// Standard Webhooks secret the --notify-url posts are signed with.
+    /// Default: the shared callback secret (a bare --callback-secret, or the
+    /// development secret); required when every tenant has its own.
+    #[arg(long, env = "TASKWIRE_NOTIFY_SECRET", value_name = "whsec_…")]
+    pub notify_secret: Option<String>,
+
+    /// How long a callback's body may take to arrive once its headers
+    /// passed, in milliseconds; past it the answer is 408 (hidden: tests
+    /// shorten it).
+    #[arg(
+        long,
+        env = "TASKWIRE_CALLBACK_BODY_TIMEOUT_MS",
+        default_value_t = 10_000,
+        hide = true
+    )]
+    pub callback_body_timeout_ms: u64,
 
     /// Resume window in versions: a client further behind gets a snapshot.
     #[arg(long, env = "TASKWIRE_RETENTION", default_value_t = 8)]
@@ -183,8 +209,21 @@ impl Config {
         Ok(map)
     }
 
-    /// The callback secret, checked.
-    pub fn secret(&self) -> Result<Secret, String> {
-        Secret::parse(&self.callback_secret)
+    /// The callback secrets per tenant, checked against the tenants of
+    /// `tokens` (see [`Keyring`]).
+    pub fn keyring(&self, tokens: &HashMap<String, String>) -> Result<Keyring, String> {
+        Keyring::new(&self.callback_secrets, tokens.values().map(String::as_str))
+    }
+
+    /// The secret `--notify-url` posts are signed with.
+    pub fn notify_secret(&self, keyring: &Keyring) -> Result<Secret, String> {
+        match &self.notify_secret {
+            Some(text) => Secret::parse(text).map_err(|e| format!("--notify-secret: {e}")),
+            None => keyring.shared().cloned().ok_or_else(|| {
+                "--notify-secret: required with --notify-url when every tenant has its own \
+                 --callback-secret"
+                    .to_string()
+            }),
+        }
     }
 }

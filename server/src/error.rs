@@ -80,6 +80,16 @@ impl ApiError {
         )
     }
 
+    /// 408 `request-timeout`: a body that did not arrive in time (the
+    /// connection is closed after the answer).
+    pub fn request_timeout(timeout_ms: u128) -> Self {
+        Self::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "request-timeout",
+            format!("body: not received within {timeout_ms} ms"),
+        )
+    }
+
     /// 413 `payload-too-large`.
     pub fn too_large(limit: usize) -> Self {
         Self::new(
@@ -160,6 +170,13 @@ impl From<StoreError> for ApiError {
                 format!(
                     "Idempotency-Key: {} was used with a different body",
                     quoted(&key)
+                ),
+            ),
+            StoreError::CallbackIdReused(id) => ApiError::unprocessable(
+                "callback-id-reused-for-other-task",
+                format!(
+                    "webhook-id: {} was already used for another task",
+                    quoted(&id)
                 ),
             ),
             StoreError::Overloaded => ApiError::overloaded("store: too many writes queued"),

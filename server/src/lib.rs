@@ -10,7 +10,8 @@
 //!   [`store::postgres`] implement it.
 //! - [`hub`]: wake-ups from local commits and, via LISTEN/NOTIFY, other
 //!   instances' commits.
-//! - [`routes`]: the HTTP API; [`auth`] and [`signature`] guard it.
+//! - [`routes`]: the HTTP API; [`auth`], [`signature`] and [`keyring`]
+//!   guard it.
 //! - [`serve`]: the HTTP/1 connection loop.
 //! - [`sweeper`]: expires tasks at their TTL.
 //! - [`notify`]: posts outbox rows to `--notify-url` / `--tenant-notify-url`.
@@ -27,6 +28,7 @@ pub mod demo;
 pub mod error;
 pub mod exact_json;
 pub mod hub;
+pub mod keyring;
 pub mod notify;
 pub mod routes;
 pub mod serve;
@@ -47,6 +49,7 @@ use tokio::task::JoinHandle;
 pub use config::Config;
 
 use crate::hub::Hub;
+use crate::keyring::Keyring;
 use crate::signature::Secret;
 use crate::stats::Stats;
 use crate::store::Store;
@@ -59,8 +62,10 @@ pub struct Inner {
     pub hub: Arc<Hub>,
     /// Bearer token → tenant.
     pub tokens: HashMap<String, String>,
-    /// Callback signing secret.
-    pub secret: Secret,
+    /// Callback secrets per tenant.
+    pub keyring: Keyring,
+    /// What `--notify-url` posts are signed with (with `--notify-url`).
+    pub notify_secret: Option<Secret>,
     /// Resume window, in versions.
     pub retention: u64,
     /// SSE heartbeat interval.
@@ -116,8 +121,12 @@ impl Server {
 /// Opens the store, binds `config.listen` and starts serving.
 pub async fn start(config: Config) -> Result<Server, String> {
     let tokens = config.token_map()?;
-    let secret = config.secret()?;
+    let keyring = config.keyring(&tokens)?;
     let receivers = notify::receivers(config.notify_url.as_deref(), &config.tenant_notify_urls)?;
+    let notify_secret = match receivers.is_empty() {
+        false => Some(config.notify_secret(&keyring)?),
+        true => None,
+    };
     let hub = Hub::new(config.retention);
     let store = store::open(&config, Arc::clone(&hub)).await?;
     let listener = TcpListener::bind(&config.listen)
@@ -130,7 +139,8 @@ pub async fn start(config: Config) -> Result<Server, String> {
         store,
         hub,
         tokens,
-        secret,
+        keyring,
+        notify_secret,
         retention: config.retention,
         heartbeat_ms: config.heartbeat_ms,
         cors_origins: config.cors_origins.clone(),

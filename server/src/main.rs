@@ -48,7 +48,7 @@ async fn serve(config: Config) {
             std::process::exit(2);
         }
     };
-    print_banner(&config, server.addr);
+    print_banner(&config, &server);
     tokio::select! {
         res = server.wait() => {
             if let Err(e) = res {
@@ -60,8 +60,8 @@ async fn serve(config: Config) {
     }
 }
 
-fn print_banner(config: &Config, addr: std::net::SocketAddr) {
-    say!("taskwire-server listening on http://{addr}");
+fn print_banner(config: &Config, server: &taskwire_server::Server) {
+    say!("taskwire-server listening on http://{}", server.addr);
     say!("  data:       {}", config.data_description());
     let tenants: Vec<String> = config
         .tokens
@@ -74,12 +74,13 @@ fn print_banner(config: &Config, addr: std::net::SocketAddr) {
         })
         .collect();
     say!("  tokens:     {}", tenants.join(", "));
-    if config.callback_secret == DEV_SECRET {
+    let keyring = &server.state.keyring;
+    if keyring.is_development() {
         say!(
             "  callbacks:  signed with the DEVELOPMENT secret {DEV_SECRET} (set --callback-secret)"
         );
     } else {
-        say!("  callbacks:  signed with the configured secret");
+        say!("  callbacks:  signed with {}", keyring.describe());
     }
     say!("  retention:  {} versions", config.retention);
     if !config.cors_origins.is_empty() {

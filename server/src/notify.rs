@@ -1,7 +1,9 @@
 //! The notify webhook (`--notify-url`, `--tenant-notify-url`): posts every
 //! committed outbox row to its tenant's receiver, signed like callbacks
 //! with `webhook-id` = the notification key (so the receiver deduplicates
-//! retries), until it gets a 2xx. Retries back off exponentially (0.5 s
+//! retries), until it gets a 2xx. Receivers get tenants' notifications,
+//! not a tenant's own callbacks, so one secret signs them all
+//! (`--notify-secret`, by default the shared callback secret). Retries back off exponentially (0.5 s
 //! doubling, at most 5 min) and survive restarts, because the attempt
 //! state lives in the outbox row.
 //!
@@ -186,8 +188,11 @@ async fn attempt(
 /// Whether the receiver answered 2xx in time, on a fresh connection
 /// (dropped, with its socket, when a timeout ends the attempt).
 async fn post(state: &AppState, receiver: &Receiver, sending: Sending, row: &OutboxEntry) -> bool {
+    let Some(secret) = &state.notify_secret else {
+        return false;
+    };
     let body = to_json(row);
-    let signed = state.secret.headers(&row.key, now_secs(), body.as_bytes());
+    let signed = secret.headers(&row.key, now_secs(), body.as_bytes());
     let mut headers: Vec<(&str, &str)> = signed.iter().map(|(k, v)| (*k, v.as_str())).collect();
     headers.push(("content-type", "application/json"));
     let connect = tokio::time::timeout(sending.connect_timeout, Conn::open(&receiver.authority));

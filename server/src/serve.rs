@@ -38,6 +38,9 @@ use tower_service::Service;
 use crate::routes::cors::Cors;
 use crate::AppState;
 
+/// hyper's per-connection buffer limit (see [`serve`]).
+const MAX_BUF_BYTES: usize = 16 * 1024;
+
 /// Serves `app` on `listener` until `shutdown` fires (or its sender is
 /// dropped); then stops accepting, lets every connection finish its
 /// current request and waits for all of them.
@@ -50,7 +53,13 @@ pub async fn serve(
     // `true` once shutting down; every connection task holds a receiver, so
     // `closed()` on the sender means "all connections are gone".
     let (stop_tx, stop_rx) = watch::channel(false);
-    let http = http1::Builder::new();
+    let mut http = http1::Builder::new();
+    // hyper grows a connection's read buffer while reads fill it (8 KiB,
+    // doubling up to ~400 KiB) and keeps it for the connection's life: a
+    // body that piled up in the socket while its headers were judged (a
+    // callback waits for its task's tenant) would cost 64-128 KiB of buffer
+    // per connection. 16 KiB caps that; it is also the largest request head.
+    http.max_buf_size(MAX_BUF_BYTES);
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
         let stream = tokio::select! {

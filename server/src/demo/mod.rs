@@ -32,7 +32,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{json, Value};
-use taskwire_core::wire::{from_json_serde_bytes, to_json};
+use taskwire_core::wire::from_json_serde_bytes;
 
 pub use self::limits::Demo;
 use self::limits::{Slot, MAX_SPEED, MIN_SPEED, TENANT_RUNNING};
@@ -42,6 +42,7 @@ use crate::error::ApiError;
 use crate::exact_json::RawJson;
 use crate::routes::tasks::create_for;
 use crate::routes::{body, limited, now_ms, now_secs};
+use crate::signature::{callback_body, signed_headers};
 use crate::stats::Stats;
 use crate::{client, AppState};
 
@@ -118,7 +119,7 @@ async fn start_workload(
         )
         .await?;
         let id = record.view.id;
-        run(state, &stats, &id, task.plan, speed, slot);
+        run(state, &stats, &tenant, &id, task.plan, speed, slot);
         ids.push(id);
     }
     Ok(ids)
@@ -212,11 +213,22 @@ fn created(body: Value) -> Response {
 }
 
 /// Plays a plan: one task per workload, sleeping between steps, each
-/// callback signed and posted over loopback HTTP to this server. Counts
-/// each answer in the tenant's `stats`; gives `slot` back at the end.
-fn run(state: &AppState, stats: &Arc<Stats>, task: &str, plan: Vec<Step>, speed: f64, slot: Slot) {
+/// callback signed with the tenant's secrets and posted over loopback HTTP
+/// to this server. A plan's callback ids are made the task's own (a
+/// tenant's callback id is refused on its other tasks). Counts each answer
+/// in the tenant's `stats`; gives `slot` back at the end.
+fn run(
+    state: &AppState,
+    stats: &Arc<Stats>,
+    tenant: &str,
+    task: &str,
+    plan: Vec<Step>,
+    speed: f64,
+    slot: Slot,
+) {
     let state = state.clone();
     let stats = Arc::clone(stats);
+    let tenant = tenant.to_string();
     let task = task.to_string();
     tokio::spawn(async move {
         let _slot = slot;
@@ -236,7 +248,8 @@ fn run(state: &AppState, stats: &Arc<Stats>, task: &str, plan: Vec<Step>, speed:
                     event
                 })
                 .clone();
-            match send_callback(&state, &task, &step.callback_id, &event).await {
+            let callback_id = format!("{task}-{}", step.callback_id);
+            match send_callback(&state, &tenant, &task, &callback_id, &event).await {
                 Ok(reason) => stats.callback_named(&reason),
                 Err(e) => eprintln!("taskwire-server: demo executor: {task}: {e}"),
             }
@@ -247,14 +260,14 @@ fn run(state: &AppState, stats: &Arc<Stats>, task: &str, plan: Vec<Step>, speed:
 /// Posts one signed callback; returns the reason the server answered.
 async fn send_callback(
     state: &AppState,
+    tenant: &str,
     task: &str,
     callback_id: &str,
     event: &Value,
 ) -> Result<String, String> {
-    let body = to_json(event);
-    let signed = state
-        .secret
-        .headers(callback_id, now_secs(), body.as_bytes());
+    let body = callback_body(task, event);
+    let secrets = state.keyring.secrets_of(tenant);
+    let signed = signed_headers(secrets, callback_id, now_secs(), body.as_bytes());
     let mut headers: Vec<(&str, &str)> = signed.iter().map(|(k, v)| (*k, v.as_str())).collect();
     headers.push(("content-type", "application/json"));
     let addr = state.addr.to_string();

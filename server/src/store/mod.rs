@@ -10,6 +10,8 @@
 //! - A write is atomic: the task row, its history entry, the callback id
 //!   and the outbox row commit together, and the future resolves only
 //!   after that commit is durable.
+//! - A callback id is remembered for one task of its tenant: on another
+//!   task it is refused, atomically even when two race ([`callback_ids`]).
 //! - After the commit, every change is published to the hub, in version
 //!   order per task, so held long-polls and SSE streams wake without
 //!   polling.
@@ -17,6 +19,7 @@
 //!   each row on its own: a row it cannot act on is quarantined
 //!   ([`quarantine`]) and reported, and the other rows go on.
 
+pub mod callback_ids;
 pub mod postgres;
 pub mod quarantine;
 pub mod sqlite;
@@ -76,6 +79,8 @@ pub enum StoreError {
     Invalid(CoreError),
     /// The idempotency key was used with another create body.
     IdempotencyKeyReused(String),
+    /// The callback id is remembered on another task of the tenant.
+    CallbackIdReused(String),
     /// Too many writes queued: try again shortly (503).
     Overloaded,
     /// The storage cannot serve now, through no fault of the request: disk
@@ -97,6 +102,9 @@ impl std::fmt::Display for StoreError {
             StoreError::NotFound(id) => write!(f, "no task {id}"),
             StoreError::Invalid(e) => f.write_str(&e.message),
             StoreError::IdempotencyKeyReused(key) => write!(f, "idempotency key {key} reused"),
+            StoreError::CallbackIdReused(id) => {
+                write!(f, "callback id {id} is remembered on another task")
+            }
             StoreError::Overloaded => f.write_str("too many writes queued"),
             StoreError::Unavailable(m) | StoreError::Corrupt(m) | StoreError::Internal(m) => {
                 f.write_str(m)
@@ -250,9 +258,12 @@ pub struct Created {
 /// A verified executor callback.
 #[derive(Debug, Clone)]
 pub struct Callback {
-    /// The task it is about (any tenant: callbacks are signed, not bearer).
+    /// The tenant whose secret signed it: the task must be this tenant's.
+    pub tenant: String,
+    /// The task it is about, named by the path and the signed body.
     pub task_id: String,
-    /// `webhook-id`, scoped to the task.
+    /// `webhook-id`: remembered for the task (a redelivery is a
+    /// duplicate) and refused on the tenant's other tasks.
     pub callback_id: String,
     /// The event.
     pub event: Event,
@@ -339,7 +350,13 @@ pub trait Store: Send + Sync + 'static {
         force_snapshot: bool,
     ) -> StoreFuture<'_, ResumeAnswer>;
 
-    /// Applies a verified callback; resolves after the commit.
+    /// The tenant that owns task `id`, if it exists: callbacks read it
+    /// before their body, to know which secrets to check.
+    fn task_tenant(&self, id: String) -> StoreFuture<'_, Option<String>>;
+
+    /// Applies a verified callback; resolves after the commit. A callback
+    /// id the tenant already used on another task is
+    /// [`StoreError::CallbackIdReused`] (see [`callback_ids`]).
     fn callback(&self, callback: Callback) -> StoreFuture<'_, CallbackAnswer>;
 
     /// Delivers a succeeded task's result under an idempotency key.

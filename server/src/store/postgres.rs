@@ -17,7 +17,12 @@
 //! `SELECT … FOR UPDATE`, so two callbacks for one task run one after the
 //! other, each on the other's committed result — versions stay contiguous,
 //! and a callback id found in `callbacks` is answered `duplicate-callback`
-//! wherever it arrives. The outbox key is UNIQUE as a last guard.
+//! wherever it arrives. The outbox key is UNIQUE as a last guard. A
+//! callback id the tenant used on another task is refused; two
+//! transactions racing one id on two tasks meet at the UNIQUE
+//! `(tenant, callback_id)` index: the second waits for the first, fails if
+//! it committed, and its batch runs again and finds the row
+//! ([`callback_ids`]).
 //!
 //! **No deadlocks by construction.** Every transaction takes its blocking
 //! locks in one global order: (0) advisory locks on idempotency and
@@ -62,8 +67,8 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::{AsyncMessage, NoTls, Row};
 
 use super::{
-    Callback, CallbackAnswer, Change, Created, NewTask, OutboxEntry, PendingWebhooks, RawJson,
-    Store, StoreError, StoreFuture, Swept, TaskRecord, WebhookClaim, WriteDone,
+    callback_ids, Callback, CallbackAnswer, Change, Created, NewTask, OutboxEntry, PendingWebhooks,
+    RawJson, Store, StoreError, StoreFuture, Swept, TaskRecord, WebhookClaim, WriteDone,
 };
 use crate::hub::Hub;
 
@@ -295,6 +300,10 @@ impl PostgresStore {
                 ))
                 .await
                 .map_err(|e| format!("--data {shown}: schema: {}", pg_message(&e)))?;
+            client
+                .batch_execute(callback_ids::POSTGRES)
+                .await
+                .map_err(|e| format!("--data {shown}: schema: {}", pg_message(&e)))?;
         }
         let (jobs, rx) = mpsc::channel(QUEUE);
         let rx = Arc::new(AsyncMutex::new(rx));
@@ -428,6 +437,17 @@ impl Store for PostgresStore {
         })
     }
 
+    fn task_tenant(&self, id: String) -> StoreFuture<'_, Option<String>> {
+        Box::pin(async move {
+            let client = self.conn().await?;
+            let stmt = client
+                .prepare_cached("SELECT tenant FROM tasks WHERE id = $1")
+                .await?;
+            let row = client.query_opt(&stmt, &[&id]).await?;
+            Ok(row.map(|r| r.try_get(0)).transpose()?)
+        })
+    }
+
     fn callback(&self, callback: Callback) -> StoreFuture<'_, CallbackAnswer> {
         let done = self.write(Op::Callback(callback));
         Box::pin(async move { done.await?.callback() })
@@ -496,7 +516,11 @@ struct Batch {
     changed_set: HashSet<String>,
     history: Vec<(String, i64, String)>,
     callbacks: HashMap<(String, String), Event>,
-    callback_rows: Vec<(String, String, String)>,
+    /// (task, callback id, event, tenant) of every id remembered.
+    callback_rows: Vec<(String, String, String, String)>,
+    /// (tenant, callback id) of the batch's callbacks that are remembered
+    /// on some task (prefetched, then kept up to date).
+    claimed: HashSet<(String, String)>,
     idempotency: HashMap<(String, String), (String, String)>,
     deliveries: HashMap<(String, String), Receipt>,
     outbox: Vec<(String, String, String, String, f64)>,
@@ -553,8 +577,8 @@ impl Batch {
              WHERE t.id = u.id",
             "INSERT INTO history (task_id, version, event)
              SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[])",
-            "INSERT INTO callbacks (task_id, callback_id, event)
-             SELECT * FROM unnest($1::text[], $2::text[], $3::text[])",
+            "INSERT INTO callbacks (task_id, callback_id, event, tenant)
+             SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])",
             "INSERT INTO idempotency (tenant, key, request, task_id)
              SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])",
             "INSERT INTO deliveries (tenant, key, receipt)
@@ -614,6 +638,7 @@ impl Batch {
         let cb_task: Vec<&str> = self.callback_rows.iter().map(|c| c.0.as_str()).collect();
         let cb_id: Vec<&str> = self.callback_rows.iter().map(|c| c.1.as_str()).collect();
         let cb_event: Vec<&str> = self.callback_rows.iter().map(|c| c.2.as_str()).collect();
+        let cb_tenant: Vec<&str> = self.callback_rows.iter().map(|c| c.3.as_str()).collect();
 
         let i_tenant: Vec<&str> = self.idempotency.keys().map(|k| k.0.as_str()).collect();
         let i_key: Vec<&str> = self.idempotency.keys().map(|k| k.1.as_str()).collect();
@@ -655,7 +680,7 @@ impl Batch {
             calls.push((2, vec![&h_task, &h_version, &h_event]));
         }
         if !cb_task.is_empty() {
-            calls.push((3, vec![&cb_task, &cb_id, &cb_event]));
+            calls.push((3, vec![&cb_task, &cb_id, &cb_event, &cb_tenant]));
         }
         if !i_tenant.is_empty() {
             calls.push((4, vec![&i_tenant, &i_key, &i_request, &i_task]));
@@ -743,9 +768,12 @@ fn classify(e: tokio_postgres::Error) -> BatchError {
     if e.as_db_error().is_none() {
         return BatchError::Unavailable(e.into());
     }
-    let retry = e.code().is_some_and(|c| {
-        *c == SqlState::T_R_DEADLOCK_DETECTED || *c == SqlState::T_R_SERIALIZATION_FAILURE
-    });
+    // A callback id another transaction committed first: run again, and
+    // the prefetch finds it (`callback-id-reused-for-other-task`).
+    let retry = callback_ids::is_lost_race(&e)
+        || e.code().is_some_and(|c| {
+            *c == SqlState::T_R_DEADLOCK_DETECTED || *c == SqlState::T_R_SERIALIZATION_FAILURE
+        });
     if retry {
         BatchError::Retry(e.into())
     } else {
@@ -894,6 +922,7 @@ async fn prefetch(
 ) -> Result<(), tokio_postgres::Error> {
     let mut ids: Vec<&str> = Vec::new();
     let mut keys: (Vec<&str>, Vec<&str>) = (Vec::new(), Vec::new());
+    let mut owner_keys: (Vec<&str>, Vec<&str>) = (Vec::new(), Vec::new());
     for job in jobs {
         if let Op::Callback(cb) = &job.op {
             if !b.tasks.contains_key(&cb.task_id) {
@@ -901,6 +930,8 @@ async fn prefetch(
             }
             keys.0.push(&cb.task_id);
             keys.1.push(&cb.callback_id);
+            owner_keys.0.push(&cb.tenant);
+            owner_keys.1.push(&cb.callback_id);
         }
     }
     ids.sort_unstable();
@@ -920,11 +951,16 @@ async fn prefetch(
              JOIN callbacks c ON c.task_id = k.task_id AND c.callback_id = k.callback_id",
         )
         .await?;
-    let (rows, seen_rows) = futures_util::future::try_join(
+    let owners = tx.prepare_cached(callback_ids::POSTGRES_OWNERS).await?;
+    let (rows, seen_rows, owner_rows) = futures_util::future::try_join3(
         tx.query(&lock, &[&ids]),
         tx.query(&seen, &[&keys.0, &keys.1]),
+        tx.query(&owners, &[&owner_keys.0, &owner_keys.1]),
     )
     .await?;
+    for row in &owner_rows {
+        b.claimed.insert((row.try_get(0)?, row.try_get(1)?));
+    }
     for row in &rows {
         let id: String = row.try_get(0)?;
         match record(row, 1) {
@@ -1023,6 +1059,12 @@ async fn callback(tx: &Transaction<'_>, b: &mut Batch, cb: &Callback) -> Sql<Cal
     if let Some(e) = b.broken.get(&cb.task_id) {
         return Ok(Err(e.clone()));
     }
+    if b.tasks
+        .get(&cb.task_id)
+        .is_some_and(|r| r.tenant != cb.tenant)
+    {
+        return Ok(Err(StoreError::NotFound(cb.task_id.clone())));
+    }
     let prefetched = b.prefetched.contains(&cb.task_id);
     let (record, seen) = match b.tasks.get(&cb.task_id) {
         // Already locked (or created) by this transaction.
@@ -1078,7 +1120,8 @@ async fn callback(tx: &Transaction<'_>, b: &mut Batch, cb: &Callback) -> Sql<Cal
                 return Ok(Err(StoreError::NotFound(cb.task_id.clone())));
             };
             let rec = match record(&row, 0) {
-                Ok(r) => r,
+                Ok(r) if r.tenant == cb.tenant => r,
+                Ok(_) => return Ok(Err(StoreError::NotFound(cb.task_id.clone()))),
                 Err(e) => return Ok(Err(e)),
             };
             let seen = match seen_row.map(|r| r.try_get::<_, String>(0)).transpose()? {
@@ -1100,15 +1143,24 @@ async fn callback(tx: &Transaction<'_>, b: &mut Batch, cb: &Callback) -> Sql<Cal
             &record.view,
         )));
     }
+    // Every callback of the batch had its (tenant, id) prefetched, and
+    // ids remembered since are added below. A row another transaction
+    // commits meanwhile makes the INSERT fail: the batch runs again.
+    let owner_key = (cb.tenant.clone(), cb.callback_id.clone());
+    if b.claimed.contains(&owner_key) {
+        return Ok(Err(StoreError::CallbackIdReused(cb.callback_id.clone())));
+    }
     let mut view = record.view;
     let step = view.step(&cb.event);
     if let Some(entry) = step.entry {
         // Only ids whose event changed the task are remembered (core fix 1).
         b.callbacks.insert(key, cb.event.clone());
+        b.claimed.insert(owner_key);
         b.callback_rows.push((
             cb.task_id.clone(),
             cb.callback_id.clone(),
             to_json(&cb.event),
+            cb.tenant.clone(),
         ));
         b.change(&view, entry, step.outcome.notify, cb.event.at_ms().get());
     }

@@ -36,8 +36,8 @@ use taskwire_core::{
 use tokio::sync::{oneshot, Semaphore};
 
 use super::{
-    Callback, CallbackAnswer, Change, Created, NewTask, OutboxEntry, PendingWebhooks, RawJson,
-    Store, StoreError, StoreFuture, Swept, TaskRecord, WebhookClaim, WriteDone,
+    callback_ids, Callback, CallbackAnswer, Change, Created, NewTask, OutboxEntry, PendingWebhooks,
+    RawJson, Store, StoreError, StoreFuture, Swept, TaskRecord, WebhookClaim, WriteDone,
 };
 use crate::hub::Hub;
 
@@ -156,6 +156,7 @@ impl SqliteStore {
         )
         .and_then(|()| conn.execute_batch(SCHEMA))
         .and_then(|()| conn.execute_batch(super::quarantine::SQLITE_SCHEMA))
+        .and_then(|()| callback_ids::migrate_sqlite(&conn))
         .map_err(|e| format!("{}: {e}", path.display()))?;
         let (jobs, rx) = mpsc::sync_channel(QUEUE);
         let max_batch = max_batch.max(1);
@@ -247,6 +248,15 @@ impl Store for SqliteStore {
                     task: Some(view),
                 },
             })
+        })
+    }
+
+    fn task_tenant(&self, id: String) -> StoreFuture<'_, Option<String>> {
+        self.read(move |conn| {
+            Ok(conn
+                .prepare_cached("SELECT tenant FROM tasks WHERE id = ?1")?
+                .query_row(params![id], |r| r.get(0))
+                .optional()?)
         })
     }
 
@@ -513,8 +523,9 @@ fn callback(
     changes: &mut Vec<Change>,
     outbox: &mut bool,
 ) -> Result<CallbackAnswer, StoreError> {
-    let record =
-        load_task(tx, &cb.task_id)?.ok_or_else(|| StoreError::NotFound(cb.task_id.clone()))?;
+    let record = load_task(tx, &cb.task_id)?
+        .filter(|r| r.tenant == cb.tenant)
+        .ok_or_else(|| StoreError::NotFound(cb.task_id.clone()))?;
     let seen: Option<String> = tx
         .prepare_cached("SELECT event FROM callbacks WHERE task_id = ?1 AND callback_id = ?2")?
         .query_row(params![cb.task_id, cb.callback_id], |r| r.get(0))
@@ -531,14 +542,23 @@ fn callback(
             &record.view,
         ));
     }
+    if callback_ids::sqlite_owner(tx, &cb.tenant, &cb.callback_id)?.is_some() {
+        // Not this task's (that would have been `seen`): another one's.
+        return Err(StoreError::CallbackIdReused(cb.callback_id));
+    }
     let mut view = record.view;
     let step = view.step(&cb.event);
     if let Some(entry) = step.entry {
         // Only ids whose event changed the task are remembered (core fix 1).
         tx.prepare_cached(
-            "INSERT INTO callbacks (task_id, callback_id, event) VALUES (?1, ?2, ?3)",
+            "INSERT INTO callbacks (task_id, callback_id, event, tenant) VALUES (?1, ?2, ?3, ?4)",
         )?
-        .execute(params![cb.task_id, cb.callback_id, to_json(&cb.event)])?;
+        .execute(params![
+            cb.task_id,
+            cb.callback_id,
+            to_json(&cb.event),
+            cb.tenant
+        ])?;
         let at_ms = cb.event.at_ms().get();
         commit_change(
             tx,
