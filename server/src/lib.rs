@@ -11,7 +11,8 @@
 //! - [`hub`]: wake-ups from local commits and, via LISTEN/NOTIFY, other
 //!   instances' commits.
 //! - [`routes`]: the HTTP API; [`auth`] and [`signature`] guard it.
-//! - [`serve`]: the HTTP/1 connection loop.
+//! - [`serve`]: the HTTP/1 connection loop, keeping [`limits`] (timeouts,
+//!   connection and held-watch caps).
 //! - [`sweeper`]: expires tasks at their TTL.
 //! - [`notify`]: posts outbox rows to `--notify-url`.
 //! - [`client`]: a small HTTP client (tests, load tool, webhook).
@@ -25,6 +26,7 @@ pub mod config;
 pub mod demo;
 pub mod error;
 pub mod hub;
+pub mod limits;
 pub mod notify;
 pub mod routes;
 pub mod serve;
@@ -45,6 +47,7 @@ use tokio::task::JoinHandle;
 pub use config::Config;
 
 use crate::hub::Hub;
+use crate::limits::{Limits, Watchers};
 use crate::signature::Secret;
 use crate::stats::Stats;
 use crate::store::Store;
@@ -71,6 +74,10 @@ pub struct Inner {
     pub config: Config,
     /// The address actually bound (the demo executor calls back to it).
     pub addr: SocketAddr,
+    /// Timeouts and caps, resolved at start-up.
+    pub limits: Limits,
+    /// Held long-polls and SSE streams, counted against their cap.
+    pub watchers: Arc<Watchers>,
 }
 
 /// Shared application state.
@@ -113,6 +120,7 @@ impl Server {
 pub async fn start(config: Config) -> Result<Server, String> {
     let tokens = config.token_map()?;
     let secret = config.secret()?;
+    let limits = Limits::resolve(&config);
     let hub = Hub::new(config.retention);
     let store = store::open(&config, Arc::clone(&hub)).await?;
     let listener = TcpListener::bind(&config.listen)
@@ -132,6 +140,8 @@ pub async fn start(config: Config) -> Result<Server, String> {
         stats: Stats::default(),
         config: config.clone(),
         addr,
+        watchers: Watchers::new(limits.max_watchers),
+        limits,
     });
     let mut background = vec![tokio::spawn(sweeper::run(
         Arc::clone(&state),

@@ -13,11 +13,25 @@
 //! Here the router is built once (cloning it is an `Arc` clone) and hyper's
 //! HTTP/1 connection is used directly: the server only speaks HTTP/1.1
 //! (axum's `http2` feature was never enabled, so nothing is lost).
+//!
+//! The limits of [`crate::limits`] are kept here: each connection task
+//! closes its socket when the deadline of its [`phase`] passes (a head
+//! not received in time, or an idle keep-alive connection), every request
+//! body is read under the body timeout, and past the connection cap a new
+//! connection is answered 503 by [`refuse`] instead of being served.
+
+mod phase;
+mod refuse;
+
+pub use phase::{body_timed_out, BodyTimedOut};
+pub use refuse::CONNECTION_RETRY_AFTER_SECS;
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::io::{self, Write};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -33,10 +47,20 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use tokio::sync::{oneshot, watch};
+use tokio::time::{Instant, Sleep};
 use tower_service::Service;
 
+use self::phase::{Activity, Busy, Phase, Seen, TimedBody, Tracked, Watched};
+use self::refuse::Refuser;
+use crate::limits::Limits;
 use crate::routes::cors::Cors;
 use crate::AppState;
+
+/// The largest request head (request line and headers) accepted; a larger
+/// one gets 431 and the connection is closed. hyper's default is its
+/// ~400 KB buffer limit, which 20,000 slow connections could each fill
+/// (8 GB); our heads are a few hundred bytes. 16 KiB, as Node.js.
+pub const MAX_HEAD_BYTES: usize = 16 * 1024;
 
 /// Serves `app` on `listener` until `shutdown` fires (or its sender is
 /// dropped); then stops accepting, lets every connection finish its
@@ -50,7 +74,11 @@ pub async fn serve(
     // `true` once shutting down; every connection task holds a receiver, so
     // `closed()` on the sender means "all connections are gone".
     let (stop_tx, stop_rx) = watch::channel(false);
-    let http = http1::Builder::new();
+    let open = Arc::new(AtomicUsize::new(0));
+    let limits = Arc::new(state.limits.clone());
+    let mut http = http1::Builder::new();
+    http.max_header_size(MAX_HEAD_BYTES);
+    let mut refuser = Refuser::new(limits.max_connections);
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
         let stream = tokio::select! {
@@ -63,11 +91,20 @@ pub async fn serve(
             },
             _ = &mut shutdown => break,
         };
+        if open.load(Ordering::Relaxed) >= limits.max_connections {
+            refuser.refuse(stream);
+            continue;
+        }
+        let counted = Open::count(&open);
         // Answers are written whole; don't let Nagle hold a small one back.
         let _ = stream.set_nodelay(true);
+        let activity = Activity::new();
         let router = app.clone();
         let state = state.clone();
+        let on_request = Arc::clone(&activity);
+        let body_timeout = limits.body_timeout;
         let service = service_fn(move |req: Request<Incoming>| {
+            let busy = Busy::start(&on_request);
             let cors = Cors::of(&state, &req);
             // A combinator rather than an `async` block: the block would
             // store the router's future twice (captured, then moved into its
@@ -76,18 +113,20 @@ pub async fn serve(
             if cors.preflight() {
                 let mut res = StatusCode::NO_CONTENT.into_response();
                 cors.apply(&mut res);
-                Either::Right(future::ready(Ok(res)))
+                Either::Right(future::ready(Ok(res.map(|b| Tracked::new(b, busy)))))
             } else {
                 // `Router::call` is always ready; cloning it is an Arc clone.
-                let routed = router.clone().call(req.map(Body::new));
+                let req = req.map(|body| Body::new(TimedBody::new(body, body_timeout)));
+                let routed = router.clone().call(req);
                 Either::Left(routed.map(move |res: Result<Response, Infallible>| {
                     let mut res = res.unwrap_or_else(|never| match never {});
                     cors.apply(&mut res);
-                    Ok::<Response, Infallible>(res)
+                    Ok::<_, Infallible>(res.map(|b| Tracked::new(b, busy)))
                 }))
             }
         });
-        let conn = http.serve_connection(TokioIo::new(stream), service);
+        let io = TokioIo::new(Watched::new(stream, Arc::clone(&activity)));
+        let conn = http.serve_connection(io, service);
         let mut stop = stop_rx.clone();
         let stopping: StopFuture = Box::pin(async move {
             let _ = stop.wait_for(|stopping| *stopping).await;
@@ -95,6 +134,11 @@ pub async fn serve(
         tokio::spawn(Serving {
             conn,
             stopping: Some(stopping),
+            seen: activity.seen(),
+            deadline: tokio::time::sleep(limits.header_timeout),
+            activity,
+            limits: Arc::clone(&limits),
+            _counted: counted,
             _alive: stop_rx.clone(),
         });
     }
@@ -107,18 +151,31 @@ pub async fn serve(
 
 type StopFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
 
-/// One connection's task: the hyper connection, told to shut down
-/// gracefully when the server stops.
-///
-/// A plain struct rather than an `async` block: the block would hold the
-/// connection twice (the captured value and the pinned one it is moved
-/// into), ~650 bytes more for every open connection.
-struct Serving<C> {
-    conn: C,
-    /// Resolves when the server stops; `None` once the connection was told.
-    stopping: Option<StopFuture>,
-    /// Held until the connection ends: the server waits for all of these.
-    _alive: watch::Receiver<bool>,
+pin_project_lite::pin_project! {
+    /// One connection's task: the hyper connection, closed when its
+    /// phase's deadline passes, and told to shut down gracefully when the
+    /// server stops.
+    ///
+    /// A plain struct rather than an `async` block: the block would hold the
+    /// connection twice (the captured value and the pinned one it is moved
+    /// into), ~650 bytes more for every open connection.
+    struct Serving<C> {
+        conn: C,
+        // Resolves when the server stops; `None` once the connection was told.
+        stopping: Option<StopFuture>,
+        // What the connection was doing when last polled.
+        seen: Seen,
+        // When the current phase's time is up (ignored while busy). Inline,
+        // not boxed: the task is boxed once by `tokio::spawn` anyway.
+        #[pin]
+        deadline: Sleep,
+        activity: Arc<Activity>,
+        limits: Arc<Limits>,
+        // Counts the connection against the cap until it ends.
+        _counted: Open,
+        // Held until the connection ends: the server waits for all of these.
+        _alive: watch::Receiver<bool>,
+    }
 }
 
 impl<C> Future for Serving<C>
@@ -128,15 +185,59 @@ where
     type Output = ();
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let this = self.get_mut();
-        if let Some(stopping) = &mut this.stopping {
+        let mut this = self.project();
+        if let Some(stopping) = this.stopping {
             if stopping.as_mut().poll(cx).is_ready() {
-                this.stopping = None;
+                *this.stopping = None;
                 this.conn.shutdown_gracefully();
             }
         }
         // Errors are the client's (reset, bad request): nothing to do.
-        Pin::new(&mut this.conn).poll(cx).map(|_| ())
+        if Pin::new(&mut *this.conn).poll(cx).is_ready() {
+            return Poll::Ready(());
+        }
+        // Every phase change happens inside the poll above (reads, the
+        // service call, the response body dropped), so this sees them all.
+        let now = this.activity.seen();
+        if now != *this.seen {
+            *this.seen = now;
+            let timeout = match now.phase() {
+                Phase::Head => Some(this.limits.header_timeout),
+                Phase::Idle => Some(this.limits.idle_timeout),
+                Phase::Busy => None,
+            };
+            if let Some(timeout) = timeout {
+                this.deadline.as_mut().reset(Instant::now() + timeout);
+            }
+        }
+        // Busy: the request is bounded elsewhere (waitMs, the body timeout,
+        // the held-watch cap). A deadline armed before may still wake the
+        // task once; it is not polled, so it does nothing.
+        if now.phase() != Phase::Busy && this.deadline.poll(cx).is_ready() {
+            // Time is up for a head or an idle keep-alive connection:
+            // dropping the connection closes the socket, without an answer
+            // (no request to answer; RFC 9112 §9.5 lets a server close an
+            // idle connection at any time).
+            return Poll::Ready(());
+        }
+        Poll::Pending
+    }
+}
+
+/// One open connection, counted against `--max-connections` while it
+/// lives (only the accept loop adds, so a relaxed count is exact there).
+struct Open(Arc<AtomicUsize>);
+
+impl Open {
+    fn count(open: &Arc<AtomicUsize>) -> Self {
+        open.fetch_add(1, Ordering::Relaxed);
+        Open(Arc::clone(open))
+    }
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

@@ -1,0 +1,311 @@
+//! What a connection is doing, so that its task knows which deadline
+//! applies: waiting for a request head, busy with a request, or idle
+//! between requests.
+//!
+//! hyper 1.12 has one timer for this, `header_read_timeout`, which starts
+//! whenever hyper waits for a head: at accept *and* right after every
+//! response, so it is the idle time and the head time together, one
+//! number for both. We want a short head limit (a slowloris sends a head
+//! slowly) and a longer idle one (a browser keeps a connection for its
+//! next poll), so the phase is tracked here from three places, all
+//! polled inside the connection's own task:
+//!
+//! - [`Watched`], the socket: the first byte read while idle starts a head;
+//! - the service: a request whose head was parsed makes the connection
+//!   busy ([`Busy`]);
+//! - [`Tracked`], the response body: when hyper drops it (fully written,
+//!   or the connection ended) the connection is idle again.
+//!
+//! The request body has its own limit, [`TimedBody`], checked where it is
+//! read, so every route that reads a body gets it.
+
+use std::error::Error as StdError;
+use std::fmt;
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use hyper::body::{Body as HttpBody, Frame, Incoming, SizeHint};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::time::Sleep;
+
+/// What the connection waits for; each phase has its own deadline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Phase {
+    /// A request head: from accept (first request) or from its first byte.
+    Head,
+    /// A request is being handled or its answer written (held long-polls
+    /// and SSE streams stay here): no connection deadline.
+    Busy,
+    /// Between requests on a keep-alive connection.
+    Idle,
+}
+
+/// The phase, with a count of changes in the upper bits: the connection
+/// task compares whole values, so a request served entirely within one
+/// poll (idle → head → busy → idle) still restarts the idle deadline.
+#[derive(Debug)]
+pub(super) struct Activity(AtomicU32);
+
+/// [`Activity`]'s value: the phase and how many changes led to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Seen(u32);
+
+impl Seen {
+    pub(super) fn phase(self) -> Phase {
+        match self.0 & 3 {
+            0 => Phase::Head,
+            1 => Phase::Busy,
+            _ => Phase::Idle,
+        }
+    }
+}
+
+impl Activity {
+    /// A new connection waits for its first head.
+    pub(super) fn new() -> Arc<Self> {
+        Arc::new(Activity(AtomicU32::new(0)))
+    }
+
+    pub(super) fn seen(&self) -> Seen {
+        Seen(self.0.load(Ordering::Relaxed))
+    }
+
+    /// Only the connection's task calls this (from inside its poll), so a
+    /// load and a store are enough; relaxed, since nothing else is ordered
+    /// by it.
+    pub(super) fn set(&self, phase: Phase) {
+        let bits = match phase {
+            Phase::Head => 0,
+            Phase::Busy => 1,
+            Phase::Idle => 2,
+        };
+        let changes = (self.0.load(Ordering::Relaxed) >> 2).wrapping_add(1);
+        self.0.store(changes << 2 | bits, Ordering::Relaxed);
+    }
+}
+
+/// The socket, reporting the first byte of a head that follows idleness.
+pub(super) struct Watched<S> {
+    io: S,
+    activity: Arc<Activity>,
+}
+
+impl<S> Watched<S> {
+    pub(super) fn new(io: S, activity: Arc<Activity>) -> Self {
+        Watched { io, activity }
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Watched<S> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let read = Pin::new(&mut this.io).poll_read(cx, buf);
+        if buf.filled().len() > before && this.activity.seen().phase() == Phase::Idle {
+            this.activity.set(Phase::Head);
+        }
+        read
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().io).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
+    }
+}
+
+/// Marks the connection busy for as long as it lives: created when the
+/// service is called, moved into the response body ([`Tracked`]).
+#[derive(Debug)]
+pub(super) struct Busy(Arc<Activity>);
+
+impl Busy {
+    pub(super) fn start(activity: &Arc<Activity>) -> Self {
+        activity.set(Phase::Busy);
+        Busy(Arc::clone(activity))
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.set(Phase::Idle);
+    }
+}
+
+/// The response body, carrying the [`Busy`] mark until hyper drops it.
+/// hyper is generic over the body type, so this wraps axum's body without
+/// boxing it again.
+pub(super) struct Tracked {
+    body: Body,
+    _busy: Busy,
+}
+
+impl Tracked {
+    pub(super) fn new(body: Body, busy: Busy) -> Self {
+        Tracked { body, _busy: busy }
+    }
+}
+
+impl HttpBody for Tracked {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        Pin::new(&mut self.get_mut().body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// The request body, failing with [`BodyTimedOut`] when it has not
+/// arrived whole within the limit from the first read that had to wait
+/// for it. The timer is made then, so a body that came with its head, and
+/// a request without one (every held long-poll), cost nothing more.
+pub(super) struct TimedBody {
+    body: Incoming,
+    timeout: Duration,
+    deadline: Option<Pin<Box<Sleep>>>,
+}
+
+impl TimedBody {
+    pub(super) fn new(body: Incoming, timeout: Duration) -> Self {
+        TimedBody {
+            body,
+            timeout,
+            deadline: None,
+        }
+    }
+}
+
+impl HttpBody for TimedBody {
+    type Data = Bytes;
+    type Error = Box<dyn StdError + Send + Sync>;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        let this = self.get_mut();
+        if let Poll::Ready(frame) = Pin::new(&mut this.body).poll_frame(cx) {
+            return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
+        }
+        let timeout = this.timeout;
+        let deadline = this
+            .deadline
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+        match deadline.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Some(Err(Box::new(BodyTimedOut(timeout))))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// A request body that did not arrive within `--body-timeout-ms`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BodyTimedOut(pub Duration);
+
+impl fmt::Display for BodyTimedOut {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "body not received within {} ms", self.0.as_millis())
+    }
+}
+
+impl StdError for BodyTimedOut {}
+
+/// The [`BodyTimedOut`] somewhere in an error's chain (axum wraps body
+/// errors once or twice on their way to a handler's rejection).
+pub fn body_timed_out(error: &(dyn StdError + 'static)) -> Option<BodyTimedOut> {
+    let mut next = Some(error);
+    while let Some(e) = next {
+        if let Some(timed_out) = e.downcast_ref::<BodyTimedOut>() {
+            return Some(*timed_out);
+        }
+        next = e.source();
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_change_is_seen_even_back_to_the_same_phase() {
+        let activity = Activity::new();
+        let start = activity.seen();
+        assert_eq!(start.phase(), Phase::Head);
+        let busy = Busy::start(&activity);
+        assert_eq!(activity.seen().phase(), Phase::Busy);
+        drop(busy);
+        let idle = activity.seen();
+        assert_eq!(idle.phase(), Phase::Idle);
+        // A whole request within one poll: idle again, but not the same.
+        activity.set(Phase::Head);
+        drop(Busy::start(&activity));
+        assert_eq!(activity.seen().phase(), Phase::Idle);
+        assert_ne!(activity.seen(), idle);
+    }
+
+    #[test]
+    fn a_timeout_is_found_under_wrappers() {
+        let inner: Box<dyn StdError + Send + Sync> =
+            Box::new(BodyTimedOut(Duration::from_millis(5)));
+        let wrapped = axum::Error::new(axum::Error::new(inner));
+        assert_eq!(
+            body_timed_out(&wrapped),
+            Some(BodyTimedOut(Duration::from_millis(5)))
+        );
+        assert_eq!(body_timed_out(&io::Error::other("x")), None);
+    }
+}
