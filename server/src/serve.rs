@@ -17,13 +17,16 @@
 //! The limits of [`crate::limits`] are kept here: each connection task
 //! closes its socket when the deadline of its [`phase`] passes (a head
 //! not received in time, or an idle keep-alive connection), every request
-//! body is read under the body timeout, and past the connection cap a new
-//! connection is answered 503 by [`refuse`] instead of being served.
+//! body is read under the body timeout, and at the connection cap a new
+//! connection takes the slot of an idle or slow one ([`reclaim`]) or, when
+//! there is none, is answered 503 ([`refuse`]) instead of being served.
 
 mod phase;
+mod reclaim;
 mod refuse;
 
 pub use phase::{body_timed_out, BodyTimedOut};
+pub use reclaim::MIN_AGE_MS as RECLAIM_MIN_AGE_MS;
 pub use refuse::CONNECTION_RETRY_AFTER_SECS;
 
 use std::convert::Infallible;
@@ -51,6 +54,7 @@ use tokio::time::{Instant, Sleep};
 use tower_service::Service;
 
 use self::phase::{Activity, Busy, Phase, Seen, TimedBody, Tracked, Watched};
+use self::reclaim::Reclaimer;
 use self::refuse::Refuser;
 use crate::limits::Limits;
 use crate::routes::cors::Cors;
@@ -79,6 +83,7 @@ pub async fn serve(
     let mut http = http1::Builder::new();
     http.max_header_size(MAX_HEAD_BYTES);
     let mut refuser = Refuser::new(limits.max_connections);
+    let mut reclaimer = Reclaimer::default();
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
         let stream = tokio::select! {
@@ -91,14 +96,23 @@ pub async fn serve(
             },
             _ = &mut shutdown => break,
         };
-        if open.load(Ordering::Relaxed) >= limits.max_connections {
-            refuser.refuse(stream);
-            continue;
+        let now_open = open.load(Ordering::Relaxed);
+        if now_open >= limits.max_connections {
+            // Room is made by closing an idle or slow connection, if any;
+            // else (or with too many such closes still under way) 503.
+            let room = now_open < limits.max_connections + reclaim::MAX_RECLAIMING
+                && reclaimer.reclaim_one();
+            if !room {
+                refuser.refuse(stream);
+                continue;
+            }
+            refuser.reclaimed();
         }
         let counted = Open::count(&open);
         // Answers are written whole; don't let Nagle hold a small one back.
         let _ = stream.set_nodelay(true);
         let activity = Activity::new();
+        reclaimer.track(&activity);
         let router = app.clone();
         let state = state.clone();
         let on_request = Arc::clone(&activity);
@@ -186,6 +200,7 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let mut this = self.project();
+        this.activity.register(cx.waker());
         if let Some(stopping) = this.stopping {
             if stopping.as_mut().poll(cx).is_ready() {
                 *this.stopping = None;
@@ -209,6 +224,11 @@ where
             if let Some(timeout) = timeout {
                 this.deadline.as_mut().reset(Instant::now() + timeout);
             }
+        }
+        // Asked to make room at the connection cap: close, unless a request
+        // is under way (then once it is answered).
+        if now.phase() != Phase::Busy && this.activity.is_reclaimed() {
+            return Poll::Ready(());
         }
         // Busy: the request is bounded elsewhere (waitMs, the body timeout,
         // the held-watch cap). A deadline armed before may still wake the

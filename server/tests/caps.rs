@@ -47,6 +47,64 @@ async fn past_the_connection_cap_a_new_connection_gets_503_with_retry_after() {
     assert_eq!(h.get("demo", "/v1/tasks/nope").await.status, 404);
 }
 
+/// Waits past the age at which an idle or slow connection may be closed
+/// to make room.
+async fn age_past_reclaim() {
+    tokio::time::sleep(Duration::from_millis(
+        u64::from(taskwire_server::serve::RECLAIM_MIN_AGE_MS) + 300,
+    ))
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_the_cap_a_slow_head_makes_room_but_a_held_long_poll_keeps_its_slot() {
+    let h = harness(|c| {
+        c.max_connections = Some(2);
+        c.header_timeout_ms = 10_000;
+    })
+    .await;
+    let id = h.create_default().await;
+    // Let the create's connection go before filling the two slots.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let held = watch(&h, format!("/v1/tasks/{id}/resume?cursor=0&waitMs=10000"));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!held.is_finished(), "the long-poll is held");
+    let mut slow = TcpStream::connect(&h.addr).await.unwrap();
+    slow.write_all(b"GET /v1/tasks/x HTTP/1.1\r\nx-a: ")
+        .await
+        .unwrap();
+    age_past_reclaim().await;
+    // Full, but the slow head has had its chance: it is closed for the
+    // newcomer, without an answer.
+    assert_eq!(h.get("demo", "/v1/tasks/nope").await.status, 404);
+    let (got, closed) = until_closed(&mut slow, PATIENCE).await;
+    assert!(closed.is_some() && got.is_empty(), "{got}");
+    // (Each request's connection must be gone before the next one.)
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // A young slow head is not closed for another: 503.
+    let mut young = TcpStream::connect(&h.addr).await.unwrap();
+    young
+        .write_all(b"GET /v1/tasks/x HTTP/1.1\r\nx-a: ")
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(h.get("demo", "/v1/tasks/nope").await.status, 503);
+    let (_, closed) = until_closed(&mut young, Duration::from_millis(100)).await;
+    assert!(closed.is_none(), "the young one keeps its slot");
+    // Once it is old, it goes; the held long-poll never does.
+    age_past_reclaim().await;
+    assert_eq!(h.get("demo", "/v1/tasks/nope").await.status, 404);
+    assert!(!held.is_finished(), "the held long-poll must keep its slot");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    h.ok_callback(&id, "s", start_ev(1)).await;
+    let (status, _, body) = held.await.unwrap();
+    assert_eq!(
+        (status, body["mode"].as_str()),
+        (200, Some("delta")),
+        "{body}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_connection_cap_stays_below_rlimit_nofile_and_accept_never_fails() {
     // The real binary under a descriptor limit of 300 (soft and hard, so

@@ -18,18 +18,23 @@
 //!
 //! The request body has its own limit, [`TimedBody`], checked where it is
 //! read, so every route that reads a body gets it.
+//!
+//! The accept loop reads the phases too: at the connection cap it asks a
+//! connection that has been idle, or stuck in its head, for a while to
+//! make room ([`super::reclaim`]).
 
 use std::error::Error as StdError;
 use std::fmt;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Arc;
-use std::task::{Context, Poll};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
 
 use axum::body::{Body, Bytes};
+use futures_util::task::AtomicWaker;
 use hyper::body::{Body as HttpBody, Frame, Incoming, SizeHint};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Sleep;
@@ -46,11 +51,24 @@ pub(super) enum Phase {
     Idle,
 }
 
-/// The phase, with a count of changes in the upper bits: the connection
-/// task compares whole values, so a request served entirely within one
-/// poll (idle → head → busy → idle) still restarts the idle deadline.
+/// A connection's phase, as its own task and the accept loop see it.
+///
+/// The phase is kept with a count of changes in the upper bits: the
+/// connection task compares whole values, so a request served entirely
+/// within one poll (idle → head → busy → idle) still restarts the idle
+/// deadline. The accept loop reads the phase and its age to pick a
+/// connection to close at the cap ([`super::reclaim`]) and tells it so.
 #[derive(Debug)]
-pub(super) struct Activity(AtomicU32);
+pub(super) struct Activity {
+    state: AtomicU32,
+    /// When the phase began, on [`clock_ms`].
+    since_ms: AtomicU32,
+    /// Set when the accept loop wants the slot: the connection closes as
+    /// soon as it is not busy.
+    reclaimed: AtomicBool,
+    /// The connection's task, woken when its slot is reclaimed.
+    waker: AtomicWaker,
+}
 
 /// [`Activity`]'s value: the phase and how many changes led to it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,27 +84,64 @@ impl Seen {
     }
 }
 
+/// Milliseconds since the first call, wrapping after 49 days (ages are
+/// differences, taken with `wrapping_sub`).
+pub(super) fn clock_ms() -> u32 {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    EPOCH.get_or_init(Instant::now).elapsed().as_millis() as u32
+}
+
 impl Activity {
     /// A new connection waits for its first head.
     pub(super) fn new() -> Arc<Self> {
-        Arc::new(Activity(AtomicU32::new(0)))
+        Arc::new(Activity {
+            state: AtomicU32::new(0),
+            since_ms: AtomicU32::new(clock_ms()),
+            reclaimed: AtomicBool::new(false),
+            waker: AtomicWaker::new(),
+        })
     }
 
     pub(super) fn seen(&self) -> Seen {
-        Seen(self.0.load(Ordering::Relaxed))
+        Seen(self.state.load(Ordering::Relaxed))
     }
 
     /// Only the connection's task calls this (from inside its poll), so a
     /// load and a store are enough; relaxed, since nothing else is ordered
-    /// by it.
+    /// by it (the accept loop's reading is a heuristic).
     pub(super) fn set(&self, phase: Phase) {
         let bits = match phase {
             Phase::Head => 0,
             Phase::Busy => 1,
             Phase::Idle => 2,
         };
-        let changes = (self.0.load(Ordering::Relaxed) >> 2).wrapping_add(1);
-        self.0.store(changes << 2 | bits, Ordering::Relaxed);
+        let changes = (self.state.load(Ordering::Relaxed) >> 2).wrapping_add(1);
+        self.state.store(changes << 2 | bits, Ordering::Relaxed);
+        self.since_ms.store(clock_ms(), Ordering::Relaxed);
+    }
+
+    /// Waiting for a head, or idle, for at least `min_ms` (at `now_ms`),
+    /// and not already asked to close.
+    pub(super) fn reclaimable(&self, now_ms: u32, min_ms: u32) -> bool {
+        self.seen().phase() != Phase::Busy
+            && now_ms.wrapping_sub(self.since_ms.load(Ordering::Relaxed)) >= min_ms
+            && !self.reclaimed.load(Ordering::Acquire)
+    }
+
+    /// Asks the connection to close as soon as it is not busy.
+    pub(super) fn reclaim(&self) {
+        self.reclaimed.store(true, Ordering::Release);
+        self.waker.wake();
+    }
+
+    /// Called by the connection's task on every poll, before it looks at
+    /// [`Activity::is_reclaimed`], so a reclaim is never missed.
+    pub(super) fn register(&self, waker: &Waker) {
+        self.waker.register(waker);
+    }
+
+    pub(super) fn is_reclaimed(&self) -> bool {
+        self.reclaimed.load(Ordering::Acquire)
     }
 }
 

@@ -41,12 +41,14 @@ const LINGER: Duration = Duration::from_secs(1);
 /// How often the refusals are reported on stderr, at most.
 const REPORT_EVERY: Duration = Duration::from_secs(10);
 
-/// Answers connections past the cap (one per accept loop).
+/// Answers connections past the cap (one per accept loop), and reports
+/// what the cap did.
 pub(super) struct Refuser {
     answer: Bytes,
     max: usize,
     lingering: Arc<AtomicUsize>,
     refused: u64,
+    reclaimed: u64,
     reported: Option<Instant>,
 }
 
@@ -58,12 +60,21 @@ impl Refuser {
             max: max_connections,
             lingering: Arc::new(AtomicUsize::new(0)),
             refused: 0,
+            reclaimed: 0,
             reported: None,
         }
     }
 
+    /// Counts a connection closed to make room for a new one (reported
+    /// with the refusals).
+    pub(super) fn reclaimed(&mut self) {
+        self.reclaimed += 1;
+        self.report();
+    }
+
     /// Answers 503 on `stream` and closes it.
     pub(super) fn refuse(&mut self, stream: TcpStream) {
+        self.refused += 1;
         self.report();
         if self.lingering.load(Ordering::Relaxed) < MAX_LINGERING {
             self.lingering.fetch_add(1, Ordering::Relaxed);
@@ -79,9 +90,8 @@ impl Refuser {
     }
 
     /// One line on stderr when the cap is first reached, then at most one
-    /// per [`REPORT_EVERY`] while it refuses.
+    /// per [`REPORT_EVERY`] while it is.
     fn report(&mut self) {
-        self.refused += 1;
         let due = match self.reported {
             None => true,
             Some(at) => at.elapsed() >= REPORT_EVERY,
@@ -89,10 +99,11 @@ impl Refuser {
         if due {
             let _ = writeln!(
                 std::io::stderr(),
-                "taskwire-server: connection limit ({}) reached: {} connection(s) answered 503 connection-limit",
-                self.max, self.refused
+                "taskwire-server: connection limit ({}) reached: {} idle or slow connection(s) closed for new ones, {} answered 503 connection-limit",
+                self.max, self.reclaimed, self.refused
             );
             self.refused = 0;
+            self.reclaimed = 0;
             self.reported = Some(Instant::now());
         }
     }
