@@ -40,7 +40,6 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -123,7 +122,7 @@ pub async fn start(config: Config) -> Result<Server, String> {
     let limits = Limits::resolve(&config);
     let hub = Hub::new(config.retention);
     let store = store::open(&config, Arc::clone(&hub)).await?;
-    let listener = TcpListener::bind(&config.listen)
+    let listener = serve::bind(&config.listen)
         .await
         .map_err(|e| format!("--listen {}: {e}", config.listen))?;
     let addr = listener

@@ -25,9 +25,10 @@ use crate::Config;
 /// reader connections (each a database, WAL and shm file: ~27), the demo's
 /// static files and blocking threads (≤ 16), outgoing connections (notify
 /// webhook, the demo executor's callbacks), the listener, epoll, stdio,
-/// and the sockets being answered 503 ([`crate::serve`] lets at most 32
-/// linger). PostgreSQL adds its pool and the LISTEN connection.
-const RESERVED_FDS: u64 = 256;
+/// the sockets being answered 503 (at most 32 linger) and the connections
+/// closing to make room at the cap (at most 128; see `serve/reclaim.rs`).
+/// PostgreSQL adds its pool and the LISTEN connection.
+const RESERVED_FDS: u64 = 512;
 
 /// The limits every connection and handler works under.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -237,24 +238,24 @@ mod tests {
     fn the_connection_cap_stays_under_the_descriptor_limit() {
         let mut config = Config::defaults();
         let limits = Limits::from_fd_limit(&config, fds(20_000));
-        assert_eq!(limits.max_connections, 20_000 - 256);
-        assert_eq!(limits.max_watchers, (20_000 - 256) / 4 * 3);
+        assert_eq!(limits.max_connections, 20_000 - 512);
+        assert_eq!(limits.max_watchers, (20_000 - 512) / 4 * 3);
         assert!(limits.notes.is_empty());
         // Asking for more than the descriptors allow is lowered, and said.
         config.max_connections = Some(50_000);
         let limits = Limits::from_fd_limit(&config, fds(20_000));
-        assert_eq!(limits.max_connections, 20_000 - 256);
+        assert_eq!(limits.max_connections, 20_000 - 512);
         assert_eq!(limits.notes.len(), 1, "{:?}", limits.notes);
         config.max_connections = Some(100);
         config.max_watchers = Some(7);
         let limits = Limits::from_fd_limit(&config, fds(20_000));
         assert_eq!((limits.max_connections, limits.max_watchers), (100, 7));
         // A tiny limit still leaves half of it for everything else.
-        assert_eq!(connection_ceiling(300, 256), 150);
-        assert_eq!(connection_ceiling(1, 256), 1);
+        assert_eq!(connection_ceiling(300, 512), 150);
+        assert_eq!(connection_ceiling(1, 512), 1);
         // PostgreSQL's pool is reserved too.
         config.data = "postgres://u@h:1/d".into();
-        assert_eq!(reserved_fds(&config), 256 + 16 + 1);
+        assert_eq!(reserved_fds(&config), 512 + 16 + 1);
     }
 
     #[test]

@@ -48,7 +48,7 @@ use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::{oneshot, watch};
 use tokio::time::{Instant, Sleep};
 use tower_service::Service;
@@ -65,6 +65,38 @@ use crate::AppState;
 /// ~400 KB buffer limit, which 20,000 slow connections could each fill
 /// (8 GB); our heads are a few hundred bytes. 16 KiB, as Node.js.
 pub const MAX_HEAD_BYTES: usize = 16 * 1024;
+
+/// Connections the kernel may queue for `accept` (capped by
+/// `net.core.somaxconn`, 4096 on current Linux). tokio's `bind` asks for
+/// 1,024; under a connection flood (an attacker reconnecting as fast as
+/// it is closed) a full queue drops the handshakes of normal clients too,
+/// which then wait for a SYN retransmit (1 s, then 3 s).
+pub const LISTEN_BACKLOG: u32 = 4096;
+
+/// Binds `listen` (`host:port`; the first address that binds) with
+/// [`LISTEN_BACKLOG`].
+pub async fn bind(listen: &str) -> io::Result<TcpListener> {
+    let mut last = io::Error::new(io::ErrorKind::InvalidInput, "no address to bind");
+    for addr in tokio::net::lookup_host(listen).await? {
+        let socket = if addr.is_ipv4() {
+            TcpSocket::new_v4()?
+        } else {
+            TcpSocket::new_v6()?
+        };
+        // As std and tokio do on Unix: a restarted server can bind its
+        // port while old connections are in TIME_WAIT.
+        #[cfg(unix)]
+        socket.set_reuseaddr(true)?;
+        match socket
+            .bind(addr)
+            .and_then(|()| socket.listen(LISTEN_BACKLOG))
+        {
+            Ok(listener) => return Ok(listener),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
 
 /// Serves `app` on `listener` until `shutdown` fires (or its sender is
 /// dropped); then stops accepting, lets every connection finish its

@@ -108,7 +108,8 @@ async fn at_the_cap_a_slow_head_makes_room_but_a_held_long_poll_keeps_its_slot()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_connection_cap_stays_below_rlimit_nofile_and_accept_never_fails() {
     // The real binary under a descriptor limit of 300 (soft and hard, so
-    // it cannot raise it): at most 300 - 256 reserved → 150 connections.
+    // it cannot raise it): 300 minus the reserve (512) is less than half,
+    // so half: 150 connections.
     let dir = tempfile::tempdir().unwrap();
     let mut child = Command::new("sh")
         .arg("-c")

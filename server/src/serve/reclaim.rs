@@ -32,7 +32,9 @@ const PRUNE: usize = 2;
 
 /// Connections over the cap that may be waiting to close for the ones
 /// that took their slots; past this, newcomers get 503 until they have.
-pub const MAX_RECLAIMING: usize = 32;
+/// Part of the descriptor reserve ([`crate::limits`]); under a flood the
+/// closing tasks may wait their turn on a busy runtime.
+pub const MAX_RECLAIMING: usize = 128;
 
 /// Every open connection's activity, for picking one to close.
 #[derive(Debug, Default)]
