@@ -51,7 +51,8 @@ struct Args {
     /// Each attack connection sends one more byte this often.
     #[arg(long, default_value_t = 1_000)]
     trickle_ms: u64,
-    /// The normal client asks this often.
+    /// The normal client asks this often (0: no normal client, e.g. in
+    /// all but one of several attacking processes).
     #[arg(long, default_value_t = 100)]
     probe_ms: u64,
     /// Server pid, to sample its RSS and open descriptors from /proc.
@@ -140,9 +141,9 @@ async fn main() -> Res<()> {
     for a in attackers {
         let _ = a.await;
     }
-    let (latencies, statuses) = probes.await?;
+    let probes = probes.await?;
     let (peak_rss, peak_fds) = samples.await?;
-    report(&tally, &latencies, &statuses, peak_rss, peak_fds);
+    report(&tally, &probes, peak_rss, peak_fds);
     Ok(())
 }
 
@@ -261,36 +262,78 @@ async fn create_task(addr: SocketAddr, auth: &str) -> Res<String> {
         .ok_or_else(|| format!("create: {} {:?}", r.status, r.json()).into())
 }
 
-/// The normal client: one GET on a fresh connection per interval, 5 s
-/// at most each. Returns the latencies of the 200s and every status
-/// (0: no answer).
+/// What the normal client got.
+#[derive(Default)]
+struct Probes {
+    /// The status of each ask's first try (0: no answer within 5 s).
+    first_tries: Vec<u16>,
+    /// Asks answered 200, first try or after honouring `Retry-After`:
+    /// the time from the first try to the 200.
+    answered: Vec<Duration>,
+    /// The longest time between two 200s (or from the start to the first).
+    longest_without_200: Duration,
+}
+
+/// An ask gives up on `Retry-After` past this.
+const ASK_BUDGET: Duration = Duration::from_secs(10);
+
+/// The normal client: one GET on a fresh connection per interval (5 s at
+/// most each); a 503 or 429 is retried after its `Retry-After`, as the
+/// taskwire client does, for up to [`ASK_BUDGET`].
 async fn probe(
     addr: SocketAddr,
     auth: String,
     task: String,
     every_ms: u64,
     until: Instant,
-) -> (Vec<Duration>, Vec<u16>) {
-    let (mut latencies, mut statuses) = (Vec::new(), Vec::new());
+) -> Probes {
+    let mut probes = Probes::default();
+    if every_ms == 0 {
+        return probes;
+    }
+    let mut last_200 = Instant::now();
     let path = format!("/v1/tasks/{task}");
     let authority = addr.to_string();
     let headers = [("authorization", auth.as_str())];
-    let mut tick = tokio::time::interval(Duration::from_millis(every_ms.max(1)));
+    let mut tick = tokio::time::interval(Duration::from_millis(every_ms));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     while Instant::now() < until {
-        tick.tick().await;
-        let t = Instant::now();
-        let asked = client::request(&authority, "GET", &path, &headers, "");
-        let status = match tokio::time::timeout(Duration::from_secs(5), asked).await {
-            Ok(Ok(r)) => r.status,
-            _ => 0,
-        };
-        if status == 200 {
-            latencies.push(t.elapsed());
+        if tokio::time::timeout_at(until.into(), tick.tick())
+            .await
+            .is_err()
+        {
+            break;
         }
-        statuses.push(status);
+        let t = Instant::now();
+        let mut first = None;
+        loop {
+            let asked = client::request(&authority, "GET", &path, &headers, "");
+            let (status, retry_after) =
+                match tokio::time::timeout(Duration::from_secs(5), asked).await {
+                    Ok(Ok(r)) => (
+                        r.status,
+                        r.header("retry-after").and_then(|v| v.parse::<u64>().ok()),
+                    ),
+                    _ => (0, None),
+                };
+            first.get_or_insert(status);
+            if status == 200 {
+                probes.answered.push(t.elapsed());
+                probes.longest_without_200 = probes.longest_without_200.max(last_200.elapsed());
+                last_200 = Instant::now();
+                break;
+            }
+            match retry_after.map(Duration::from_secs) {
+                Some(wait) if matches!(status, 429 | 503) && t.elapsed() + wait < ASK_BUDGET => {
+                    tokio::time::sleep(wait).await;
+                }
+                _ => break,
+            }
+        }
+        probes.first_tries.extend(first);
     }
-    (latencies, statuses)
+    probes.longest_without_200 = probes.longest_without_200.max(last_200.elapsed());
+    probes
 }
 
 /// Prints progress every 5 s; returns the peak RSS (KiB) and descriptors.
@@ -334,7 +377,7 @@ fn pct<T: Copy + Default>(sorted: &[T], p: f64) -> T {
     sorted.get(i).copied().unwrap_or_default()
 }
 
-fn report(tally: &Tally, latencies: &[Duration], statuses: &[u16], peak_rss: u64, peak_fds: u64) {
+fn report(tally: &Tally, probes: &Probes, peak_rss: u64, peak_fds: u64) {
     let n = |c: &AtomicU64| c.load(Ordering::Relaxed);
     println!(
         "attack: peak {} open at once, {} opened, {} connect errors",
@@ -354,19 +397,33 @@ fn report(tally: &Tally, latencies: &[Duration], statuses: &[u16], peak_rss: u64
         pct(&held, 0.99),
         held.last().copied().unwrap_or(0)
     );
-    let mut sorted = latencies.to_vec();
-    sorted.sort_unstable();
-    let count = |s: u16| statuses.iter().filter(|x| **x == s).count();
+    let firsts = &probes.first_tries;
+    if firsts.is_empty() {
+        return report_server(peak_rss, peak_fds);
+    }
+    let count = |s: u16| firsts.iter().filter(|x| **x == s).count();
     println!(
-        "normal client: {} asked, {} answered 200, {} 503, {} no answer in 5 s; 200s p50 {:?}, p99 {:?}, max {:?}",
-        statuses.len(),
+        "normal client: {} asks; first try {} answered 200, {} 503, {} no answer in 5 s",
+        firsts.len(),
         count(200),
         count(503),
-        count(0),
-        pct(&sorted, 0.5),
-        pct(&sorted, 0.99),
-        sorted.last().copied().unwrap_or_default()
+        count(0)
     );
+    let mut answered = probes.answered.clone();
+    answered.sort_unstable();
+    println!(
+        "  answered 200 (Retry-After honoured): {}/{}, p50 {:?}, p99 {:?}, max {:?}; longest without a 200 {:?}",
+        answered.len(),
+        firsts.len(),
+        pct(&answered, 0.5),
+        pct(&answered, 0.99),
+        answered.last().copied().unwrap_or_default(),
+        probes.longest_without_200
+    );
+    report_server(peak_rss, peak_fds);
+}
+
+fn report_server(peak_rss: u64, peak_fds: u64) {
     if peak_rss > 0 {
         println!(
             "server: peak RSS {} MiB, peak open descriptors {peak_fds}",
