@@ -247,19 +247,29 @@ async fn connect_from(source: Ipv4Addr, addr: SocketAddr) -> std::io::Result<Tcp
         .map_err(|_| std::io::Error::other("connect timed out"))?
 }
 
+/// Creates the task the normal client asks for (retrying a 503 for up
+/// to 10 s: an attack may already be running).
 async fn create_task(addr: SocketAddr, auth: &str) -> Res<String> {
-    let r = client::request(
-        &addr.to_string(),
-        "POST",
-        "/v1/tasks",
-        &[("authorization", auth)],
-        r#"{"ttlMs":3600000,"maxAttempts":1}"#,
-    )
-    .await?;
-    r.json()["id"]
-        .as_str()
-        .map(String::from)
-        .ok_or_else(|| format!("create: {} {:?}", r.status, r.json()).into())
+    let mut tries = 0;
+    loop {
+        let r = client::request(
+            &addr.to_string(),
+            "POST",
+            "/v1/tasks",
+            &[("authorization", auth)],
+            r#"{"ttlMs":3600000,"maxAttempts":1}"#,
+        )
+        .await?;
+        if r.status == 503 && tries < 10 {
+            tries += 1;
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            continue;
+        }
+        return r.json()["id"]
+            .as_str()
+            .map(String::from)
+            .ok_or_else(|| format!("create: {} {:?}", r.status, r.json()).into());
+    }
 }
 
 /// What the normal client got.
