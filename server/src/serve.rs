@@ -162,7 +162,8 @@ pub async fn serve(
                 Either::Right(future::ready(Ok(res.map(|b| Tracked::new(b, busy)))))
             } else {
                 // `Router::call` is always ready; cloning it is an Arc clone.
-                let req = req.map(|body| Body::new(TimedBody::new(body, body_timeout)));
+                let activity = Arc::clone(&on_request);
+                let req = req.map(|body| Body::new(TimedBody::new(body, body_timeout, activity)));
                 let routed = router.clone().call(req);
                 Either::Left(routed.map(move |res: Result<Response, Infallible>| {
                     let mut res = res.unwrap_or_else(|never| match never {});
@@ -251,21 +252,24 @@ where
             let timeout = match now.phase() {
                 Phase::Head => Some(this.limits.header_timeout),
                 Phase::Idle => Some(this.limits.idle_timeout),
-                Phase::Busy => None,
+                // The body has its own timer (`TimedBody`).
+                Phase::Busy | Phase::Body => None,
             };
             if let Some(timeout) = timeout {
                 this.deadline.as_mut().reset(Instant::now() + timeout);
             }
         }
         // Asked to make room at the connection cap: close, unless a request
-        // is under way (then once it is answered).
+        // is being handled (then once it is answered); a request still
+        // waiting for its body is closed like a slow head.
         if now.phase() != Phase::Busy && this.activity.is_reclaimed() {
             return Poll::Ready(());
         }
-        // Busy: the request is bounded elsewhere (waitMs, the body timeout,
-        // the held-watch cap). A deadline armed before may still wake the
+        // Busy or reading a body: the request is bounded elsewhere (waitMs,
+        // the body timeout, the held-watch cap). A deadline armed before may still wake the
         // task once; it is not polled, so it does nothing.
-        if now.phase() != Phase::Busy && this.deadline.poll(cx).is_ready() {
+        let timed = matches!(now.phase(), Phase::Head | Phase::Idle);
+        if timed && this.deadline.poll(cx).is_ready() {
             // Time is up for a head or an idle keep-alive connection:
             // dropping the connection closes the socket, without an answer
             // (no request to answer; RFC 9112 §9.5 lets a server close an

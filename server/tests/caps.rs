@@ -106,6 +106,22 @@ async fn at_the_cap_a_slow_head_makes_room_but_a_held_long_poll_keeps_its_slot()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_the_cap_a_slow_body_makes_room_too() {
+    let h = harness(|c| {
+        c.max_connections = Some(1);
+        c.body_timeout_ms = 10_000;
+    })
+    .await;
+    let mut slow = TcpStream::connect(&h.addr).await.unwrap();
+    let head = "POST /v1/tasks HTTP/1.1\r\nhost: t\r\nauthorization: Bearer demo\r\ncontent-length: 100\r\n\r\n{";
+    slow.write_all(head.as_bytes()).await.unwrap();
+    age_past_reclaim().await;
+    assert_eq!(h.get("demo", "/v1/tasks/nope").await.status, 404);
+    let (got, closed) = until_closed(&mut slow, PATIENCE).await;
+    assert!(closed.is_some() && got.is_empty(), "{got}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_connection_cap_stays_below_rlimit_nofile_and_accept_never_fails() {
     // The real binary under a descriptor limit of 300 (soft and hard, so
     // it cannot raise it): 300 minus the reserve (512) is less than half,

@@ -49,6 +49,9 @@ pub(super) enum Phase {
     Busy,
     /// Between requests on a keep-alive connection.
     Idle,
+    /// Busy, but waiting for the request body ([`TimedBody`] bounds it);
+    /// at the connection cap it may be closed like a slow head.
+    Body,
 }
 
 /// A connection's phase, as its own task and the accept loop see it.
@@ -79,7 +82,8 @@ impl Seen {
         match self.0 & 3 {
             0 => Phase::Head,
             1 => Phase::Busy,
-            _ => Phase::Idle,
+            2 => Phase::Idle,
+            _ => Phase::Body,
         }
     }
 }
@@ -114,14 +118,15 @@ impl Activity {
             Phase::Head => 0,
             Phase::Busy => 1,
             Phase::Idle => 2,
+            Phase::Body => 3,
         };
         let changes = (self.state.load(Ordering::Relaxed) >> 2).wrapping_add(1);
         self.state.store(changes << 2 | bits, Ordering::Relaxed);
         self.since_ms.store(clock_ms(), Ordering::Relaxed);
     }
 
-    /// Waiting for a head, or idle, for at least `min_ms` (at `now_ms`),
-    /// and not already asked to close.
+    /// Waiting for a head or a body, or idle, for at least `min_ms` (at
+    /// `now_ms`), and not already asked to close.
     pub(super) fn reclaimable(&self, now_ms: u32, min_ms: u32) -> bool {
         self.seen().phase() != Phase::Busy
             && now_ms.wrapping_sub(self.since_ms.load(Ordering::Relaxed)) >= min_ms
@@ -258,19 +263,29 @@ impl HttpBody for Tracked {
 /// The request body, failing with [`BodyTimedOut`] when it has not
 /// arrived whole within the limit from the first read that had to wait
 /// for it. The timer is made then, so a body that came with its head, and
-/// a request without one (every held long-poll), cost nothing more.
+/// a request without one (every held long-poll), cost nothing more. While
+/// it waits, the connection is in [`Phase::Body`].
 pub(super) struct TimedBody {
     body: Incoming,
     timeout: Duration,
     deadline: Option<Pin<Box<Sleep>>>,
+    activity: Arc<Activity>,
 }
 
 impl TimedBody {
-    pub(super) fn new(body: Incoming, timeout: Duration) -> Self {
+    pub(super) fn new(body: Incoming, timeout: Duration, activity: Arc<Activity>) -> Self {
         TimedBody {
             body,
             timeout,
             deadline: None,
+            activity,
+        }
+    }
+
+    /// Back to [`Phase::Busy`] once the body is in (or failed).
+    fn done_waiting(&self) {
+        if self.activity.seen().phase() == Phase::Body {
+            self.activity.set(Phase::Busy);
         }
     }
 }
@@ -285,14 +300,21 @@ impl HttpBody for TimedBody {
     ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
         let this = self.get_mut();
         if let Poll::Ready(frame) = Pin::new(&mut this.body).poll_frame(cx) {
+            if !matches!(frame, Some(Ok(_))) || this.body.is_end_stream() {
+                this.done_waiting();
+            }
             return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
         }
         let timeout = this.timeout;
-        let deadline = this
-            .deadline
-            .get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+        let deadline = this.deadline.get_or_insert_with(|| {
+            this.activity.set(Phase::Body);
+            Box::pin(tokio::time::sleep(timeout))
+        });
         match deadline.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Some(Err(Box::new(BodyTimedOut(timeout))))),
+            Poll::Ready(()) => {
+                this.done_waiting();
+                Poll::Ready(Some(Err(Box::new(BodyTimedOut(timeout)))))
+            }
             Poll::Pending => Poll::Pending,
         }
     }

@@ -1,15 +1,16 @@
 //! At the connection cap, a new connection takes the slot of one that is
-//! doing nothing useful: idle between requests, or still sending its head,
-//! for at least [`MIN_AGE_MS`]. Only when no such connection is found is
+//! doing nothing useful: idle between requests, or still sending its head
+//! or its request body, for at least [`MIN_AGE_MS`]. Only when no such connection is found is
 //! the newcomer answered 503 ([`super::refuse`]).
 //!
 //! Without this, a slowloris larger than the cap holds every slot until
 //! its heads time out and takes them back at once, and a normal client
 //! gets 503 for as long as the attack lasts. With it, the attack's own
 //! connections are the ones that make room: a normal client sends its
-//! head in microseconds and is busy from then on, and busy connections
+//! request in microseconds and is busy from then on, and busy connections
 //! (requests being handled, held long-polls, SSE streams) are never
-//! picked.
+//! picked. A client that takes over a second to send 64 KiB when the
+//! server is full is sacrificed with the attackers.
 //!
 //! The accept loop keeps a list of every connection's [`Activity`]
 //! (weakly: a connection that ended is dropped from it when next met) and
@@ -109,6 +110,8 @@ mod tests {
         let busy = Activity::new();
         let _working = Busy::start(&busy);
         assert!(!busy.reclaimable(clock_ms().wrapping_add(MIN_AGE_MS), 0));
+        young.set(Phase::Body);
+        assert!(young.reclaimable(clock_ms().wrapping_add(MIN_AGE_MS), 0));
         young.set(Phase::Idle);
         assert!(young.reclaimable(clock_ms().wrapping_add(MIN_AGE_MS), 0));
         young.reclaim();
