@@ -165,6 +165,45 @@ pub struct Config {
     /// 1 disables group commit, for the benchmark).
     #[arg(long, env = "TASKWIRE_MAX_BATCH", default_value_t = 256, hide = true)]
     pub max_batch: usize,
+
+    /// Milliseconds a client has to send a whole request head: from the
+    /// connection's start for its first request, from the first byte for
+    /// the next ones. A slower head is cut off without an answer, so
+    /// half-sent heads (slowloris) cannot hold connections.
+    #[arg(long, env = "TASKWIRE_HEADER_TIMEOUT_MS", default_value_t = 10_000,
+          value_parser = clap::value_parser!(u64).range(1..), value_name = "MS")]
+    pub header_timeout_ms: u64,
+
+    /// Milliseconds a client has to send a request body once the server
+    /// reads it (bodies are at most 64 KiB); slower gets 408
+    /// `request-timeout` and the connection is closed.
+    #[arg(long, env = "TASKWIRE_BODY_TIMEOUT_MS", default_value_t = 10_000,
+          value_parser = clap::value_parser!(u64).range(1..), value_name = "MS")]
+    pub body_timeout_ms: u64,
+
+    /// Milliseconds a keep-alive connection may sit idle between requests
+    /// before the server closes it. Held long-polls and SSE streams are
+    /// not idle: they stay open.
+    #[arg(long, env = "TASKWIRE_IDLE_TIMEOUT_MS", default_value_t = 30_000,
+          value_parser = clap::value_parser!(u64).range(1..), value_name = "MS")]
+    pub idle_timeout_ms: u64,
+
+    /// Most open client connections; past it a new connection gets 503
+    /// `connection-limit` with Retry-After. Default and ceiling: the file
+    /// descriptor limit (RLIMIT_NOFILE, raised to its hard limit at
+    /// start-up) minus a reserve for the database, files and outgoing
+    /// connections, so accept never runs out of descriptors.
+    #[arg(long, env = "TASKWIRE_MAX_CONNECTIONS", value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_connections: Option<u64>,
+
+    /// Most held long-polls and SSE streams at once (all tenants); past it
+    /// a new one gets 503 `watch-limit` with Retry-After. Default: three
+    /// quarters of the connection limit, so the rest stays free for
+    /// creates, callbacks and reads.
+    #[arg(long, env = "TASKWIRE_MAX_WATCHERS", value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_watchers: Option<u64>,
 }
 
 impl Config {

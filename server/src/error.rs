@@ -132,6 +132,30 @@ impl ApiError {
         e
     }
 
+    /// 503 `watch-limit`: every slot for held long-polls and SSE streams
+    /// is taken.
+    pub fn watch_limit(max: usize, retry_after_secs: u32) -> Self {
+        let mut e = Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "watch-limit",
+            format!("waitMs: the server already holds {max} long-polls and streams, its limit"),
+        );
+        e.retry_after = Some(retry_after_secs);
+        e
+    }
+
+    /// 503 `connection-limit`: the server has as many connections open as
+    /// it allows (written straight to the socket, see [`ApiError::to_http`]).
+    pub fn connection_limit(max: usize, retry_after_secs: u32) -> Self {
+        let mut e = Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "connection-limit",
+            format!("connection: the server already has {max} connections open, its limit"),
+        );
+        e.retry_after = Some(retry_after_secs);
+        e
+    }
+
     /// 500 `internal`: a server bug or corrupt stored data, never bad
     /// input.
     pub fn internal(message: impl Into<String>) -> Self {
@@ -188,10 +212,37 @@ impl From<StoreError> for ApiError {
     }
 }
 
+impl ApiError {
+    /// The JSON body.
+    fn body(&self) -> serde_json::Value {
+        json!({"error": {"code": self.code, "message": self.message}})
+    }
+
+    /// The whole HTTP/1.1 response, `Connection: close`, for a socket the
+    /// server answers without reading a request (past the connection cap).
+    pub fn to_http(&self) -> Vec<u8> {
+        let body = self.body().to_string();
+        let mut head = format!(
+            "HTTP/1.1 {} {}\r\ncontent-type: application/json\r\ncache-control: no-store\r\n",
+            self.status.as_u16(),
+            self.status.canonical_reason().unwrap_or("")
+        );
+        if let Some(secs) = self.retry_after {
+            head.push_str(&format!("retry-after: {secs}\r\n"));
+        }
+        head.push_str(&format!(
+            "connection: close\r\ncontent-length: {}\r\n\r\n",
+            body.len()
+        ));
+        let mut bytes = head.into_bytes();
+        bytes.extend_from_slice(body.as_bytes());
+        bytes
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = json!({"error": {"code": self.code, "message": self.message}});
-        let mut res = (self.status, axum::Json(body)).into_response();
+        let mut res = (self.status, axum::Json(self.body())).into_response();
         // An error must not be replayed from a cache either (a 404 before a
         // create, a 503 during a burst).
         res.headers_mut()
@@ -199,6 +250,12 @@ impl IntoResponse for ApiError {
         if let Some(secs) = self.retry_after {
             res.headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        if self.status == StatusCode::REQUEST_TIMEOUT {
+            // The rest of the body is still unread: the connection cannot
+            // carry another request.
+            res.headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
         }
         res
     }

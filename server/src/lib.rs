@@ -12,7 +12,8 @@
 //!   instances' commits.
 //! - [`routes`]: the HTTP API; [`auth`], [`signature`] and [`keyring`]
 //!   guard it.
-//! - [`serve`]: the HTTP/1 connection loop.
+//! - [`serve`]: the HTTP/1 connection loop, keeping [`limits`] (timeouts,
+//!   connection and held-watch caps).
 //! - [`sweeper`]: expires tasks at their TTL.
 //! - [`notify`]: posts outbox rows to `--notify-url` / `--tenant-notify-url`.
 //! - [`client`]: a small HTTP client (tests, load tool, webhook).
@@ -29,6 +30,7 @@ pub mod error;
 pub mod exact_json;
 pub mod hub;
 pub mod keyring;
+pub mod limits;
 pub mod notify;
 pub mod routes;
 pub mod serve;
@@ -42,7 +44,6 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -50,6 +51,7 @@ pub use config::Config;
 
 use crate::hub::Hub;
 use crate::keyring::Keyring;
+use crate::limits::{Limits, Watchers};
 use crate::signature::Secret;
 use crate::stats::Stats;
 use crate::store::Store;
@@ -80,6 +82,10 @@ pub struct Inner {
     pub config: Config,
     /// The address actually bound (the demo executor calls back to it).
     pub addr: SocketAddr,
+    /// Timeouts and caps, resolved at start-up.
+    pub limits: Limits,
+    /// Held long-polls and SSE streams, counted against their cap.
+    pub watchers: Arc<Watchers>,
 }
 
 /// Shared application state.
@@ -127,9 +133,10 @@ pub async fn start(config: Config) -> Result<Server, String> {
         false => Some(config.notify_secret(&keyring)?),
         true => None,
     };
+    let limits = Limits::resolve(&config);
     let hub = Hub::new(config.retention);
     let store = store::open(&config, Arc::clone(&hub)).await?;
-    let listener = TcpListener::bind(&config.listen)
+    let listener = serve::bind(&config.listen)
         .await
         .map_err(|e| format!("--listen {}: {e}", config.listen))?;
     let addr = listener
@@ -148,6 +155,8 @@ pub async fn start(config: Config) -> Result<Server, String> {
         demo: Arc::default(),
         config: config.clone(),
         addr,
+        watchers: Watchers::new(limits.max_watchers),
+        limits,
     });
     let mut background = vec![tokio::spawn(sweeper::run(
         Arc::clone(&state),

@@ -49,6 +49,7 @@ async fn serve(config: Config) {
         }
     };
     print_banner(&config, &server);
+    print_limits(&server.state.limits);
     tokio::select! {
         res = server.wait() => {
             if let Err(e) = res {
@@ -112,4 +113,22 @@ fn print_banner(config: &Config, server: &taskwire_server::Server) {
         say!("  notify:     {pair}");
     }
     // Flushed line by line: tests and scripts wait for "listening on".
+}
+
+fn print_limits(limits: &taskwire_server::limits::Limits) {
+    let fds = limits
+        .fds
+        .soft
+        .map_or(String::new(), |soft| format!(" (RLIMIT_NOFILE {soft})"));
+    say!(
+        "  limits:     {} connections{fds}, {} held watches; head {} ms, body {} ms, idle {} ms",
+        limits.max_connections,
+        limits.max_watchers,
+        limits.header_timeout.as_millis(),
+        limits.body_timeout.as_millis(),
+        limits.idle_timeout.as_millis()
+    );
+    for note in &limits.notes {
+        say!("              {note}");
+    }
 }

@@ -23,6 +23,7 @@ use taskwire_core::value::is_blank;
 use taskwire_core::MAX_SAFE_INTEGER;
 
 use crate::error::{quoted, ApiError};
+use crate::serve::{body_timed_out, BodyTimedOut};
 use crate::AppState;
 
 /// Bodies above this are refused with 413.
@@ -102,11 +103,14 @@ pub fn check_id(field: &str, id: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// The request body, or 413 past the limit.
+/// The request body, or 413 past the limit, or 408 when it did not arrive
+/// within `--body-timeout-ms` (the serving layer times every body).
 pub fn body(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
     body.map_err(|e| {
         if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::too_large(BODY_LIMIT)
+        } else if let Some(BodyTimedOut(limit)) = body_timed_out(&e) {
+            ApiError::request_timeout(limit.as_millis())
         } else {
             ApiError::invalid(format!("body: {}", e.body_text()))
         }

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod pg;
+pub mod raw;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
