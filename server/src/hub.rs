@@ -35,7 +35,19 @@ pub struct Latest {
     pub recent: VecDeque<HistoryEntry>,
 }
 
-type Slot = watch::Sender<Option<Arc<Latest>>>;
+/// One watched task: its channel, and how many [`Subscription`]s hold it.
+///
+/// The count is kept under the map's lock, by `subscribe` and by
+/// `Subscription`'s `Drop`, so the last one to go always removes the slot.
+/// (It used to be read from the channel, `receiver_count() <= 1`, but a
+/// subscription's receiver is dropped only after its `Drop` ran and
+/// released the lock: two waiters leaving at once on two threads could
+/// each still count the other's receiver, and neither removed the slot.)
+#[derive(Debug)]
+struct Slot {
+    latest: watch::Sender<Option<Arc<Latest>>>,
+    watchers: usize,
+}
 
 /// The wake-up hub shared by the store and the handlers.
 #[derive(Debug)]
@@ -67,11 +79,15 @@ impl Hub {
 
     /// Starts watching a task. Call before reading it from the store.
     pub fn subscribe(self: &Arc<Self>, id: &str) -> Subscription {
-        let rx = self
-            .slots()
-            .entry(id.to_string())
-            .or_insert_with(|| watch::channel(None).0)
-            .subscribe();
+        let rx = {
+            let mut slots = self.slots();
+            let slot = slots.entry(id.to_string()).or_insert_with(|| Slot {
+                latest: watch::channel(None).0,
+                watchers: 0,
+            });
+            slot.watchers += 1;
+            slot.latest.subscribe()
+        };
         Subscription {
             hub: Arc::clone(self),
             id: id.to_string(),
@@ -92,7 +108,7 @@ impl Hub {
                 continue;
             };
             let retention = self.retention;
-            slot.send_if_modified(|latest| {
+            slot.latest.send_if_modified(|latest| {
                 // Several commits may publish concurrently (PostgreSQL has
                 // more than one writer, and the listener publishes other
                 // instances' commits): never go back to an older version.
@@ -134,7 +150,7 @@ impl Hub {
             return;
         };
         let retention = self.retention;
-        slot.send_if_modified(|latest| {
+        slot.latest.send_if_modified(|latest| {
             let old = latest.as_deref();
             if old.is_some_and(|old| old.view.version >= view.version) {
                 return false;
@@ -185,7 +201,7 @@ impl Hub {
             .map(|id| {
                 let known = slots
                     .get(id)
-                    .map(|slot| slot.borrow().as_deref().map(|l| l.view.version));
+                    .map(|slot| slot.latest.borrow().as_deref().map(|l| l.view.version));
                 (id, known)
             })
             .collect()
@@ -196,7 +212,10 @@ impl Hub {
     pub fn watched_tasks(&self) -> Vec<(String, Option<u64>)> {
         self.slots()
             .iter()
-            .map(|(id, slot)| (id.clone(), slot.borrow().as_deref().map(|l| l.view.version)))
+            .map(|(id, slot)| {
+                let known = slot.latest.borrow().as_deref().map(|l| l.view.version);
+                (id.clone(), known)
+            })
             .collect()
     }
 
@@ -264,8 +283,14 @@ impl Subscription {
 impl Drop for Subscription {
     fn drop(&mut self) {
         let mut slots = self.hub.slots();
-        // Our own receiver is still alive here, so 1 means "only us".
-        if slots.get(&self.id).is_some_and(|s| s.receiver_count() <= 1) {
+        let last = match slots.get_mut(&self.id) {
+            Some(slot) => {
+                slot.watchers = slot.watchers.saturating_sub(1);
+                slot.watchers == 0
+            }
+            None => false,
+        };
+        if last {
             slots.remove(&self.id);
         }
     }
