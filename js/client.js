@@ -1,12 +1,13 @@
 // TaskClient: the browser client. The loop (requests, merging, backoff,
-// SSE, fallback) is Rust (wasm/src/client); this file owns what is about
-// the JavaScript runtime: listeners for `online`/`offline`/
-// `visibilitychange`, localStorage persistence, and turning the loop's
-// events into callbacks and the `done` promise. It never assumes `window`:
+// SSE, fallback, persistence) is Rust (taskwire-core's Follow, run by
+// wasm/src/client); this file owns what is about the JavaScript runtime:
+// listeners for `online`/`offline`/`visibilitychange`, finding
+// localStorage, and turning the loop's events into callbacks and the
+// `done` promise. It never assumes `window`:
 // it runs in windows, workers and Node ≥ 20.
 
 import * as raw from "./taskwire_wasm.js";
-import { TaskwireError, __internal } from "./api.js";
+import { __internal } from "./api.js";
 
 const { call, text, str, invalid, typeName } = __internal;
 
@@ -17,7 +18,7 @@ function isOnline() {
 }
 
 /** localStorage, if this runtime has a usable one (never throws). */
-function storage() {
+function localStore() {
   try {
     const s = globalThis.localStorage;
     return s && typeof s.getItem === "function" ? s : undefined;
@@ -58,7 +59,6 @@ class Watch {
   #task;
   #status = { state: "connecting" };
   #cleanup = [];
-  #storageKey;
 
   constructor(core, taskId, options, persistPrefix) {
     str(taskId, "taskId");
@@ -80,17 +80,13 @@ class Watch {
     // `stop()` rejects `done`; nobody is obliged to await it.
     this.done.catch(() => {});
 
-    this.#storageKey = persistPrefix === undefined ? undefined : persistPrefix + taskId;
-    let persisted;
-    if (this.#storageKey !== undefined && cursor === undefined) {
-      try {
-        persisted = storage()?.getItem(this.#storageKey) ?? undefined;
-      } catch {
-        persisted = undefined;
-      }
-    }
-
     const sink = (kind, json) => {
+      // `fail` carries the TaskwireError itself; the rest, JSON text.
+      if (kind === "fail") {
+        this.#detach();
+        reject(json);
+        return;
+      }
       let payload;
       try {
         payload = JSON.parse(json);
@@ -100,7 +96,6 @@ class Watch {
       switch (kind) {
         case "update":
           this.#task = payload.task ?? this.#task;
-          this.#persist();
           safely(onUpdate, payload);
           break;
         case "reject":
@@ -113,20 +108,15 @@ class Watch {
           break;
         case "done":
           this.#task = payload.task ?? this.#task;
-          this.#persist();
           resolve(this.#task);
           break;
-        case "fail": {
-          const err = new TaskwireError(payload.code, payload.message);
-          if (payload.status) err.status = payload.status;
-          this.#detach();
-          reject(err);
-          break;
-        }
       }
     };
 
-    this.#handle = call(() => core.watch(taskId, cursor, persisted, sink, isOnline));
+    // Persistence is the Rust side's: it reads and writes the storage.
+    const storageKey = persistPrefix === undefined ? undefined : persistPrefix + taskId;
+    const storage = storageKey === undefined ? undefined : localStore();
+    this.#handle = call(() => core.watch({ taskId, cursor, storage, storageKey, sink, online: isOnline }));
     const initial = this.#handle.initial_task();
     if (initial !== "null") this.#task = JSON.parse(initial);
     this.#attach();
@@ -138,19 +128,18 @@ class Watch {
    * connection that died with the old network.
    */
   #attach() {
-    const nudge = () => this.#handle?.nudge();
-    const interrupt = () => this.#handle?.interrupt();
+    const network = () => this.#handle?.network();
     const target = globalThis;
     if (typeof target.addEventListener === "function") {
       for (const type of ["online", "offline"]) {
-        target.addEventListener(type, interrupt);
-        this.#cleanup.push(() => target.removeEventListener(type, interrupt));
+        target.addEventListener(type, network);
+        this.#cleanup.push(() => target.removeEventListener(type, network));
       }
     }
     const doc = globalThis.document;
     if (doc && typeof doc.addEventListener === "function") {
       const onVisible = () => {
-        if (doc.visibilityState === "visible") nudge();
+        if (doc.visibilityState === "visible") this.#handle?.visible();
       };
       doc.addEventListener("visibilitychange", onVisible);
       this.#cleanup.push(() => doc.removeEventListener("visibilitychange", onVisible));
@@ -159,15 +148,6 @@ class Watch {
 
   #detach() {
     for (const undo of this.#cleanup.splice(0)) undo();
-  }
-
-  #persist() {
-    if (this.#storageKey === undefined || this.#task === undefined) return;
-    try {
-      storage()?.setItem(this.#storageKey, JSON.stringify({ taskId: this.#task.id, task: this.#task }));
-    } catch {
-      // Quota exceeded or storage disabled: persistence is best effort.
-    }
   }
 
   /** The task as known (no history), or undefined before the first answer. */
@@ -190,6 +170,14 @@ class Watch {
     this.#handle?.stop();
     this.#detach();
   }
+
+  /** `using watch = client.watch(…)`: stops the watch and frees its memory at the end of the scope. */
+  [Symbol.dispose]() {
+    this.stop();
+    const handle = this.#handle;
+    this.#handle = undefined;
+    handle?.free();
+  }
 }
 
 /** Talks PROTOCOL.md to one backend. */
@@ -202,7 +190,7 @@ export class TaskClient {
     const baseUrl = option(options, "baseUrl");
     str(baseUrl, "options.baseUrl");
     const headers = option(options, "headers") ?? {};
-    if (typeof headers !== "object" || Array.isArray(headers)) throw invalid("options.headers: must be an object of strings");
+    if (typeof headers !== "object" || typeName(headers) === "array") throw invalid("options.headers: must be an object of strings");
     const fetchFn = option(options, "fetch");
     if (fetchFn !== undefined && typeof fetchFn !== "function") throw invalid("options.fetch: must be a function");
     const persist = option(options, "persist");
@@ -222,15 +210,15 @@ export class TaskClient {
     }
     const backoff = option(options, "backoff") ?? {};
     if (typeof backoff !== "object") throw invalid("options.backoff: must be an object");
-    const initialMs = option(backoff, "initialMs") ?? NaN;
-    const maxMs = option(backoff, "maxMs") ?? NaN;
-    const transport = option(options, "transport") ?? "long-poll";
-    const waitMs = option(options, "waitMs") ?? NaN;
-    if (typeof initialMs !== "number") throw invalid(`options.backoff.initialMs: must be a number, got ${typeName(initialMs)}`);
-    if (typeof maxMs !== "number") throw invalid(`options.backoff.maxMs: must be a number, got ${typeName(maxMs)}`);
-    if (typeof waitMs !== "number") throw invalid(`options.waitMs: must be a number, got ${typeName(waitMs)}`);
-    str(transport, "options.transport");
-    this.#core = call(() => new raw.ClientCore(baseUrl, pairs, fetchFn, initialMs, maxMs, transport, waitMs));
+    const initialMs = option(backoff, "initialMs");
+    const maxMs = option(backoff, "maxMs");
+    const transport = option(options, "transport");
+    const waitMs = option(options, "waitMs");
+    if (initialMs !== undefined && typeof initialMs !== "number") throw invalid(`options.backoff.initialMs: must be a number, got ${typeName(initialMs)}`);
+    if (maxMs !== undefined && typeof maxMs !== "number") throw invalid(`options.backoff.maxMs: must be a number, got ${typeName(maxMs)}`);
+    if (waitMs !== undefined && typeof waitMs !== "number") throw invalid(`options.waitMs: must be a number, got ${typeName(waitMs)}`);
+    if (transport !== undefined) str(transport, "options.transport");
+    this.#core = call(() => new raw.ClientCore({ baseUrl, headers: pairs, fetch: fetchFn, initialMs, maxMs, transport, waitMs }));
   }
 
   /** POST /v1/tasks: the new task (version 0). */
@@ -240,7 +228,7 @@ export class TaskClient {
     const key = option(options, "idempotencyKey");
     if (key !== undefined) str(key, "idempotencyKey");
     const core = this.#core;
-    return judge(await settle(() => core.create_task(body, key)));
+    return settle(() => core.create_task(body, key));
   }
 
   /** POST /v1/tasks/{id}/deliveries: the receipt (the same one for the same key). */
@@ -248,7 +236,7 @@ export class TaskClient {
     str(taskId, "taskId");
     str(key, "key");
     const core = this.#core;
-    return judge(await settle(() => core.deliver(taskId, key))).receipt;
+    return (await settle(() => core.deliver(taskId, key))).receipt;
   }
 
   /** Follows a task until it is terminal, stopped, or refused (401/403/404). */
@@ -257,26 +245,7 @@ export class TaskClient {
   }
 }
 
+/** Awaits a wasm promise: it resolves to JSON text, or rejects with a TaskwireError. */
 async function settle(start) {
-  try {
-    return JSON.parse(await call(start));
-  } catch (e) {
-    throw e instanceof TaskwireError ? e : __internal.convert(e);
-  }
-}
-
-/** A 2xx body as JSON; otherwise the server's error as a TaskwireError. */
-function judge({ status, body }) {
-  let parsed;
-  try {
-    parsed = body === "" ? undefined : JSON.parse(body);
-  } catch {
-    parsed = undefined;
-  }
-  if (status >= 200 && status < 300 && parsed !== undefined) return parsed;
-  const code = parsed?.error?.code ?? `http-${status}`;
-  const message = parsed?.error?.message ?? `HTTP ${status}`;
-  const err = new TaskwireError(code, message);
-  err.status = status;
-  throw err;
+  return JSON.parse(await call(start));
 }

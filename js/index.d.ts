@@ -1,3 +1,4 @@
+/// <reference lib="esnext.disposable" />
 // Types of the `taskwire` package. Hand-written so that the public surface
 // is precise (discriminated unions, string-literal reasons, no `any`);
 // tests/js/types.test.ts compiles against it with `tsc --noEmit` in CI.
@@ -217,14 +218,37 @@ export interface MirrorJSON {
   task: TaskView | null;
 }
 
-/** Stable error codes. */
-export type ErrorCode = "invalid-request" | "not-found" | "task-exists" | "not-initialized" | "internal";
+/**
+ * Stable error codes: the package's own, and the server's (PROTOCOL.md) as
+ * `createTask` and `deliver` pass them on; an HTTP error without one of
+ * these is `http-<status>`. Generated from `wasm/src/error.rs` (`cargo test
+ * -p taskwire-wasm` fails when this differs).
+ */
+export type ErrorCode =
+  | "invalid-request"
+  | "not-found"
+  | "task-exists"
+  | "not-initialized"
+  | "internal"
+  | "network"
+  | "unauthorized"
+  | "forbidden"
+  | "stopped"
+  | "method-not-allowed"
+  | "not-succeeded"
+  | "payload-too-large"
+  | "idempotency-key-reused"
+  | "key-reused-for-other-task"
+  | "overloaded"
+  | `http-${number}`;
 
 /** Every taskwire error: an `Error` with a stable `code`. */
 export class TaskwireError extends Error {
   readonly name: "TaskwireError";
   readonly code: ErrorCode;
-  constructor(code: ErrorCode, message: string);
+  /** The HTTP status, for errors that came from one. */
+  readonly status?: number;
+  constructor(code: ErrorCode, message: string, status?: number);
 }
 
 /** Where the .wasm comes from, for `init`. */
@@ -401,6 +425,8 @@ export interface Watch {
   readonly done: Promise<TaskView>;
   /** Aborts the request in flight and cancels timers now. */
   stop(): void;
+  /** `using watch = client.watch(id)`: stops the watch and frees its memory at the end of the scope. */
+  [Symbol.dispose](): void;
 }
 
 /**

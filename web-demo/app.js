@@ -412,11 +412,13 @@ class App {
       // The server closes them without an answer. A browser re-sends a GET
       // whose reused keep-alive connection closed that way, so a watch may
       // not notice at all; one that does reconnects and resumes.
+      // Only this tenant's held requests: other tenants keep theirs.
+      const held = answer.heldRequests;
       this.log.add(
         "net",
-        `server dropped its held connections (${answer.watchedTasks} watched task${answer.watchedTasks === 1 ? "" : "s"}); ` +
+        `server dropped this tenant's held connections (${held} held request${held === 1 ? "" : "s"}); ` +
           "the browser may re-send them by itself",
-        { dropped: answer.watchedTasks },
+        { dropped: held },
       );
     } catch (e) {
       this.log.add("error", `drop connections: ${e.message}`);

@@ -6,7 +6,8 @@
 //! browser, so a client replays exactly what the server did.
 //!
 //! It is sans-IO: no clock (time arrives in events and arguments), no
-//! randomness (maps use a fixed hasher), no I/O, no wasm dependencies.
+//! randomness (maps use a fixed hasher; jitter comes from a seed), no I/O,
+//! no wasm dependencies.
 //!
 //! ## Map
 //! - [`create_task`], [`apply_event`], [`expire_task`]: the pure state
@@ -20,6 +21,8 @@
 //!   resume, idempotent delivery and both sweepers.
 //! - [`plan_resume`], [`ResumeAnswer`]: what a reconnecting client gets.
 //! - [`Mirror`]: one task as a client knows it; rejects stale answers.
+//! - [`Follow`]: a client's watch loop (requests, backoff, SSE fallback,
+//!   status) as a sans-IO state machine over a [`Mirror`].
 //! - [`wire`]: JSON text in and out, with errors that name the field.
 //!
 //! ## Deliberate fixes to the seed design
@@ -119,6 +122,7 @@ pub mod book;
 pub mod delivery;
 pub mod error;
 pub mod event;
+pub mod follow;
 mod hash;
 pub mod json;
 pub mod lease;
@@ -135,6 +139,7 @@ pub use book::{
 pub use delivery::{check_delivery_input, decide_delivery, Delivery, DeliveryReason, Receipt};
 pub use error::{Error, ErrorCode};
 pub use event::{DecisionKind, Event, EventKind};
+pub use follow::{Follow, FollowConfig, FollowEvent};
 pub use lease::{Lease, LeaseChange};
 pub use mirror::{MergeOutcome, Mirror, Next, RejectReason, Rejection};
 pub use resume::{plan_resume, ResumeAnswer, ResumeMode, ResumePlan, DEFAULT_RETENTION_VERSIONS};

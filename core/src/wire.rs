@@ -17,6 +17,13 @@ pub fn from_json<T: FromJson>(text: &str, what: &str) -> Result<T, Error> {
     json::read(text).map_err(|e| locate(&e, what))
 }
 
+/// Reads an already parsed JSON tree as one of the wire types, with the
+/// same field-naming errors as [`from_json`] (a browser executor lets
+/// `JSON.parse` build the tree: the page then needs no JSON text parser).
+pub fn from_value<T: FromJson>(value: &json::Value<'_>, what: &str) -> Result<T, Error> {
+    T::from_json(value, json::Path::Root).map_err(|e| locate(&e, what))
+}
+
 /// Like [`from_json`], for raw bytes (an HTTP body). Invalid UTF-8 is an
 /// `invalid-request` error, like any other malformed body.
 pub fn from_json_bytes<T: FromJson>(bytes: &[u8], what: &str) -> Result<T, Error> {

@@ -1,5 +1,7 @@
 // Tests of what the conformance suite does not see: durability across a
-// crash (SIGKILL), a torn last journal line, a damaged journal, --help.
+// crash (SIGKILL), a torn last journal line, a damaged journal, exact
+// input across restarts and old journals, --help, callback secret rotation
+// and the callback body time limit.
 //
 //   node --test examples/node-backend/
 //
@@ -9,6 +11,7 @@
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import { createHmac, randomBytes } from "node:crypto";
+import { connect } from "node:net";
 import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -30,8 +33,8 @@ after(() => {
 });
 
 /** Starts the backend on a free port; resolves once it listens. */
-function start(dataDir, extra = []) {
-  const args = [SERVER, "--listen", "127.0.0.1:0", "--token", `${TOKEN}=tenant-a`, "--callback-secret", SECRET, ...extra];
+function start(dataDir, extra = [], { secrets = [SECRET] } = {}) {
+  const args = [SERVER, "--listen", "127.0.0.1:0", "--token", `${TOKEN}=tenant-a`, ...secrets.flatMap((s) => ["--callback-secret", s]), ...extra];
   if (dataDir) args.push("--data", dataDir);
   const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"] });
   let output = "";
@@ -67,16 +70,25 @@ async function call(base, method, path, { body, headers = {}, token = TOKEN } = 
   return { status: res.status, json: text ? JSON.parse(text) : undefined };
 }
 
-/** A signed executor callback (Standard Webhooks, signed here independently). */
-function callback(base, taskId, event, id = `cb_${randomBytes(8).toString("hex")}`) {
-  const body = JSON.stringify(event);
+/** The three signature headers (Standard Webhooks, signed here independently). */
+function signatureHeaders(secret, id, body) {
   const ts = Math.floor(Date.now() / 1000);
-  const key = Buffer.from(SECRET.slice("whsec_".length), "base64");
+  const key = Buffer.from(secret.slice("whsec_".length), "base64");
   const sig = createHmac("sha256", key).update(`${id}.${ts}.${body}`).digest("base64");
+  return { "webhook-id": id, "webhook-timestamp": String(ts), "webhook-signature": `v1,${sig}` };
+}
+
+/**
+ * A signed executor callback; its body names the task. The webhook-id is
+ * made the task's own (`{taskId}:{id}`): a tenant's callback id is refused
+ * on its other tasks, and the tests reuse short ids on every task.
+ */
+function callback(base, taskId, event, id = `cb_${randomBytes(8).toString("hex")}`, secret = SECRET) {
+  const body = { taskId, ...event };
   return call(base, "POST", `/v1/tasks/${taskId}/callbacks`, {
-    body: event,
+    body,
     token: null,
-    headers: { "webhook-id": id, "webhook-timestamp": String(ts), "webhook-signature": `v1,${sig}` },
+    headers: signatureHeaders(secret, `${taskId}:${id}`, JSON.stringify(body)),
   });
 }
 
@@ -272,6 +284,142 @@ describe("the journal", () => {
     const run = spawnSync(process.execPath, [SERVER, "--listen", "127.0.0.1:0", "--data", data], { encoding: "utf8", timeout: 10_000 });
     assert.equal(run.status, 2);
     assert.match(run.stderr, /journal\.jsonl:4: replay failed/);
+  });
+});
+
+describe("callback secrets and limits", () => {
+  const OLD = `whsec_${randomBytes(32).toString("base64")}`;
+  const NEW = `whsec_${randomBytes(32).toString("base64")}`;
+
+  test("a rotation accepts every listed secret; a removed one is refused after the restart", async () => {
+    const data = tempDir();
+    let server = await start(data, [], { secrets: [`tenant-a=${OLD}`, `tenant-a=${NEW}`] });
+    const id = (await call(server.base, "POST", "/v1/tasks", { body: { ttlMs: 3_600_000, maxAttempts: 1 } })).json.id;
+    try {
+      assert.equal((await callback(server.base, id, { type: "start", atMs: 1, worker: "w" }, "s", OLD)).json.reason, "started");
+      assert.equal((await callback(server.base, id, { type: "progress", atMs: 2, progress: 10, cursor: "c" }, "p1", NEW)).json.reason, "progress");
+      assert.equal((await callback(server.base, id, { type: "progress", atMs: 3, progress: 20, cursor: "c" }, "p2", SECRET)).status, 401);
+      await kill(server);
+      server = await start(data, [], { secrets: [`tenant-a=${NEW}`] });
+      const refused = await callback(server.base, id, { type: "progress", atMs: 3, progress: 20, cursor: "c" }, "p2", OLD);
+      assert.equal(refused.status, 401);
+      assert.match(refused.json.error.message, /^webhook-signature:/);
+      assert.equal((await callback(server.base, id, { type: "progress", atMs: 3, progress: 20, cursor: "c" }, "p2", NEW)).json.version, 3);
+    } finally {
+      await kill(server);
+    }
+  });
+
+  test("a callback id stays its task's after a restart (the journal replay remembers it)", async () => {
+    const data = tempDir();
+    let server = await start(data);
+    const create = async () => (await call(server.base, "POST", "/v1/tasks", { body: { ttlMs: 3_600_000, maxAttempts: 1 } })).json.id;
+    const [t1, t2] = [await create(), await create()];
+    const send = (taskId) => {
+      const body = { taskId, type: "start", atMs: 1, worker: "w" };
+      return call(server.base, "POST", `/v1/tasks/${taskId}/callbacks`, { body, token: null, headers: signatureHeaders(SECRET, "one-id", JSON.stringify(body)) });
+    };
+    try {
+      assert.equal((await send(t1)).json.reason, "started");
+      await kill(server);
+      server = await start(data);
+      const refused = await send(t2);
+      assert.equal(refused.status, 422);
+      assert.equal(refused.json.error.code, "callback-id-reused-for-other-task");
+      assert.equal((await send(t1)).json.reason, "duplicate-callback");
+    } finally {
+      await kill(server);
+    }
+  });
+
+  test("a callback body that does not arrive in time is 408 request-timeout", async () => {
+    const server = await start(undefined, ["--callback-body-timeout-ms", "300"]);
+    try {
+      const id = (await call(server.base, "POST", "/v1/tasks", { body: { ttlMs: 3_600_000, maxAttempts: 1 } })).json.id;
+      const { hostname, port } = new URL(server.base);
+      const headers = Object.entries(signatureHeaders(SECRET, "slow", "never sent")).map(([k, v]) => `${k}: ${v}\r\n`).join("");
+      const started = Date.now();
+      const answer = await new Promise((resolve) => {
+        const socket = connect(Number(port), hostname.replace(/^\[|\]$/g, ""));
+        let got = "";
+        socket.on("data", (c) => (got += c));
+        socket.on("close", () => resolve(got));
+        socket.write(`POST /v1/tasks/${id}/callbacks HTTP/1.1\r\nhost: t\r\ncontent-length: 100\r\n${headers}\r\n{ `);
+        setTimeout(() => socket.destroy(), 5000);
+      });
+      assert.match(answer, /^HTTP\/1\.1 408 /);
+      assert.match(answer, /"request-timeout"/);
+      assert.ok(Date.now() - started >= 250, "not before the limit");
+      assert.equal((await call(server.base, "GET", `/v1/tasks/${id}`)).json.version, 0);
+    } finally {
+      await kill(server);
+    }
+  });
+
+  test("secrets that would leave a tenant without one, or name no tenant, refuse to start", () => {
+    const cases = [
+      [["--token", "tb=tenant-b", "--callback-secret", `tenant-a=${OLD}`], /no secret for tenant\(s\) tenant-b/],
+      [["--callback-secret", `nobody=${OLD}`], /tenant "nobody" has no --token/],
+      [["--token", "tb=tenant-b", "--callback-secret", `tenant-a=${OLD}`, "--callback-secret", `tenant-b=${OLD}`], /is also tenant "tenant-b"/],
+    ];
+    for (const [args, says] of cases) {
+      const run = spawnSync(process.execPath, [SERVER, "--listen", "127.0.0.1:0", "--token", `${TOKEN}=tenant-a`, ...args], { encoding: "utf8", timeout: 10_000 });
+      assert.equal(run.status, 2, `${args.join(" ")}: exit ${run.status}`);
+      assert.match(run.stderr, says);
+    }
+  });
+});
+
+describe("exact input", () => {
+  /** A create with a body given as text; resolves to {status, text}. */
+  async function createText(base, text, key) {
+    const res = await fetch(`${base}/v1/tasks`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json", ...(key && { "idempotency-key": key }) },
+      body: text,
+    });
+    return { status: res.status, text: await res.text() };
+  }
+  const getText = async (base, id) => (await fetch(`${base}/v1/tasks/${id}`, { headers: { authorization: `Bearer ${TOKEN}` } })).text();
+  const input = '{"n": 9007199254740993, "big": 123456789012345678901234567890}';
+  const body = `{"ttlMs":3600000,"maxAttempts":1,"input":${input}}`;
+
+  test("input and its key survive a restart exactly", async () => {
+    const data = tempDir();
+    let server = await start(data);
+    try {
+      const created = await createText(server.base, body, "exact-1");
+      assert.equal(created.status, 201);
+      assert.ok(created.text.endsWith(`,"input":${input}}`), created.text);
+      const { id } = JSON.parse(created.text);
+      await kill(server);
+      server = await start(data);
+      assert.ok((await getText(server.base, id)).endsWith(`,"input":${input}}`));
+      const replay = await createText(server.base, body.replace("9007199254740993", "9007199254740993.0"), "exact-1");
+      assert.equal(replay.status, 200, replay.text);
+      const other = await createText(server.base, body.replace("9007199254740993", "9007199254740992"), "exact-1");
+      assert.equal(other.status, 422, other.text);
+    } finally {
+      await kill(server);
+    }
+  });
+
+  test("a journal written before exact input still replays, and its keys still match", async () => {
+    const data = tempDir();
+    const id = `tsk_${randomBytes(16).toString("hex")}`;
+    const old = { op: "create", id, tenant: "tenant-a", nowMs: Date.now(), ttlMs: 3_600_000, maxAttempts: 2, kind: "k", input: { a: [1, 2.5] }, key: "old-1" };
+    writeFileSync(join(data, "journal.jsonl"), `${JSON.stringify({ journal: "taskwire-node-backend", format: 1 })}\n${JSON.stringify(old)}\n`);
+    const server = await start(data);
+    try {
+      assert.ok((await getText(server.base, id)).endsWith(',"input":{"a":[1,2.5]}}'));
+      const same = await createText(server.base, '{"maxAttempts":2,"ttlMs":3600000,"kind":"k","input":{"a":[1,2.5]}}', "old-1");
+      assert.equal(same.status, 200, same.text);
+      assert.equal(JSON.parse(same.text).id, id);
+      const other = await createText(server.base, '{"maxAttempts":3,"ttlMs":3600000,"kind":"k","input":{"a":[1,2.5]}}', "old-1");
+      assert.equal(other.status, 422, other.text);
+    } finally {
+      await kill(server);
+    }
   });
 });
 

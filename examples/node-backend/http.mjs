@@ -42,9 +42,11 @@ export function sendError(res, err) {
  * Reads the request body, at most BODY_LIMIT bytes (a Content-Length over
  * it is refused before reading). Past the limit it stops keeping what
  * arrives and rejects with 413; the caller answers and closes the
- * connection.
+ * connection. Options (callbacks use them): `timeoutMs`, a time limit for
+ * the whole body (408 past it); `onChunk`, called with each piece as it
+ * arrives; `keep: false`, to read without keeping anything.
  */
-export function readBody(req) {
+export function readBody(req, { timeoutMs, onChunk, keep = true } = {}) {
   return new Promise((resolve, reject) => {
     const declared = Number(req.headers["content-length"]);
     if (declared > BODY_LIMIT) {
@@ -53,28 +55,36 @@ export function readBody(req) {
     }
     const chunks = [];
     let size = 0;
+    const stop = (err) => {
+      clearTimeout(timer);
+      req.off("data", onData);
+      req.off("end", onEnd);
+      chunks.length = 0;
+      reject(err);
+    };
     const onData = (chunk) => {
       size += chunk.length;
-      if (size > BODY_LIMIT) {
-        req.off("data", onData);
-        req.off("end", onEnd);
-        chunks.length = 0;
-        reject(tooLarge());
-        return;
-      }
-      chunks.push(chunk);
+      if (size > BODY_LIMIT) return stop(tooLarge());
+      onChunk?.(chunk);
+      if (keep) chunks.push(chunk);
     };
-    const onEnd = () => resolve(Buffer.concat(chunks));
+    const onEnd = () => {
+      clearTimeout(timer);
+      resolve(Buffer.concat(chunks));
+    };
+    const timer = timeoutMs === undefined ? undefined : setTimeout(() => {
+      stop(new HttpError(408, "request-timeout", `body: not received within ${timeoutMs} ms`, { connection: "close" }));
+    }, timeoutMs);
     req.on("data", onData);
     req.on("end", onEnd);
-    req.on("error", reject);
+    req.on("error", (err) => stop(err));
     // The client went away mid-body (after "end" this changes nothing).
-    req.on("close", () => reject(invalid("body: the request ended before its body")));
+    req.on("close", () => stop(invalid("body: the request ended before its body")));
   });
 }
 
-function tooLarge() {
-  // Connection: close: the rest of the body is not read on this connection.
+/** 413: Connection: close, the rest of the body is not read on this connection. */
+export function tooLarge() {
   return new HttpError(413, "payload-too-large", `body: must be at most ${BODY_LIMIT} bytes`, { connection: "close" });
 }
 

@@ -6,6 +6,7 @@
 import { randomBytes } from "node:crypto";
 import { TaskwireError, createTask } from "taskwire";
 import {
+  BODY_LIMIT,
   HttpError,
   checkId,
   header,
@@ -17,9 +18,11 @@ import {
   readBody,
   sendError,
   sendJson,
+  tooLarge,
 } from "./http.mjs";
-import { verify } from "./sign.mjs";
-import { StorageError } from "./store.mjs";
+import { canonical, members } from "./exact.mjs";
+import { checkHeaders, verifier } from "./sign.mjs";
+import { EXACT_REQUEST, StorageError, legacyCreateRequest } from "./store.mjs";
 
 /** The longest a resume may be held. */
 const MAX_WAIT_MS = 30_000;
@@ -31,7 +34,8 @@ const ALLOW_HEADERS = "Authorization, Content-Type, Idempotency-Key, Last-Event-
 
 /**
  * The request handler for `http.createServer`. `config`: {tokens (Map
- * token → tenant), secretKey, corsOrigins, heartbeatMs, onFatal}.
+ * token → tenant), keyring (sign.mjs), callbackBodyTimeoutMs,
+ * corsOrigins, heartbeatMs, onFatal}.
  */
 export function createApp(store, config) {
   const routes = [
@@ -163,14 +167,18 @@ function idempotencyKey(req) {
 
 async function createTaskRoute({ req, res, store, config }) {
   const tenant = tenantOf(req, config);
-  const body = parseJson(await readBody(req), "body");
+  const bytes = await readBody(req);
+  const body = parseJson(bytes, "body");
   const key = idempotencyKey(req);
   if (body === null || typeof body !== "object" || Array.isArray(body)) {
     throw invalid("body: must be a JSON object");
   }
   const { ttlMs, maxAttempts } = body;
   const kind = body.kind ?? undefined;
-  const input = body.input ?? undefined;
+  // `input` as the exact text sent (JSON.parse would round its numbers),
+  // and the request in the exact form replays are compared in.
+  const { input, request } = exactCreate(bytes.toString("utf8"));
+  const legacyRequest = legacyCreateRequest({ ttlMs, maxAttempts, kind, input: body.input ?? undefined });
   if (kind !== undefined && typeof kind !== "string") throw invalid(`body.kind: must be a string, got ${typeOf(kind)}`);
   if (kind !== undefined && Buffer.byteLength(kind) > MAX_KIND_BYTES) {
     throw invalid(`body.kind: must be at most ${MAX_KIND_BYTES} bytes, got ${Buffer.byteLength(kind)}`);
@@ -185,8 +193,34 @@ async function createTaskRoute({ req, res, store, config }) {
     }
     throw err;
   }
-  const { task: answer, created } = store.create(tenant, { ...task, kind, input }, key);
+  const { task: answer, created } = store.create(tenant, { ...task, kind, input }, key === undefined ? undefined : { key, request, legacyRequest });
   sendJson(res, created ? 201 : 200, answer);
+}
+
+/**
+ * The create body's `input` text (undefined when absent or null) and its
+ * request in canonical form: `ttlMs`, `maxAttempts`, `kind` and `input`,
+ * numbers compared exactly, `null` the same as absent (PROTOCOL.md,
+ * "Create a task"). The last of duplicate fields counts, as in JSON.parse.
+ */
+function exactCreate(text) {
+  let fields;
+  try {
+    fields = new Map(members(text));
+  } catch (err) {
+    throw invalid(`body: ${err.message}`);
+  }
+  const field = (name) => (fields.get(name) === "null" ? undefined : fields.get(name));
+  let request = EXACT_REQUEST;
+  for (const name of ["input", "kind", "maxAttempts", "ttlMs"]) {
+    const raw = field(name);
+    try {
+      request += `${raw === undefined ? "null" : canonical(raw)}\n`;
+    } catch (err) {
+      throw invalid(`body.${name}: ${err.message}`);
+    }
+  }
+  return { input: field("input"), request };
 }
 
 async function getTask({ req, res, rawId, store, config }) {
@@ -291,17 +325,46 @@ async function events({ req, res, query, rawId, store, config }) {
 // ---- POST /v1/tasks/{id}/callbacks ---------------------------------------------
 
 async function callback({ req, res, rawId, store, config }) {
-  const raw = await readBody(req);
-  // The signature first, on the raw bytes: an unsigned request learns nothing more.
-  const callbackId = verify(config.secretKey, req.headers, raw);
-  const taskId = taskIdFrom(rawId);
-  checkId("webhook-id", callbackId, "latin1");
-  const event = parseJson(raw, "event");
-  if (event === null || typeof event !== "object" || Array.isArray(event)) {
-    throw invalid(`event: must be a JSON object, got ${typeOf(event)}`);
+  // PROTOCOL.md §Executor callback, "Order of the checks": nothing of a
+  // request nobody signed is kept, and it learns nothing.
+  let signed;
+  let taskId;
+  let tenant;
+  let raw;
+  try {
+    // 1. The headers, before any of the body is read.
+    signed = checkHeaders(req.headersDistinct);
+    checkId("webhook-id", signed.id, "latin1");
+    taskId = taskIdFrom(rawId);
+    if (Number(req.headers["content-length"] ?? 0) > BODY_LIMIT) throw tooLarge();
+    // 2. The secrets of the task's tenant. An unknown task has none: its
+    // body is hashed with a key nobody holds and dropped, and the answer
+    // is a wrong signature's, so existence is not revealed.
+    tenant = store.tenantOf(taskId);
+    const keys = tenant === undefined ? [] : config.keyring.keysOf(tenant);
+    const check = keys.length > 0 ? verifier(signed, keys) : verifier(signed, [config.keyring.decoy], { decoy: true });
+    // 3. The body, in time, hashed as it arrives.
+    raw = await readBody(req, { timeoutMs: config.callbackBodyTimeoutMs, onChunk: check.update, keep: keys.length > 0 });
+    if (!check.finish()) {
+      throw unauthorized(`webhook-signature: no valid signature for task ${quoted(taskId)} (check the secret of the task's tenant, and the task id)`);
+    }
+  } catch (err) {
+    // Answered before the whole body was read: do not keep the connection.
+    if (err instanceof HttpError && raw === undefined) err.headers = { ...err.headers, connection: "close" };
+    throw err;
   }
-  // Invalid events (400) and unknown tasks (404) come back from the core.
-  const t = store.callback(taskId, callbackId, event);
+  // 4. The task the body is signed for, then the event.
+  const body = parseJson(raw, "event");
+  if (body === null || typeof body !== "object" || Array.isArray(body)) {
+    throw invalid(`event: must be a JSON object, got ${typeOf(body)}`);
+  }
+  const { taskId: named, ...event } = body;
+  if (named === undefined || named === null) throw invalid("event.taskId: required: the task this callback is for");
+  if (typeof named !== "string") throw invalid(`event.taskId: expected a string, got ${typeOf(named)}`);
+  if (named !== taskId) throw unauthorized(`event.taskId: the body is signed for task ${quoted(named)}, not for this one`);
+  // 5. The callback id against the tenant's other tasks (422), then the
+  // core: invalid events (400) come back from it.
+  const t = store.callback(tenant, taskId, signed.id, event);
   sendJson(res, 200, {
     changed: t.changed,
     duplicate: t.duplicate,

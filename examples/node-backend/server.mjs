@@ -7,7 +7,7 @@
 import { createServer } from "node:http";
 import { parseArgs } from "node:util";
 import { createApp } from "./routes.mjs";
-import { DEV_SECRET, secretKey } from "./sign.mjs";
+import { Keyring } from "./sign.mjs";
 import { StorageError, Store } from "./store.mjs";
 
 const USAGE = `usage: node examples/node-backend/server.mjs [options]
@@ -19,8 +19,14 @@ A taskwire backend (PROTOCOL.md) on node:http and the taskwire npm package.
                              on start (default: memory only, lost on exit)
   --token TOKEN=TENANT       a bearer token and its tenant; repeatable
                              (default demo=demo)
-  --callback-secret whsec_…  Standard Webhooks secret executors sign callbacks
-                             with (default: the public development secret)
+  --callback-secret [TENANT=]whsec_…
+                             Standard Webhooks secret executors sign callbacks
+                             with: TENANT=… for that tenant's tasks, bare for
+                             every tenant without its own; repeatable (a
+                             rotation lists two; both are accepted)
+                             (default: the public development secret, shared)
+  --callback-body-timeout-ms N
+                             how long a callback body may take (default 10000)
   --retention N              resume window in versions (default 8)
   --cors-origin ORIGIN       a browser origin allowed by CORS; repeatable; * for any
   --heartbeat-ms N           SSE heartbeat interval (default 15000)
@@ -37,7 +43,8 @@ function configure(argv) {
         listen: { type: "string", default: "127.0.0.1:8081" },
         data: { type: "string" },
         token: { type: "string", multiple: true, default: ["demo=demo"] },
-        "callback-secret": { type: "string", default: DEV_SECRET },
+        "callback-secret": { type: "string", multiple: true, default: [] },
+        "callback-body-timeout-ms": { type: "string", default: "10000" },
         retention: { type: "string", default: "8" },
         "cors-origin": { type: "string", multiple: true, default: [] },
         "heartbeat-ms": { type: "string", default: "15000" },
@@ -59,8 +66,8 @@ function configure(argv) {
       listen: address(values.listen),
       dataDir: values.data,
       tokens,
-      secretKey: secretKey(values["callback-secret"]),
-      devSecret: values["callback-secret"] === DEV_SECRET,
+      keyring: new Keyring(values["callback-secret"], tokens.values()),
+      callbackBodyTimeoutMs: Math.max(1, count("--callback-body-timeout-ms", values["callback-body-timeout-ms"])),
       retention: count("--retention", values.retention),
       corsOrigins: values["cors-origin"],
       heartbeatMs: Math.max(1, count("--heartbeat-ms", values["heartbeat-ms"])),
@@ -143,7 +150,7 @@ async function main() {
       `  retention: ${config.retention} versions`,
     ];
     if (config.corsOrigins.length > 0) lines.push(`  cors:      ${config.corsOrigins.join(", ")}`);
-    if (config.devSecret) lines.push("  callback secret: the public development secret (set --callback-secret)");
+    if (config.keyring.development) lines.push("  callback secret: the public development secret (set --callback-secret)");
     console.log(lines.join("\n")); // one write: whoever waits for the banner gets all of it
   });
   server.on("error", (err) => {

@@ -12,7 +12,8 @@
 // records), so the replay rebuilds exactly the state that was acknowledged.
 //
 // Records (one JSON line each, see README.md):
-//   {"op":"create","id","tenant","nowMs","ttlMs","maxAttempts","kind"?,"input"?,"key"?}
+//   {"op":"create","id","tenant","nowMs","ttlMs","maxAttempts","kind"?,"inputJson"?,"key"?,"request"?}
+//   (journals written before exact input have "input" as a JSON value, no "request")
 //   {"op":"callback","taskId","callbackId","event","version"}
 //   {"op":"deliver","tenant","taskId","key","nowMs"}
 //   {"op":"expire","nowMs","ids"}
@@ -34,10 +35,16 @@ export class StorageError extends Error {
 export class Store {
   #book;
   #journal;
-  /** taskId → {tenant, kind, input} */
+  /** taskId → {tenant, kind, input}; `input` is JSON text, exactly as sent */
   #tasks = new Map();
   /** JSON [tenant, key] → {taskId, request} (create idempotency) */
   #createKeys = new Map();
+  /**
+   * JSON [tenant, callbackId] → the task the id is remembered on. The book
+   * scopes callback ids to their task; over HTTP a tenant's id belongs to
+   * one task (PROTOCOL.md §Executor callback).
+   */
+  #callbackOwners = new Map();
   /** tenant → notifications, seq ascending */
   #feeds = new Map();
   #seq = 0;
@@ -77,15 +84,21 @@ export class Store {
 
   // ---- reads ---------------------------------------------------------------
 
+  /** The tenant that owns `taskId`, or undefined for an unknown task. */
+  tenantOf(taskId) {
+    return this.#tasks.get(taskId)?.tenant;
+  }
+
   /** True when `taskId` exists and belongs to `tenant` (else: 404 for them). */
   owns(tenant, taskId) {
     return this.#tasks.get(taskId)?.tenant === tenant;
   }
 
-  /** The task as GET and create answer it: the TaskView plus kind and input. */
+  /** The task as GET and create answer it, as JSON text: the TaskView plus kind and input (byte for byte as sent). */
   taskJson(taskId) {
     const { kind, input } = this.#tasks.get(taskId);
-    return { ...this.#view(taskId), ...(kind !== undefined && { kind }), ...(input !== undefined && { input }) };
+    const text = JSON.stringify({ ...this.#view(taskId), ...(kind !== undefined && { kind }) });
+    return input === undefined ? text : `${text.slice(0, -1)},"input":${input}}`;
   }
 
   /** The resume answer for `cursor` (an object), or a snapshot when asked. */
@@ -123,28 +136,44 @@ export class Store {
 
   /**
    * Creates a task for `tenant`, or (same Idempotency-Key, same request)
-   * answers the task the key made. Returns {task, created}.
+   * answers the task the key made. `input` is JSON text; `idem` is
+   * {key, request, legacyRequest} (see routes.mjs) or undefined. Returns
+   * {task (JSON text), created}.
    */
-  create(tenant, { id, nowMs, ttlMs, maxAttempts, kind, input }, key) {
-    if (key !== undefined) {
-      const known = this.#createKeys.get(JSON.stringify([tenant, key]));
+  create(tenant, { id, nowMs, ttlMs, maxAttempts, kind, input }, idem) {
+    if (idem !== undefined) {
+      const known = this.#createKeys.get(JSON.stringify([tenant, idem.key]));
       if (known) {
-        if (known.request !== createRequest({ ttlMs, maxAttempts, kind, input })) {
-          throw new HttpError(422, "idempotency-key-reused", `Idempotency-Key: ${quoted(key)} was used with a different body`);
+        // Keys of old journals hold the double-based form (see legacyCreateRequest).
+        const same = known.request.startsWith(EXACT_REQUEST) ? known.request === idem.request : known.request === idem.legacyRequest;
+        if (!same) {
+          throw new HttpError(422, "idempotency-key-reused", `Idempotency-Key: ${quoted(idem.key)} was used with a different body`);
         }
         return { task: this.taskJson(known.taskId), created: false };
       }
     }
     const record = { op: "create", id, tenant, nowMs, ttlMs, maxAttempts };
     if (kind !== undefined) record.kind = kind;
-    if (input !== undefined) record.input = input;
-    if (key !== undefined) record.key = key;
+    if (input !== undefined) record.inputJson = input;
+    if (idem !== undefined) {
+      record.key = idem.key;
+      record.request = idem.request;
+    }
     this.#commit(record);
     return { task: this.taskJson(id), created: true };
   }
 
-  /** Applies an executor's event; returns the core's CallbackResult. */
-  callback(taskId, callbackId, event) {
+  /**
+   * Applies an executor's event for one of `tenant`'s tasks; returns the
+   * core's CallbackResult. A callback id the tenant used on another task
+   * is 422, and nothing is recorded.
+   */
+  callback(tenant, taskId, callbackId, event) {
+    if (this.tenantOf(taskId) !== tenant) throw new HttpError(404, "not-found", `taskId: no task with id ${quoted(taskId)}`);
+    const owner = this.#callbackOwners.get(JSON.stringify([tenant, callbackId]));
+    if (owner !== undefined && owner !== taskId) {
+      throw new HttpError(422, "callback-id-reused-for-other-task", `webhook-id: ${quoted(callbackId)} was already used for another task`);
+    }
     const record = { op: "callback", taskId, callbackId, event };
     return this.#commit(record);
   }
@@ -198,20 +227,27 @@ export class Store {
   #run(record) {
     switch (record.op) {
       case "create": {
-        const { id, tenant, nowMs, ttlMs, maxAttempts, kind, input, key } = record;
+        const { id, tenant, nowMs, ttlMs, maxAttempts, kind, key } = record;
         this.#book.create({ id, nowMs, ttlMs, maxAttempts });
+        // Old journals kept `input` as a parsed value: its text is all that is left.
+        const input = record.inputJson ?? (record.input === undefined ? undefined : JSON.stringify(record.input));
         this.#tasks.set(id, { tenant, kind, input });
         if (key !== undefined) {
           this.#createKeys.set(JSON.stringify([tenant, key]), {
             taskId: id,
-            request: createRequest({ ttlMs, maxAttempts, kind, input }),
+            request: record.request ?? legacyCreateRequest({ ttlMs, maxAttempts, kind, input: record.input }),
           });
         }
         return { result: undefined, changed: true, touched: [] };
       }
       case "callback": {
         const result = this.#book.apply(record.taskId, record.event, record.callbackId);
-        if (result.changed) this.#expect(record, "version", result.task.version);
+        if (result.changed) {
+          this.#expect(record, "version", result.task.version);
+          // The book remembers an id only when its event changed the task.
+          const { tenant } = this.#tasks.get(record.taskId);
+          this.#callbackOwners.set(JSON.stringify([tenant, record.callbackId]), record.taskId);
+        }
         this.#collectNotifications();
         return { result, changed: result.changed, touched: result.changed ? [record.taskId] : [] };
       }
@@ -273,7 +309,14 @@ export class Store {
   }
 }
 
-/** What an Idempotency-Key remembers of a create: its fields as one JSON value. */
-function createRequest({ ttlMs, maxAttempts, kind, input }) {
+/** Starts every request in the exact canonical form (routes.mjs, `exactCreate`). */
+export const EXACT_REQUEST = "exact:";
+
+/**
+ * What an Idempotency-Key remembered of a create before exact comparison:
+ * its fields as one JSON value, numbers as doubles. Kept to compare new
+ * bodies with keys from journals written then.
+ */
+export function legacyCreateRequest({ ttlMs, maxAttempts, kind, input }) {
   return canonicalJson({ ttlMs, maxAttempts, kind: kind ?? null, input: input ?? null });
 }

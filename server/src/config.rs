@@ -8,7 +8,8 @@ use std::path::PathBuf;
 
 use clap::Parser;
 
-use crate::signature::{Secret, DEV_SECRET};
+use crate::keyring::Keyring;
+use crate::signature::Secret;
 
 /// The reference taskwire backend: follow long-running tasks through
 /// disconnects, retries and duplicates (see PROTOCOL.md).
@@ -52,11 +53,36 @@ pub struct Config {
     )]
     pub tokens: Vec<String>,
 
-    /// Standard Webhooks secret (whsec_<base64>) that executor callbacks are
-    /// signed with; also signs --notify-url posts. The default is a public
-    /// development secret.
-    #[arg(long, env = "TASKWIRE_CALLBACK_SECRET", default_value = DEV_SECRET, hide_default_value = true)]
-    pub callback_secret: String,
+    /// Standard Webhooks secret (whsec_<base64>) executor callbacks are
+    /// signed with: TENANT=whsec_… for that tenant's tasks, or a bare whsec_…
+    /// shared by every tenant without one of its own. Repeatable; give a
+    /// tenant two during a rotation (both are accepted). The environment
+    /// twin takes a comma-separated list. Default: the public development
+    /// secret, shared.
+    #[arg(
+        long = "callback-secret",
+        env = "TASKWIRE_CALLBACK_SECRET",
+        value_name = "[TENANT=]whsec_…",
+        value_delimiter = ','
+    )]
+    pub callback_secrets: Vec<String>,
+
+    /// Standard Webhooks secret the --notify-url posts are signed with.
+    /// Default: the shared callback secret (a bare --callback-secret, or the
+    /// development secret); required when every tenant has its own.
+    #[arg(long, env = "TASKWIRE_NOTIFY_SECRET", value_name = "whsec_…")]
+    pub notify_secret: Option<String>,
+
+    /// How long a callback's body may take to arrive once its headers
+    /// passed, in milliseconds; past it the answer is 408 (hidden: tests
+    /// shorten it).
+    #[arg(
+        long,
+        env = "TASKWIRE_CALLBACK_BODY_TIMEOUT_MS",
+        default_value_t = 10_000,
+        hide = true
+    )]
+    pub callback_body_timeout_ms: u64,
 
     /// Resume window in versions: a client further behind gets a snapshot.
     #[arg(long, env = "TASKWIRE_RETENTION", default_value_t = 8)]
@@ -72,9 +98,41 @@ pub struct Config {
     pub cors_origins: Vec<String>,
 
     /// POST each committed notification to this http:// URL, signed like
-    /// callbacks (webhook-id = notification key), retried with backoff.
+    /// callbacks (webhook-id = notification key), retried with backoff;
+    /// for every tenant without a --tenant-notify-url of its own.
     #[arg(long, env = "TASKWIRE_NOTIFY_URL")]
     pub notify_url: Option<String>,
+
+    /// POST this tenant's notifications to its own http:// URL instead,
+    /// as TENANT=URL. Repeatable; the environment twin takes a
+    /// comma-separated list. Each receiver has its own posts in flight, so
+    /// a slow one never holds back the others.
+    #[arg(
+        long = "tenant-notify-url",
+        env = "TASKWIRE_TENANT_NOTIFY_URL",
+        value_name = "TENANT=URL",
+        value_delimiter = ','
+    )]
+    pub tenant_notify_urls: Vec<String>,
+
+    /// Notify posts: most posts in flight at once per receiver URL.
+    #[arg(long, env = "TASKWIRE_NOTIFY_IN_FLIGHT", default_value_t = 8)]
+    pub notify_in_flight: usize,
+
+    /// Notify posts: milliseconds to connect to a receiver before the
+    /// attempt counts as failed (and is retried with backoff).
+    #[arg(
+        long,
+        env = "TASKWIRE_NOTIFY_CONNECT_TIMEOUT_MS",
+        default_value_t = 2_000
+    )]
+    pub notify_connect_timeout_ms: u64,
+
+    /// Notify posts: milliseconds from the connection to a receiver's full
+    /// answer before the attempt counts as failed (and is retried with
+    /// backoff).
+    #[arg(long, env = "TASKWIRE_NOTIFY_TIMEOUT_MS", default_value_t = 5_000)]
+    pub notify_timeout_ms: u64,
 
     /// Serve the demo page and enable the in-server demo executor and the
     /// /v1/demo endpoints (see server/README.md).
@@ -107,6 +165,45 @@ pub struct Config {
     /// 1 disables group commit, for the benchmark).
     #[arg(long, env = "TASKWIRE_MAX_BATCH", default_value_t = 256, hide = true)]
     pub max_batch: usize,
+
+    /// Milliseconds a client has to send a whole request head: from the
+    /// connection's start for its first request, from the first byte for
+    /// the next ones. A slower head is cut off without an answer, so
+    /// half-sent heads (slowloris) cannot hold connections.
+    #[arg(long, env = "TASKWIRE_HEADER_TIMEOUT_MS", default_value_t = 10_000,
+          value_parser = clap::value_parser!(u64).range(1..), value_name = "MS")]
+    pub header_timeout_ms: u64,
+
+    /// Milliseconds a client has to send a request body once the server
+    /// reads it (bodies are at most 64 KiB); slower gets 408
+    /// `request-timeout` and the connection is closed.
+    #[arg(long, env = "TASKWIRE_BODY_TIMEOUT_MS", default_value_t = 10_000,
+          value_parser = clap::value_parser!(u64).range(1..), value_name = "MS")]
+    pub body_timeout_ms: u64,
+
+    /// Milliseconds a keep-alive connection may sit idle between requests
+    /// before the server closes it. Held long-polls and SSE streams are
+    /// not idle: they stay open.
+    #[arg(long, env = "TASKWIRE_IDLE_TIMEOUT_MS", default_value_t = 30_000,
+          value_parser = clap::value_parser!(u64).range(1..), value_name = "MS")]
+    pub idle_timeout_ms: u64,
+
+    /// Most open client connections; past it a new connection gets 503
+    /// `connection-limit` with Retry-After. Default and ceiling: the file
+    /// descriptor limit (RLIMIT_NOFILE, raised to its hard limit at
+    /// start-up) minus a reserve for the database, files and outgoing
+    /// connections, so accept never runs out of descriptors.
+    #[arg(long, env = "TASKWIRE_MAX_CONNECTIONS", value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_connections: Option<u64>,
+
+    /// Most held long-polls and SSE streams at once (all tenants); past it
+    /// a new one gets 503 `watch-limit` with Retry-After. Default: three
+    /// quarters of the connection limit, so the rest stays free for
+    /// creates, callbacks and reads.
+    #[arg(long, env = "TASKWIRE_MAX_WATCHERS", value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_watchers: Option<u64>,
 }
 
 impl Config {
@@ -151,8 +248,21 @@ impl Config {
         Ok(map)
     }
 
-    /// The callback secret, checked.
-    pub fn secret(&self) -> Result<Secret, String> {
-        Secret::parse(&self.callback_secret)
+    /// The callback secrets per tenant, checked against the tenants of
+    /// `tokens` (see [`Keyring`]).
+    pub fn keyring(&self, tokens: &HashMap<String, String>) -> Result<Keyring, String> {
+        Keyring::new(&self.callback_secrets, tokens.values().map(String::as_str))
+    }
+
+    /// The secret `--notify-url` posts are signed with.
+    pub fn notify_secret(&self, keyring: &Keyring) -> Result<Secret, String> {
+        match &self.notify_secret {
+            Some(text) => Secret::parse(text).map_err(|e| format!("--notify-secret: {e}")),
+            None => keyring.shared().cloned().ok_or_else(|| {
+                "--notify-secret: required with --notify-url when every tenant has its own \
+                 --callback-secret"
+                    .to_string()
+            }),
+        }
     }
 }

@@ -3,7 +3,8 @@
 //!
 //! Every handler returns `Result<_, ApiError>`, so a client error can only
 //! become one of the statuses PROTOCOL.md lists; `internal` (500) is kept
-//! for store failures, never for bad input.
+//! for bugs and corrupt data, never for bad input, and a storage outage
+//! (disk full, read-only, connection lost) is 503 `storage-unavailable`.
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -11,6 +12,12 @@ use serde_json::json;
 use taskwire_core::{Error as CoreError, ErrorCode};
 
 use crate::store::StoreError;
+
+/// `Retry-After` of a `storage-unavailable` answer. Longer than
+/// `overloaded`'s 1 s: a full or read-only disk rarely clears within a
+/// second, and a fleet of clients retrying every second would only add load
+/// to a sick store.
+pub const STORAGE_RETRY_AFTER_SECS: u32 = 5;
 
 /// An HTTP error with a stable code and a message naming the field.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,7 +28,7 @@ pub struct ApiError {
     pub code: &'static str,
     /// For humans; names the field or id involved.
     pub message: String,
-    /// Seconds for `Retry-After` (overload only).
+    /// Seconds for `Retry-After` (overload, limits, storage unavailable).
     pub retry_after: Option<u32>,
 }
 
@@ -73,6 +80,16 @@ impl ApiError {
         )
     }
 
+    /// 408 `request-timeout`: a body that did not arrive in time (the
+    /// connection is closed after the answer).
+    pub fn request_timeout(timeout_ms: u128) -> Self {
+        Self::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "request-timeout",
+            format!("body: not received within {timeout_ms} ms"),
+        )
+    }
+
     /// 413 `payload-too-large`.
     pub fn too_large(limit: usize) -> Self {
         Self::new(
@@ -87,6 +104,13 @@ impl ApiError {
         Self::new(StatusCode::UNPROCESSABLE_ENTITY, code, message)
     }
 
+    /// 429 with a code of its own and `Retry-After` (a per-caller limit).
+    pub fn too_many(code: &'static str, message: impl Into<String>, retry_after: u32) -> Self {
+        let mut e = Self::new(StatusCode::TOO_MANY_REQUESTS, code, message);
+        e.retry_after = Some(retry_after);
+        e
+    }
+
     /// 503 `overloaded` with `Retry-After: 1`.
     pub fn overloaded(message: impl Into<String>) -> Self {
         let mut e = Self::new(StatusCode::SERVICE_UNAVAILABLE, "overloaded", message);
@@ -94,7 +118,46 @@ impl ApiError {
         e
     }
 
-    /// 500 `internal`: a server bug or a failing disk, never bad input.
+    /// 503 `storage-unavailable` with `Retry-After`: the storage cannot
+    /// serve now (disk full, read-only, failing, locked; the database
+    /// connection lost or shutting down). Not a bug, not the request's
+    /// fault: the same request can succeed later.
+    pub fn storage_unavailable(detail: impl std::fmt::Display) -> Self {
+        let mut e = Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "storage-unavailable",
+            format!("store: storage unavailable, retry later ({detail})"),
+        );
+        e.retry_after = Some(STORAGE_RETRY_AFTER_SECS);
+        e
+    }
+
+    /// 503 `watch-limit`: every slot for held long-polls and SSE streams
+    /// is taken.
+    pub fn watch_limit(max: usize, retry_after_secs: u32) -> Self {
+        let mut e = Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "watch-limit",
+            format!("waitMs: the server already holds {max} long-polls and streams, its limit"),
+        );
+        e.retry_after = Some(retry_after_secs);
+        e
+    }
+
+    /// 503 `connection-limit`: the server has as many connections open as
+    /// it allows (written straight to the socket, see [`ApiError::to_http`]).
+    pub fn connection_limit(max: usize, retry_after_secs: u32) -> Self {
+        let mut e = Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "connection-limit",
+            format!("connection: the server already has {max} connections open, its limit"),
+        );
+        e.retry_after = Some(retry_after_secs);
+        e
+    }
+
+    /// 500 `internal`: a server bug or corrupt stored data, never bad
+    /// input.
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
     }
@@ -133,16 +196,53 @@ impl From<StoreError> for ApiError {
                     quoted(&key)
                 ),
             ),
+            StoreError::CallbackIdReused(id) => ApiError::unprocessable(
+                "callback-id-reused-for-other-task",
+                format!(
+                    "webhook-id: {} was already used for another task",
+                    quoted(&id)
+                ),
+            ),
             StoreError::Overloaded => ApiError::overloaded("store: too many writes queued"),
-            StoreError::Internal(message) => ApiError::internal(format!("store: {message}")),
+            StoreError::Unavailable(message) => ApiError::storage_unavailable(message),
+            StoreError::Corrupt(message) | StoreError::Internal(message) => {
+                ApiError::internal(format!("store: {message}"))
+            }
         }
+    }
+}
+
+impl ApiError {
+    /// The JSON body.
+    fn body(&self) -> serde_json::Value {
+        json!({"error": {"code": self.code, "message": self.message}})
+    }
+
+    /// The whole HTTP/1.1 response, `Connection: close`, for a socket the
+    /// server answers without reading a request (past the connection cap).
+    pub fn to_http(&self) -> Vec<u8> {
+        let body = self.body().to_string();
+        let mut head = format!(
+            "HTTP/1.1 {} {}\r\ncontent-type: application/json\r\ncache-control: no-store\r\n",
+            self.status.as_u16(),
+            self.status.canonical_reason().unwrap_or("")
+        );
+        if let Some(secs) = self.retry_after {
+            head.push_str(&format!("retry-after: {secs}\r\n"));
+        }
+        head.push_str(&format!(
+            "connection: close\r\ncontent-length: {}\r\n\r\n",
+            body.len()
+        ));
+        let mut bytes = head.into_bytes();
+        bytes.extend_from_slice(body.as_bytes());
+        bytes
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = json!({"error": {"code": self.code, "message": self.message}});
-        let mut res = (self.status, axum::Json(body)).into_response();
+        let mut res = (self.status, axum::Json(self.body())).into_response();
         // An error must not be replayed from a cache either (a 404 before a
         // create, a 503 during a burst).
         res.headers_mut()
@@ -150,6 +250,12 @@ impl IntoResponse for ApiError {
         if let Some(secs) = self.retry_after {
             res.headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        if self.status == StatusCode::REQUEST_TIMEOUT {
+            // The rest of the body is still unread: the connection cannot
+            // carry another request.
+            res.headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
         }
         res
     }

@@ -35,15 +35,29 @@ pub struct Latest {
     pub recent: VecDeque<HistoryEntry>,
 }
 
-type Slot = watch::Sender<Option<Arc<Latest>>>;
+/// One watched task: its channel, and how many [`Subscription`]s hold it.
+///
+/// The count is kept under the map's lock, by `subscribe` and by
+/// `Subscription`'s `Drop`, so the last one to go always removes the slot.
+/// (It used to be read from the channel, `receiver_count() <= 1`, but a
+/// subscription's receiver is dropped only after its `Drop` ran and
+/// released the lock: two waiters leaving at once on two threads could
+/// each still count the other's receiver, and neither removed the slot.)
+#[derive(Debug)]
+struct Slot {
+    latest: watch::Sender<Option<Arc<Latest>>>,
+    watchers: usize,
+}
 
 /// The wake-up hub shared by the store and the handlers.
 #[derive(Debug)]
 pub struct Hub {
     slots: Mutex<HashMap<String, Slot>>,
     retention: usize,
-    /// Bumped by `/v1/demo/drop-connections`: every held request aborts.
-    drops: watch::Sender<u64>,
+    /// One drop signal per tenant, bumped by `/v1/demo/drop-connections`
+    /// (that tenant's held requests abort) and at shutdown (all of them).
+    /// Tenants come from the configured tokens, so the map stays small.
+    drops: Mutex<HashMap<String, watch::Sender<u64>>>,
     /// Woken when an outbox row commits (the notify-webhook sender waits).
     pub outbox: Notify,
 }
@@ -54,7 +68,7 @@ impl Hub {
         Arc::new(Hub {
             slots: Mutex::new(HashMap::new()),
             retention: usize::try_from(retention).unwrap_or(usize::MAX).min(4096),
-            drops: watch::channel(0).0,
+            drops: Mutex::new(HashMap::new()),
             outbox: Notify::new(),
         })
     }
@@ -65,18 +79,33 @@ impl Hub {
         self.slots.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Starts watching a task. Call before reading it from the store.
-    pub fn subscribe(self: &Arc<Self>, id: &str) -> Subscription {
-        let rx = self
-            .slots()
-            .entry(id.to_string())
-            .or_insert_with(|| watch::channel(None).0)
+    fn drops(&self) -> MutexGuard<'_, HashMap<String, watch::Sender<u64>>> {
+        // As for `slots`: a map of channels survives a panic elsewhere.
+        self.drops.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Starts watching a task for `tenant` (whose drop signal it listens
+    /// to). Call before reading the task from the store.
+    pub fn subscribe(self: &Arc<Self>, id: &str, tenant: &str) -> Subscription {
+        let drops = self
+            .drops()
+            .entry(tenant.to_string())
+            .or_insert_with(|| watch::channel(0).0)
             .subscribe();
+        let rx = {
+            let mut slots = self.slots();
+            let slot = slots.entry(id.to_string()).or_insert_with(|| Slot {
+                latest: watch::channel(None).0,
+                watchers: 0,
+            });
+            slot.watchers += 1;
+            slot.latest.subscribe()
+        };
         Subscription {
             hub: Arc::clone(self),
             id: id.to_string(),
             rx,
-            drops: self.drops.subscribe(),
+            drops,
         }
     }
 
@@ -92,7 +121,7 @@ impl Hub {
                 continue;
             };
             let retention = self.retention;
-            slot.send_if_modified(|latest| {
+            slot.latest.send_if_modified(|latest| {
                 // Several commits may publish concurrently (PostgreSQL has
                 // more than one writer, and the listener publishes other
                 // instances' commits): never go back to an older version.
@@ -134,7 +163,7 @@ impl Hub {
             return;
         };
         let retention = self.retention;
-        slot.send_if_modified(|latest| {
+        slot.latest.send_if_modified(|latest| {
             let old = latest.as_deref();
             if old.is_some_and(|old| old.view.version >= view.version) {
                 return false;
@@ -185,7 +214,7 @@ impl Hub {
             .map(|id| {
                 let known = slots
                     .get(id)
-                    .map(|slot| slot.borrow().as_deref().map(|l| l.view.version));
+                    .map(|slot| slot.latest.borrow().as_deref().map(|l| l.view.version));
                 (id, known)
             })
             .collect()
@@ -196,7 +225,10 @@ impl Hub {
     pub fn watched_tasks(&self) -> Vec<(String, Option<u64>)> {
         self.slots()
             .iter()
-            .map(|(id, slot)| (id.clone(), slot.borrow().as_deref().map(|l| l.view.version)))
+            .map(|(id, slot)| {
+                let known = slot.latest.borrow().as_deref().map(|l| l.view.version);
+                (id.clone(), known)
+            })
             .collect()
     }
 
@@ -205,9 +237,29 @@ impl Hub {
         self.retention
     }
 
-    /// Makes every held long-poll and SSE stream abort its connection.
+    /// Makes every held long-poll and SSE stream abort its connection
+    /// (shutdown).
     pub fn drop_connections(&self) {
-        self.drops.send_modify(|n| *n = n.wrapping_add(1));
+        for signal in self.drops().values() {
+            signal.send_modify(|n| *n = n.wrapping_add(1));
+        }
+    }
+
+    /// Makes `tenant`'s held long-polls and SSE streams abort their
+    /// connections, and no one else's; returns how many were held.
+    pub fn drop_connections_of(&self, tenant: &str) -> usize {
+        let drops = self.drops();
+        let Some(signal) = drops.get(tenant) else {
+            return 0;
+        };
+        let held = signal.receiver_count();
+        signal.send_modify(|n| *n = n.wrapping_add(1));
+        held
+    }
+
+    /// How many requests of `tenant` wait on the hub now.
+    pub fn held_by(&self, tenant: &str) -> usize {
+        self.drops().get(tenant).map_or(0, |s| s.receiver_count())
     }
 
     /// How many tasks are watched now.
@@ -264,8 +316,14 @@ impl Subscription {
 impl Drop for Subscription {
     fn drop(&mut self) {
         let mut slots = self.hub.slots();
-        // Our own receiver is still alive here, so 1 means "only us".
-        if slots.get(&self.id).is_some_and(|s| s.receiver_count() <= 1) {
+        let last = match slots.get_mut(&self.id) {
+            Some(slot) => {
+                slot.watchers = slot.watchers.saturating_sub(1);
+                slot.watchers == 0
+            }
+            None => false,
+        };
+        if last {
             slots.remove(&self.id);
         }
     }
@@ -300,120 +358,4 @@ pub fn answer_from(latest: &Latest, cursor: u64, retention: u64) -> Option<Resum
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use taskwire_core::{create_task, CreateTask, Event, Millis};
-
-    fn view() -> TaskView {
-        create_task(&CreateTask::new("t", 0.0, 1e9, 1))
-            .unwrap()
-            .view()
-            .clone()
-    }
-
-    fn change(view: &mut TaskView, event: Event) -> Change {
-        let entry = view.step(&event).entry.unwrap();
-        Change {
-            view: view.clone(),
-            entry,
-        }
-    }
-
-    #[tokio::test]
-    async fn wakes_a_subscriber_and_answers_from_memory() {
-        let hub = Hub::new(8);
-        let mut sub = hub.subscribe("t");
-        let mut v = view();
-        let c = change(
-            &mut v,
-            Event::Start {
-                at_ms: Millis::new(1.0, "x").unwrap(),
-                worker: "w".into(),
-                attempt: None,
-                lease_ms: None,
-            },
-        );
-        let waiter = tokio::spawn(async move { sub.wait_past(0).await });
-        tokio::task::yield_now().await;
-        hub.publish(&[c]);
-        let Wake::Changed(latest) = waiter.await.unwrap() else {
-            panic!("dropped")
-        };
-        assert_eq!(latest.view.version, 1);
-        let answer = answer_from(&latest, 0, 8).unwrap();
-        assert_eq!(answer.events().len(), 1);
-        // The slot goes with its last subscriber.
-        assert_eq!(hub.watched(), 0);
-        // A cursor before what memory holds needs the store.
-        assert_eq!(
-            answer_from(&latest, 0, 8).map(|a| a.mode()),
-            Some(taskwire_core::ResumeMode::Delta)
-        );
-        let mut older = (*latest).clone();
-        older.recent.clear();
-        assert!(answer_from(&older, 0, 8).is_none());
-    }
-
-    #[tokio::test]
-    async fn publishes_never_go_back_and_reads_join_memory() {
-        let hub = Hub::new(8);
-        let sub = hub.subscribe("t");
-        let mut v = view();
-        let at = |ms: f64| Millis::new(ms, "x").unwrap();
-        let c1 = change(
-            &mut v,
-            Event::Start {
-                at_ms: at(1.0),
-                worker: "w".into(),
-                attempt: None,
-                lease_ms: None,
-            },
-        );
-        let progress = |p: u8| Event::Progress {
-            at_ms: at(1.0 + f64::from(p)),
-            progress: taskwire_core::value::Percent::new(f64::from(p), "p").unwrap(),
-            cursor: format!("c{p}"),
-            attempt: None,
-        };
-        let c2 = change(&mut v, progress(10));
-        let c3 = change(&mut v, progress(20));
-        hub.publish(std::slice::from_ref(&c1));
-        // Another instance's commits, read back: v2 and v3 join v1.
-        hub.publish_read(c3.view.clone(), vec![c2.entry.clone(), c3.entry.clone()]);
-        let latest = sub.rx.borrow().clone().unwrap();
-        assert_eq!(latest.view.version, 3);
-        assert_eq!(
-            latest.recent.iter().map(|e| e.version).collect::<Vec<_>>(),
-            vec![1, 2, 3]
-        );
-        // A late local publish of v2 does not move it back.
-        hub.publish(std::slice::from_ref(&c2));
-        hub.publish_read(c2.view.clone(), vec![c2.entry.clone()]);
-        assert_eq!(sub.rx.borrow().as_ref().unwrap().view.version, 3);
-        // A read that does not join memory (v4 missing) keeps only its own
-        // entries; a client at 3 then needs the store.
-        let c4 = change(&mut v, progress(30));
-        let c5 = change(&mut v, progress(40));
-        hub.publish_read(c5.view.clone(), vec![c5.entry.clone()]);
-        let latest = sub.rx.borrow().clone().unwrap();
-        assert_eq!(latest.view.version, 5);
-        assert!(answer_from(&latest, 3, 8).is_none(), "needs the store");
-        assert_eq!(latest.recent.len(), 1);
-        let _ = c4;
-        assert_eq!(
-            hub.known_versions(["t", "u"]),
-            vec![("t", Some(Some(5))), ("u", None)]
-        );
-        assert_eq!(hub.watched_tasks(), vec![("t".to_string(), Some(5))]);
-    }
-
-    #[tokio::test]
-    async fn drop_connections_releases_waiters() {
-        let hub = Hub::new(8);
-        let mut sub = hub.subscribe("t");
-        let waiter = tokio::spawn(async move { sub.wait_past(0).await });
-        tokio::task::yield_now().await;
-        hub.drop_connections();
-        assert_eq!(waiter.await.unwrap(), Wake::Dropped);
-    }
-}
+mod tests;

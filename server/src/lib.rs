@@ -10,11 +10,14 @@
 //!   [`store::postgres`] implement it.
 //! - [`hub`]: wake-ups from local commits and, via LISTEN/NOTIFY, other
 //!   instances' commits.
-//! - [`routes`]: the HTTP API; [`auth`] and [`signature`] guard it.
-//! - [`serve`]: the HTTP/1 connection loop.
+//! - [`routes`]: the HTTP API; [`auth`], [`signature`] and [`keyring`]
+//!   guard it.
+//! - [`serve`]: the HTTP/1 connection loop, keeping [`limits`] (timeouts,
+//!   connection and held-watch caps).
 //! - [`sweeper`]: expires tasks at their TTL.
-//! - [`notify`]: posts outbox rows to `--notify-url`.
+//! - [`notify`]: posts outbox rows to `--notify-url` / `--tenant-notify-url`.
 //! - [`client`]: a small HTTP client (tests, load tool, webhook).
+//! - [`exact_json`]: `input` kept and compared as the exact JSON sent.
 //! - [`demo`]: `--demo`'s page, in-server executor and endpoints.
 
 #![forbid(unsafe_code)]
@@ -24,7 +27,10 @@ pub mod client;
 pub mod config;
 pub mod demo;
 pub mod error;
+pub mod exact_json;
 pub mod hub;
+pub mod keyring;
+pub mod limits;
 pub mod notify;
 pub mod routes;
 pub mod serve;
@@ -38,13 +44,14 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 pub use config::Config;
 
 use crate::hub::Hub;
+use crate::keyring::Keyring;
+use crate::limits::{Limits, Watchers};
 use crate::signature::Secret;
 use crate::stats::Stats;
 use crate::store::Store;
@@ -57,20 +64,28 @@ pub struct Inner {
     pub hub: Arc<Hub>,
     /// Bearer token → tenant.
     pub tokens: HashMap<String, String>,
-    /// Callback signing secret.
-    pub secret: Secret,
+    /// Callback secrets per tenant.
+    pub keyring: Keyring,
+    /// What `--notify-url` posts are signed with (with `--notify-url`).
+    pub notify_secret: Option<Secret>,
     /// Resume window, in versions.
     pub retention: u64,
     /// SSE heartbeat interval.
     pub heartbeat_ms: u64,
     /// Origins allowed by CORS.
     pub cors_origins: Vec<String>,
-    /// Callback counters.
+    /// Callback counters, all tenants together (never served to a tenant).
     pub stats: Stats,
+    /// `--demo`'s per-tenant counters and workload limits.
+    pub demo: Arc<demo::Demo>,
     /// The configuration it started with.
     pub config: Config,
     /// The address actually bound (the demo executor calls back to it).
     pub addr: SocketAddr,
+    /// Timeouts and caps, resolved at start-up.
+    pub limits: Limits,
+    /// Held long-polls and SSE streams, counted against their cap.
+    pub watchers: Arc<Watchers>,
 }
 
 /// Shared application state.
@@ -112,10 +127,16 @@ impl Server {
 /// Opens the store, binds `config.listen` and starts serving.
 pub async fn start(config: Config) -> Result<Server, String> {
     let tokens = config.token_map()?;
-    let secret = config.secret()?;
+    let keyring = config.keyring(&tokens)?;
+    let receivers = notify::receivers(config.notify_url.as_deref(), &config.tenant_notify_urls)?;
+    let notify_secret = match receivers.is_empty() {
+        false => Some(config.notify_secret(&keyring)?),
+        true => None,
+    };
+    let limits = Limits::resolve(&config);
     let hub = Hub::new(config.retention);
     let store = store::open(&config, Arc::clone(&hub)).await?;
-    let listener = TcpListener::bind(&config.listen)
+    let listener = serve::bind(&config.listen)
         .await
         .map_err(|e| format!("--listen {}: {e}", config.listen))?;
     let addr = listener
@@ -125,25 +146,27 @@ pub async fn start(config: Config) -> Result<Server, String> {
         store,
         hub,
         tokens,
-        secret,
+        keyring,
+        notify_secret,
         retention: config.retention,
         heartbeat_ms: config.heartbeat_ms,
         cors_origins: config.cors_origins.clone(),
         stats: Stats::default(),
+        demo: Arc::default(),
         config: config.clone(),
         addr,
+        watchers: Watchers::new(limits.max_watchers),
+        limits,
     });
     let mut background = vec![tokio::spawn(sweeper::run(
         Arc::clone(&state),
         Duration::from_millis(config.sweep_ms.max(10)),
     ))];
-    if let Some(url) = &config.notify_url {
-        let (authority, path) =
-            client::split_http_url(url).map_err(|e| format!("--notify-url {e}"))?;
+    if !receivers.is_empty() {
         background.push(tokio::spawn(notify::run(
             Arc::clone(&state),
-            authority,
-            path,
+            receivers,
+            notify::Sending::from_config(&config),
         )));
     }
     let app = routes::router(Arc::clone(&state));

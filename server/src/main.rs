@@ -48,7 +48,8 @@ async fn serve(config: Config) {
             std::process::exit(2);
         }
     };
-    print_banner(&config, server.addr);
+    print_banner(&config, &server);
+    print_limits(&server.state.limits);
     tokio::select! {
         res = server.wait() => {
             if let Err(e) = res {
@@ -60,8 +61,8 @@ async fn serve(config: Config) {
     }
 }
 
-fn print_banner(config: &Config, addr: std::net::SocketAddr) {
-    say!("taskwire-server listening on http://{addr}");
+fn print_banner(config: &Config, server: &taskwire_server::Server) {
+    say!("taskwire-server listening on http://{}", server.addr);
     say!("  data:       {}", config.data_description());
     let tenants: Vec<String> = config
         .tokens
@@ -74,12 +75,13 @@ fn print_banner(config: &Config, addr: std::net::SocketAddr) {
         })
         .collect();
     say!("  tokens:     {}", tenants.join(", "));
-    if config.callback_secret == DEV_SECRET {
+    let keyring = &server.state.keyring;
+    if keyring.is_development() {
         say!(
             "  callbacks:  signed with the DEVELOPMENT secret {DEV_SECRET} (set --callback-secret)"
         );
     } else {
-        say!("  callbacks:  signed with the configured secret");
+        say!("  callbacks:  signed with {}", keyring.describe());
     }
     say!("  retention:  {} versions", config.retention);
     if !config.cors_origins.is_empty() {
@@ -107,5 +109,26 @@ fn print_banner(config: &Config, addr: std::net::SocketAddr) {
     if let Some(url) = &config.notify_url {
         say!("  notify:     {url}");
     }
+    for pair in &config.tenant_notify_urls {
+        say!("  notify:     {pair}");
+    }
     // Flushed line by line: tests and scripts wait for "listening on".
+}
+
+fn print_limits(limits: &taskwire_server::limits::Limits) {
+    let fds = limits
+        .fds
+        .soft
+        .map_or(String::new(), |soft| format!(" (RLIMIT_NOFILE {soft})"));
+    say!(
+        "  limits:     {} connections{fds}, {} held watches; head {} ms, body {} ms, idle {} ms",
+        limits.max_connections,
+        limits.max_watchers,
+        limits.header_timeout.as_millis(),
+        limits.body_timeout.as_millis(),
+        limits.idle_timeout.as_millis()
+    );
+    for note in &limits.notes {
+        say!("              {note}");
+    }
 }

@@ -13,11 +13,28 @@
 //! Here the router is built once (cloning it is an `Arc` clone) and hyper's
 //! HTTP/1 connection is used directly: the server only speaks HTTP/1.1
 //! (axum's `http2` feature was never enabled, so nothing is lost).
+//!
+//! The limits of [`crate::limits`] are kept here: each connection task
+//! closes its socket when the deadline of its [`phase`] passes (a head
+//! not received in time, or an idle keep-alive connection), every request
+//! body is read under the body timeout, and at the connection cap a new
+//! connection takes the slot of an idle or slow one ([`reclaim`]) or, when
+//! there is none, is answered 503 ([`refuse`]) instead of being served.
+
+mod phase;
+mod reclaim;
+mod refuse;
+
+pub use phase::{body_timed_out, BodyTimedOut};
+pub use reclaim::MIN_AGE_MS as RECLAIM_MIN_AGE_MS;
+pub use refuse::CONNECTION_RETRY_AFTER_SECS;
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::io::{self, Write};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -31,12 +48,58 @@ use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::{oneshot, watch};
+use tokio::time::{Instant, Sleep};
 use tower_service::Service;
 
+use self::phase::{Activity, Busy, Phase, Seen, TimedBody, Tracked, Watched};
+use self::reclaim::Reclaimer;
+use self::refuse::Refuser;
+use crate::limits::Limits;
 use crate::routes::cors::Cors;
 use crate::AppState;
+
+/// hyper's per-connection buffer limit (see [`serve`]).
+const MAX_BUF_BYTES: usize = 16 * 1024;
+
+/// The largest request head (request line and headers) accepted; a larger
+/// one gets 431 and the connection is closed. hyper's default is its
+/// ~400 KB buffer limit, which 20,000 slow connections could each fill
+/// (8 GB); our heads are a few hundred bytes. 16 KiB, as Node.js.
+pub const MAX_HEAD_BYTES: usize = 16 * 1024;
+
+/// Connections the kernel may queue for `accept` (capped by
+/// `net.core.somaxconn`, 4096 on current Linux). tokio's `bind` asks for
+/// 1,024; under a connection flood (an attacker reconnecting as fast as
+/// it is closed) a full queue drops the handshakes of normal clients too,
+/// which then wait for a SYN retransmit (1 s, then 3 s).
+pub const LISTEN_BACKLOG: u32 = 4096;
+
+/// Binds `listen` (`host:port`; the first address that binds) with
+/// [`LISTEN_BACKLOG`].
+pub async fn bind(listen: &str) -> io::Result<TcpListener> {
+    let mut last = io::Error::new(io::ErrorKind::InvalidInput, "no address to bind");
+    for addr in tokio::net::lookup_host(listen).await? {
+        let socket = if addr.is_ipv4() {
+            TcpSocket::new_v4()?
+        } else {
+            TcpSocket::new_v6()?
+        };
+        // As std and tokio do on Unix: a restarted server can bind its
+        // port while old connections are in TIME_WAIT.
+        #[cfg(unix)]
+        socket.set_reuseaddr(true)?;
+        match socket
+            .bind(addr)
+            .and_then(|()| socket.listen(LISTEN_BACKLOG))
+        {
+            Ok(listener) => return Ok(listener),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
 
 /// Serves `app` on `listener` until `shutdown` fires (or its sender is
 /// dropped); then stops accepting, lets every connection finish its
@@ -50,7 +113,18 @@ pub async fn serve(
     // `true` once shutting down; every connection task holds a receiver, so
     // `closed()` on the sender means "all connections are gone".
     let (stop_tx, stop_rx) = watch::channel(false);
-    let http = http1::Builder::new();
+    let open = Arc::new(AtomicUsize::new(0));
+    let limits = Arc::new(state.limits.clone());
+    let mut http = http1::Builder::new();
+    // hyper grows a connection's read buffer while reads fill it (8 KiB,
+    // doubling up to ~400 KiB) and keeps it for the connection's life: a
+    // body that piled up in the socket while its headers were judged (a
+    // callback waits for its task's tenant) would cost 64-128 KiB of buffer
+    // per connection. 16 KiB caps that; it is also the largest request head.
+    http.max_buf_size(MAX_BUF_BYTES);
+    http.max_header_size(MAX_HEAD_BYTES);
+    let mut refuser = Refuser::new(limits.max_connections);
+    let mut reclaimer = Reclaimer::default();
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
         let stream = tokio::select! {
@@ -63,11 +137,29 @@ pub async fn serve(
             },
             _ = &mut shutdown => break,
         };
+        let now_open = open.load(Ordering::Relaxed);
+        if now_open >= limits.max_connections {
+            // Room is made by closing an idle or slow connection, if any;
+            // else (or with too many such closes still under way) 503.
+            let room = now_open < limits.max_connections + reclaim::MAX_RECLAIMING
+                && reclaimer.reclaim_one();
+            if !room {
+                refuser.refuse(stream);
+                continue;
+            }
+            refuser.reclaimed();
+        }
+        let counted = Open::count(&open);
         // Answers are written whole; don't let Nagle hold a small one back.
         let _ = stream.set_nodelay(true);
+        let activity = Activity::new();
+        reclaimer.track(&activity);
         let router = app.clone();
         let state = state.clone();
+        let on_request = Arc::clone(&activity);
+        let body_timeout = limits.body_timeout;
         let service = service_fn(move |req: Request<Incoming>| {
+            let busy = Busy::start(&on_request);
             let cors = Cors::of(&state, &req);
             // A combinator rather than an `async` block: the block would
             // store the router's future twice (captured, then moved into its
@@ -76,18 +168,21 @@ pub async fn serve(
             if cors.preflight() {
                 let mut res = StatusCode::NO_CONTENT.into_response();
                 cors.apply(&mut res);
-                Either::Right(future::ready(Ok(res)))
+                Either::Right(future::ready(Ok(res.map(|b| Tracked::new(b, busy)))))
             } else {
                 // `Router::call` is always ready; cloning it is an Arc clone.
-                let routed = router.clone().call(req.map(Body::new));
+                let activity = Arc::clone(&on_request);
+                let req = req.map(|body| Body::new(TimedBody::new(body, body_timeout, activity)));
+                let routed = router.clone().call(req);
                 Either::Left(routed.map(move |res: Result<Response, Infallible>| {
                     let mut res = res.unwrap_or_else(|never| match never {});
                     cors.apply(&mut res);
-                    Ok::<Response, Infallible>(res)
+                    Ok::<_, Infallible>(res.map(|b| Tracked::new(b, busy)))
                 }))
             }
         });
-        let conn = http.serve_connection(TokioIo::new(stream), service);
+        let io = TokioIo::new(Watched::new(stream, Arc::clone(&activity)));
+        let conn = http.serve_connection(io, service);
         let mut stop = stop_rx.clone();
         let stopping: StopFuture = Box::pin(async move {
             let _ = stop.wait_for(|stopping| *stopping).await;
@@ -95,6 +190,11 @@ pub async fn serve(
         tokio::spawn(Serving {
             conn,
             stopping: Some(stopping),
+            seen: activity.seen(),
+            deadline: tokio::time::sleep(limits.header_timeout),
+            activity,
+            limits: Arc::clone(&limits),
+            _counted: counted,
             _alive: stop_rx.clone(),
         });
     }
@@ -107,18 +207,31 @@ pub async fn serve(
 
 type StopFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
 
-/// One connection's task: the hyper connection, told to shut down
-/// gracefully when the server stops.
-///
-/// A plain struct rather than an `async` block: the block would hold the
-/// connection twice (the captured value and the pinned one it is moved
-/// into), ~650 bytes more for every open connection.
-struct Serving<C> {
-    conn: C,
-    /// Resolves when the server stops; `None` once the connection was told.
-    stopping: Option<StopFuture>,
-    /// Held until the connection ends: the server waits for all of these.
-    _alive: watch::Receiver<bool>,
+pin_project_lite::pin_project! {
+    /// One connection's task: the hyper connection, closed when its
+    /// phase's deadline passes, and told to shut down gracefully when the
+    /// server stops.
+    ///
+    /// A plain struct rather than an `async` block: the block would hold the
+    /// connection twice (the captured value and the pinned one it is moved
+    /// into), ~650 bytes more for every open connection.
+    struct Serving<C> {
+        conn: C,
+        // Resolves when the server stops; `None` once the connection was told.
+        stopping: Option<StopFuture>,
+        // What the connection was doing when last polled.
+        seen: Seen,
+        // When the current phase's time is up (ignored while busy). Inline,
+        // not boxed: the task is boxed once by `tokio::spawn` anyway.
+        #[pin]
+        deadline: Sleep,
+        activity: Arc<Activity>,
+        limits: Arc<Limits>,
+        // Counts the connection against the cap until it ends.
+        _counted: Open,
+        // Held until the connection ends: the server waits for all of these.
+        _alive: watch::Receiver<bool>,
+    }
 }
 
 impl<C> Future for Serving<C>
@@ -128,15 +241,68 @@ where
     type Output = ();
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let this = self.get_mut();
-        if let Some(stopping) = &mut this.stopping {
+        let mut this = self.project();
+        this.activity.register(cx.waker());
+        if let Some(stopping) = this.stopping {
             if stopping.as_mut().poll(cx).is_ready() {
-                this.stopping = None;
+                *this.stopping = None;
                 this.conn.shutdown_gracefully();
             }
         }
         // Errors are the client's (reset, bad request): nothing to do.
-        Pin::new(&mut this.conn).poll(cx).map(|_| ())
+        if Pin::new(&mut *this.conn).poll(cx).is_ready() {
+            return Poll::Ready(());
+        }
+        // Every phase change happens inside the poll above (reads, the
+        // service call, the response body dropped), so this sees them all.
+        let now = this.activity.seen();
+        if now != *this.seen {
+            *this.seen = now;
+            let timeout = match now.phase() {
+                Phase::Head => Some(this.limits.header_timeout),
+                Phase::Idle => Some(this.limits.idle_timeout),
+                // The body has its own timer (`TimedBody`).
+                Phase::Busy | Phase::Body => None,
+            };
+            if let Some(timeout) = timeout {
+                this.deadline.as_mut().reset(Instant::now() + timeout);
+            }
+        }
+        // Asked to make room at the connection cap: close, unless a request
+        // is being handled (then once it is answered); a request still
+        // waiting for its body is closed like a slow head.
+        if now.phase() != Phase::Busy && this.activity.is_reclaimed() {
+            return Poll::Ready(());
+        }
+        // Busy or reading a body: the request is bounded elsewhere (waitMs,
+        // the body timeout, the held-watch cap). A deadline armed before may still wake the
+        // task once; it is not polled, so it does nothing.
+        let timed = matches!(now.phase(), Phase::Head | Phase::Idle);
+        if timed && this.deadline.poll(cx).is_ready() {
+            // Time is up for a head or an idle keep-alive connection:
+            // dropping the connection closes the socket, without an answer
+            // (no request to answer; RFC 9112 §9.5 lets a server close an
+            // idle connection at any time).
+            return Poll::Ready(());
+        }
+        Poll::Pending
+    }
+}
+
+/// One open connection, counted against `--max-connections` while it
+/// lives (only the accept loop adds, so a relaxed count is exact there).
+struct Open(Arc<AtomicUsize>);
+
+impl Open {
+    fn count(open: &Arc<AtomicUsize>) -> Self {
+        open.fetch_add(1, Ordering::Relaxed);
+        Open(Arc::clone(open))
+    }
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

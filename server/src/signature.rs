@@ -6,13 +6,20 @@
 //! sent during a key rotation; one valid one suffices). The secret is
 //! `whsec_<base64 key>`.
 //!
-//! Verification works on the raw body bytes, before anything parses them,
-//! so an unsigned request never reaches the JSON parser or the store.
+//! A callback is checked in two steps, so that an unauthenticated request
+//! is refused before any of its body is read, and a body is never parsed
+//! before its signature is known to be good:
+//! 1. [`SignedHeaders::parse`], on the headers alone: each of the three
+//!    exactly once, a timestamp within [`TOLERANCE_SECS`], at least one
+//!    well-formed `v1` signature.
+//! 2. A [`Verifier`], fed the raw body as it arrives, for the secrets of
+//!    the task's tenant; [`Verifier::finish`] compares in constant time.
 
 use axum::http::HeaderMap;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use hmac::{Hmac, Mac};
+use serde_json::Value;
 use sha2::Sha256;
 
 type HmacSha256 = Hmac<Sha256>;
@@ -24,16 +31,28 @@ pub const TOLERANCE_SECS: i64 = 5 * 60;
 /// start-up; never use it outside a laptop.
 pub const DEV_SECRET: &str = "whsec_dGFza3dpcmUtZGV2LXNlY3JldC1kby1ub3QtdXNlLWluLXByb2Q=";
 
+/// An HMAC-SHA256 tag is 32 bytes; a `v1` signature of another length
+/// cannot be valid.
+const TAG_BYTES: usize = 32;
+
 /// A webhook signing key.
 #[derive(Clone)]
 pub struct Secret {
     /// The keyed HMAC state, cloned per message.
     keyed: HmacSha256,
+    /// The key itself, only to tell two configured secrets apart.
+    key: Vec<u8>,
 }
 
 impl std::fmt::Debug for Secret {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Secret(…)")
+    }
+}
+
+impl PartialEq for Secret {
+    fn eq(&self, other: &Self) -> bool {
+        self.key == other.key
     }
 }
 
@@ -53,57 +72,129 @@ impl Secret {
         if key.is_empty() {
             return Err("callback secret: key must not be empty".into());
         }
-        let keyed = HmacSha256::new_from_slice(&key)
-            .map_err(|_| "callback secret: unusable key".to_string())?;
-        Ok(Secret { keyed })
+        Self::from_key(key)
     }
 
-    fn mac(&self, id: &str, timestamp: &str, body: &[u8]) -> HmacSha256 {
+    /// A secret with a fresh random key that nobody else holds (the decoy
+    /// of [`Verifier::decoy`]).
+    pub fn random() -> Result<Self, String> {
+        let mut key = vec![0u8; TAG_BYTES];
+        getrandom::fill(&mut key).map_err(|e| format!("random key: {e}"))?;
+        Self::from_key(key)
+    }
+
+    fn from_key(key: Vec<u8>) -> Result<Self, String> {
+        let keyed = HmacSha256::new_from_slice(&key)
+            .map_err(|_| "callback secret: unusable key".to_string())?;
+        Ok(Secret { keyed, key })
+    }
+
+    /// The HMAC state after `"{id}.{timestamp}."`: the body follows.
+    fn primed(&self, id: &str, timestamp: &str) -> HmacSha256 {
         let mut mac = self.keyed.clone();
         mac.update(id.as_bytes());
         mac.update(b".");
         mac.update(timestamp.as_bytes());
         mac.update(b".");
-        mac.update(body);
         mac
     }
 
     /// The `webhook-signature` header value for a message.
     pub fn sign(&self, id: &str, timestamp: i64, body: &[u8]) -> String {
-        let tag = self
-            .mac(id, &timestamp.to_string(), body)
-            .finalize()
-            .into_bytes();
-        format!("v1,{}", STANDARD.encode(tag))
+        let mut mac = self.primed(id, &timestamp.to_string());
+        mac.update(body);
+        format!("v1,{}", STANDARD.encode(mac.finalize().into_bytes()))
     }
 
     /// The three headers for a signed message.
     pub fn headers(&self, id: &str, timestamp: i64, body: &[u8]) -> [(&'static str, String); 3] {
-        [
-            ("webhook-id", id.to_string()),
-            ("webhook-timestamp", timestamp.to_string()),
-            ("webhook-signature", self.sign(id, timestamp, body)),
-        ]
+        signed_headers(std::slice::from_ref(self), id, timestamp, body)
     }
+}
 
-    /// Checks a request's signature headers against its raw body; returns
-    /// the `webhook-id` (the callback id) when valid.
-    pub fn verify(
-        &self,
-        headers: &HeaderMap,
-        body: &[u8],
-        now_secs: i64,
-    ) -> Result<String, Refused> {
-        let get = |name: &str| -> Result<&str, Refused> {
-            headers
-                .get(name)
-                .ok_or_else(|| Refused(format!("{name}: header is required")))?
-                .to_str()
-                .map_err(|_| Refused(format!("{name}: must be visible ASCII")))
+/// The three headers for a message signed with every one of `secrets`
+/// (space-separated in one `webhook-signature`, as a sender does during a
+/// rotation).
+pub fn signed_headers(
+    secrets: &[Secret],
+    id: &str,
+    timestamp: i64,
+    body: &[u8],
+) -> [(&'static str, String); 3] {
+    let signatures: Vec<String> = secrets
+        .iter()
+        .map(|s| s.sign(id, timestamp, body))
+        .collect();
+    [
+        ("webhook-id", id.to_string()),
+        ("webhook-timestamp", timestamp.to_string()),
+        ("webhook-signature", signatures.join(" ")),
+    ]
+}
+
+/// The body an executor signs for `task_id`: the event's fields plus
+/// `taskId` (PROTOCOL.md §Executor callback), so that the signature holds
+/// only for that task. (Key order does not matter to the server.)
+pub fn callback_body(task_id: &str, event: &Value) -> String {
+    let mut body = serde_json::Map::new();
+    body.insert("taskId".into(), Value::String(task_id.to_string()));
+    if let Value::Object(fields) = event {
+        for (k, v) in fields {
+            body.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+    }
+    Value::Object(body).to_string()
+}
+
+/// The signature headers of a callback, checked before its body is read.
+#[derive(Debug, Clone)]
+pub struct SignedHeaders {
+    /// `webhook-id`: the callback id (the caller checks it as an id).
+    pub id: String,
+    timestamp: String,
+    /// The `webhook-signature` value: candidates are decoded again when
+    /// compared, so nothing per candidate is allocated before the body.
+    signatures: String,
+}
+
+/// The value of a header that must be sent exactly once: two lines would
+/// leave it to the server to pick one, and proxies pick differently.
+fn single<'h>(headers: &'h HeaderMap, name: &str) -> Result<&'h str, Refused> {
+    let mut values = headers.get_all(name).iter();
+    let value = values
+        .next()
+        .ok_or_else(|| Refused(format!("{name}: header is required")))?;
+    if values.next().is_some() {
+        let hint = if name == "webhook-signature" {
+            " (several signatures go space-separated in one header)"
+        } else {
+            ""
         };
-        let id = get("webhook-id")?;
-        let timestamp = get("webhook-timestamp")?;
-        let signatures = get("webhook-signature")?;
+        return Err(Refused(format!("{name}: header sent more than once{hint}")));
+    }
+    value
+        .to_str()
+        .map_err(|_| Refused(format!("{name}: must be visible ASCII")))
+}
+
+/// A `v1,<base64>` candidate decoded to a tag, if it is one.
+fn v1_tag(candidate: &str) -> Option<[u8; TAG_BYTES]> {
+    let b64 = candidate.strip_prefix("v1,")?;
+    // Room for any 44-character base64 (decode_slice checks the estimate).
+    let mut buf = [0u8; TAG_BYTES + 3];
+    let n = STANDARD.decode_slice(b64, &mut buf).ok()?;
+    buf.get(..n)?.try_into().ok()
+}
+
+impl SignedHeaders {
+    /// Checks the headers alone: present once each, a timestamp within the
+    /// tolerance of `now_secs`, and at least one well-formed `v1`
+    /// signature (signatures of other schemes are ignored, as Standard
+    /// Webhooks says).
+    pub fn parse(headers: &HeaderMap, now_secs: i64) -> Result<Self, Refused> {
+        let id = single(headers, "webhook-id")?;
+        let timestamp = single(headers, "webhook-timestamp")?;
+        let signatures = single(headers, "webhook-signature")?;
         let ts: i64 = timestamp
             .parse()
             .map_err(|_| Refused("webhook-timestamp: must be an integer (seconds)".into()))?;
@@ -112,19 +203,66 @@ impl Secret {
                 "webhook-timestamp: {ts} is more than {TOLERANCE_SECS} s from the server's clock"
             )));
         }
-        let mac = self.mac(id, timestamp, body);
-        let valid = signatures.split(' ').any(|candidate| {
-            candidate
-                .strip_prefix("v1,")
-                .and_then(|b64| STANDARD.decode(b64).ok())
-                // verify_slice compares in constant time.
-                .is_some_and(|tag| mac.clone().verify_slice(&tag).is_ok())
-        });
-        if valid {
-            Ok(id.to_string())
-        } else {
-            Err(Refused("webhook-signature: no valid v1 signature".into()))
+        if !signatures.split(' ').any(|c| v1_tag(c).is_some()) {
+            return Err(Refused(
+                "webhook-signature: no well-formed v1 signature (v1,<base64 of 32 bytes>)".into(),
+            ));
         }
+        Ok(SignedHeaders {
+            id: id.to_string(),
+            timestamp: timestamp.to_string(),
+            signatures: signatures.to_string(),
+        })
+    }
+
+    /// A verifier for these headers under any of `secrets`.
+    pub fn verifier(&self, secrets: &[Secret]) -> Verifier {
+        Verifier {
+            macs: secrets
+                .iter()
+                .map(|s| s.primed(&self.id, &self.timestamp))
+                .collect(),
+            decoy: false,
+        }
+    }
+
+    /// A verifier that hashes like a real one and never accepts: for a
+    /// task with no secret to check against (unknown task), so that the
+    /// answer takes as long as a wrong signature's and reveals nothing.
+    pub fn decoy(&self, key: &Secret) -> Verifier {
+        let mut v = self.verifier(std::slice::from_ref(key));
+        v.decoy = true;
+        v
+    }
+}
+
+/// HMACs of a callback under its tenant's secrets, fed the body as it
+/// arrives (nothing of the body needs to be kept to verify it).
+pub struct Verifier {
+    macs: Vec<HmacSha256>,
+    decoy: bool,
+}
+
+impl Verifier {
+    /// Feeds the next bytes of the body.
+    pub fn update(&mut self, chunk: &[u8]) {
+        for mac in &mut self.macs {
+            mac.update(chunk);
+        }
+    }
+
+    /// Whether any signature of `headers` matches any secret, once the
+    /// whole body was fed.
+    pub fn finish(self, headers: &SignedHeaders) -> bool {
+        let mut valid = false;
+        for mac in self.macs {
+            for tag in headers.signatures.split(' ').filter_map(v1_tag) {
+                // verify_slice compares in constant time; every pair is
+                // compared, so the time does not say which one matched.
+                valid |= mac.clone().verify_slice(&tag).is_ok();
+            }
+        }
+        valid && !self.decoy
     }
 }
 
@@ -136,9 +274,28 @@ mod tests {
     fn headers(pairs: &[(&'static str, String)]) -> HeaderMap {
         let mut h = HeaderMap::new();
         for (k, v) in pairs {
-            h.insert(*k, HeaderValue::from_str(v).unwrap());
+            h.append(*k, HeaderValue::from_str(v).unwrap());
         }
         h
+    }
+
+    fn verify(
+        secrets: &[Secret],
+        pairs: &[(&'static str, String)],
+        body: &[u8],
+        now: i64,
+    ) -> Result<String, Refused> {
+        let signed = SignedHeaders::parse(&headers(pairs), now)?;
+        let mut v = signed.verifier(secrets);
+        // In two pieces, as a body arrives.
+        let (a, b) = body.split_at(body.len() / 2);
+        v.update(a);
+        v.update(b);
+        if v.finish(&signed) {
+            Ok(signed.id)
+        } else {
+            Err(Refused("webhook-signature: no valid signature".into()))
+        }
     }
 
     #[test]
@@ -155,23 +312,85 @@ mod tests {
     #[test]
     fn verifies_rotates_and_refuses() {
         let secret = Secret::parse(DEV_SECRET).unwrap();
+        let one = std::slice::from_ref(&secret);
         let body = b"{}";
         let good = secret.headers("cb_1", 1000, body);
-        assert_eq!(secret.verify(&headers(&good), body, 1000).unwrap(), "cb_1");
+        assert_eq!(verify(one, &good, body, 1000).unwrap(), "cb_1");
         // Several signatures, one valid.
         let mut rotated = good.clone();
         rotated[2].1 = format!("v1,AAAA {}", good[2].1);
-        assert!(secret.verify(&headers(&rotated), body, 1200).is_ok());
+        assert!(verify(one, &rotated, body, 1200).is_ok());
+        // Several secrets (a rotation on the server side), one matches.
+        let other = Secret::random().unwrap();
+        assert!(verify(&[other.clone(), secret.clone()], &good, body, 1000).is_ok());
+        assert!(verify(std::slice::from_ref(&other), &good, body, 1000).is_err());
         // Stale, either way.
-        assert!(secret.verify(&headers(&good), body, 1000 + 301).is_err());
-        assert!(secret.verify(&headers(&good), body, 1000 - 301).is_err());
+        assert!(verify(one, &good, body, 1000 + 301).is_err());
+        assert!(verify(one, &good, body, 1000 - 301).is_err());
         // Tampered body, other id, missing header.
-        assert!(secret.verify(&headers(&good), b"{ }", 1000).is_err());
-        let mut other = good.clone();
-        other[0].1 = "cb_2".into();
-        assert!(secret.verify(&headers(&other), body, 1000).is_err());
-        let err = secret.verify(&headers(&good[1..]), body, 1000).unwrap_err();
+        assert!(verify(one, &good, b"{ }", 1000).is_err());
+        let mut other_id = good.clone();
+        other_id[0].1 = "cb_2".into();
+        assert!(verify(one, &other_id, body, 1000).is_err());
+        let err = verify(one, &good[1..], body, 1000).unwrap_err();
         assert!(err.0.starts_with("webhook-id:"), "{}", err.0);
+    }
+
+    #[test]
+    fn a_header_sent_twice_is_refused_by_name() {
+        let secret = Secret::parse(DEV_SECRET).unwrap();
+        let good = secret.headers("cb_1", 1000, b"{}");
+        for (i, name) in ["webhook-id", "webhook-timestamp", "webhook-signature"]
+            .iter()
+            .enumerate()
+        {
+            let mut twice = good.to_vec();
+            twice.push(good[i].clone());
+            let err = SignedHeaders::parse(&headers(&twice), 1000).unwrap_err();
+            assert!(
+                err.0
+                    .starts_with(&format!("{name}: header sent more than once")),
+                "{}",
+                err.0
+            );
+        }
+    }
+
+    #[test]
+    fn malformed_signatures_are_refused_before_the_body() {
+        let good = Secret::parse(DEV_SECRET)
+            .unwrap()
+            .headers("cb_1", 1000, b"{}");
+        for bad in ["", "v1,", "v1,***", "v2,AAAA", "v1,AAAA", "AAAA"] {
+            let mut h = good.clone();
+            h[2].1 = bad.into();
+            let err = SignedHeaders::parse(&headers(&h), 1000).unwrap_err();
+            assert!(
+                err.0.starts_with("webhook-signature:"),
+                "{bad:?}: {}",
+                err.0
+            );
+        }
+    }
+
+    #[test]
+    fn a_decoy_never_accepts() {
+        let key = Secret::random().unwrap();
+        let good = key.headers("cb_1", 1000, b"{}");
+        let signed = SignedHeaders::parse(&headers(&good), 1000).unwrap();
+        let mut v = signed.decoy(&key);
+        v.update(b"{}");
+        assert!(!v.finish(&signed));
+    }
+
+    #[test]
+    fn callback_bodies_name_their_task() {
+        let event = serde_json::json!({"type": "start", "atMs": 1, "worker": "w"});
+        let body: Value = serde_json::from_str(&callback_body("tsk_1", &event)).unwrap();
+        assert_eq!(
+            body,
+            serde_json::json!({"taskId": "tsk_1", "type": "start", "atMs": 1, "worker": "w"})
+        );
     }
 
     #[test]
@@ -179,5 +398,9 @@ mod tests {
         assert!(Secret::parse("abc").is_err());
         assert!(Secret::parse("whsec_***").is_err());
         assert!(Secret::parse("whsec_").is_err());
+        assert_eq!(
+            Secret::parse(DEV_SECRET).unwrap(),
+            Secret::parse(DEV_SECRET).unwrap()
+        );
     }
 }

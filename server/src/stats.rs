@@ -1,11 +1,17 @@
 //! Counters of what callbacks did, by core reason: how many duplicates the
-//! server absorbed. Served by `GET /v1/demo/stats`; cheap enough (one
-//! relaxed atomic add per callback) to keep on always.
+//! server absorbed; and of what the sweeps did (expiries, quarantined
+//! rows). The server keeps one set for all tenants (for tests and
+//! operators; never served to a tenant), and `--demo` one per tenant
+//! for its workloads, served by `GET /v1/demo/stats` (see
+//! `demo::limits`). Cheap enough (one relaxed atomic add per callback) to
+//! keep on always.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::{json, Map, Value};
 use taskwire_core::Reason;
+
+use crate::store::Quarantined;
 
 const REASONS: [Reason; 17] = [
     Reason::Started,
@@ -34,6 +40,7 @@ pub struct Stats {
     callbacks: AtomicU64,
     rejected_signatures: AtomicU64,
     expired_by_sweeper: AtomicU64,
+    quarantined_rows: AtomicU64,
 }
 
 impl Stats {
@@ -43,6 +50,17 @@ impl Stats {
         if let Some(i) = REASONS.iter().position(|r| *r == reason) {
             if let Some(counter) = self.by_reason.get(i) {
                 counter.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Counts one judged callback by its reason's wire name (as in a
+    /// callback answer); an unknown name counts as a callback only.
+    pub fn callback_named(&self, reason: &str) {
+        match REASONS.iter().find(|r| r.as_str() == reason) {
+            Some(r) => self.callback(*r),
+            None => {
+                self.callbacks.fetch_add(1, Ordering::Relaxed);
             }
         }
     }
@@ -58,8 +76,45 @@ impl Stats {
             .fetch_add(n as u64, Ordering::Relaxed);
     }
 
-    /// The JSON served by `/v1/demo/stats`.
+    /// Reports rows a sweep set aside (`by` names the sweep): one stderr
+    /// line each, naming the table, the key and the error, and the
+    /// `quarantinedRows` counter. Each row is reported once: stores return
+    /// a row only from the call that quarantined it.
+    pub fn quarantined(&self, by: &str, rows: &[Quarantined]) {
+        for row in rows {
+            eprintln!(
+                "taskwire-server: {by}: quarantined {} row {}: {} (left as it is; \
+                 delete its quarantine row once repaired)",
+                row.table, row.key, row.error
+            );
+        }
+        self.quarantined_rows
+            .fetch_add(rows.len() as u64, Ordering::Relaxed);
+    }
+
+    /// Every counter (the server-wide set).
     pub fn to_json(&self) -> Value {
+        let mut v = self.callbacks_json();
+        if let Value::Object(map) = &mut v {
+            map.insert(
+                "rejectedSignatures".into(),
+                self.rejected_signatures.load(Ordering::Relaxed).into(),
+            );
+            map.insert(
+                "expiredBySweeper".into(),
+                self.expired_by_sweeper.load(Ordering::Relaxed).into(),
+            );
+            map.insert(
+                "quarantinedRows".into(),
+                self.quarantined_rows.load(Ordering::Relaxed).into(),
+            );
+        }
+        v
+    }
+
+    /// The callback counters only: `callbacks`, `deduplicated`,
+    /// `byReason` (what `/v1/demo/stats` shows a tenant of its own).
+    pub fn callbacks_json(&self) -> Value {
         let mut reasons = Map::new();
         for (reason, counter) in REASONS.iter().zip(&self.by_reason) {
             reasons.insert(
@@ -81,8 +136,6 @@ impl Stats {
         json!({
             "callbacks": self.callbacks.load(Ordering::Relaxed),
             "deduplicated": deduplicated,
-            "rejectedSignatures": self.rejected_signatures.load(Ordering::Relaxed),
-            "expiredBySweeper": self.expired_by_sweeper.load(Ordering::Relaxed),
             "byReason": reasons,
         })
     }

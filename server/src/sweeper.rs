@@ -3,6 +3,11 @@
 //! `TaskView::expire_step`, one notification each); the store publishes
 //! the changes, so watchers wake as for any other commit.
 //!
+//! Each due row is handled on its own: one the store cannot expire (it
+//! does not parse, or disagrees with itself) is quarantined and reported
+//! once, and the others expire on time (`store::quarantine`). A storage
+//! error stops the tick; the next one retries.
+//!
 //! Ticking an indexed query (`tasks_due`, live rows only) is cheap and
 //! works unchanged for a multi-instance PostgreSQL store, where an
 //! in-memory deadline heap would not see other instances' tasks.
@@ -19,18 +24,29 @@ const BATCH: u32 = 256;
 pub async fn run(state: AppState, every: Duration) {
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // A store error is reported when it starts and when it ends, not on
+    // every tick while the disk stays full.
+    let mut failing: Option<String> = None;
     loop {
         tick.tick().await;
         loop {
             match state.store.expire_due(now_ms(), BATCH).await {
-                Ok(n) => {
-                    state.stats.swept(n);
-                    if n < BATCH as usize {
+                Ok(swept) => {
+                    if failing.take().is_some() {
+                        eprintln!("taskwire-server: sweeper: the store answers again");
+                    }
+                    state.stats.swept(swept.expired);
+                    state.stats.quarantined("sweeper", &swept.quarantined);
+                    if swept.looked_at < BATCH as usize {
                         break;
                     }
                 }
                 Err(e) => {
-                    eprintln!("taskwire-server: sweeper: {e:?}");
+                    let e = e.to_string();
+                    if failing.as_ref() != Some(&e) {
+                        eprintln!("taskwire-server: sweeper: {e} (retrying every tick)");
+                    }
+                    failing = Some(e);
                     break;
                 }
             }

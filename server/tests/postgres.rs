@@ -652,3 +652,79 @@ async fn two_instances_post_each_notification_to_the_webhook_once() {
     keys.sort();
     assert_eq!(posted, keys);
 }
+
+/// As tests/isolation.rs on SQLite: another tenant's row is filtered out
+/// by the query, never parsed (a broken row answers B with a 404).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_tenants_row_is_never_parsed_on_postgres() {
+    let Some((hs, url)) = cluster(1, |_| {}).await else {
+        return;
+    };
+    let h = &hs[0];
+    let id = h
+        .create(
+            "demo",
+            json!({"ttlMs": 3_600_000, "maxAttempts": 1, "input": {"blob": "x".repeat(54 * 1024)}}),
+        )
+        .await;
+    let admin = pg::admin(&url).await;
+    let n = admin
+        .execute(
+            "UPDATE tasks SET view = '{\"id\": broken' WHERE id = $1",
+            &[&id],
+        )
+        .await
+        .unwrap();
+    assert_eq!(n, 1);
+    assert_error(
+        &h.get("demo", &format!("/v1/tasks/{id}")).await,
+        500,
+        "internal",
+        "tasks.view",
+    );
+    for path in [
+        format!("/v1/tasks/{id}"),
+        format!("/v1/tasks/{id}/resume?cursor=0"),
+        format!("/v1/tasks/{id}/resume?cursor=0&snapshot=1"),
+        format!("/v1/tasks/{id}/events"),
+    ] {
+        assert_error(&h.get("other", &path).await, 404, "not-found", "taskId");
+    }
+    let delivery = h
+        .post(
+            "other",
+            &format!("/v1/tasks/{id}/deliveries"),
+            &[("idempotency-key", "d1")],
+            "",
+        )
+        .await;
+    assert_error(&delivery, 404, "not-found", "taskId");
+}
+
+/// As tests/exact_input.rs on SQLite: `input` comes back byte for byte,
+/// and a body differing only beyond double precision is another request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exact_input_and_exact_idempotency_on_postgres() {
+    let Some((hs, _url)) = cluster(2, |_| {}).await else {
+        return;
+    };
+    let input = r#"{"n": 9007199254740993, "big": 123456789012345678901234567890}"#;
+    let body = format!(r#"{{"ttlMs":3600000,"maxAttempts":1,"input":{input}}}"#);
+    let key = [("idempotency-key", "exact-pg")];
+    let created = hs[0].post("demo", "/v1/tasks", &key, &body).await;
+    assert_eq!(created.status, 201);
+    let id = created.json()["id"].as_str().unwrap().to_string();
+    let got = hs[1].get("demo", &format!("/v1/tasks/{id}")).await;
+    let text = std::str::from_utf8(&got.body).unwrap();
+    assert!(text.ends_with(&format!(",\"input\":{input}}}")), "{text}");
+    let replay = hs[1].post("demo", "/v1/tasks", &key, &body).await;
+    assert_eq!(replay.status, 200);
+    assert_eq!(replay.json()["id"], id.as_str());
+    let other = body.replace("9007199254740993", "9007199254740992");
+    assert_error(
+        &hs[1].post("demo", "/v1/tasks", &key, &other).await,
+        422,
+        "idempotency-key-reused",
+        "Idempotency-Key",
+    );
+}

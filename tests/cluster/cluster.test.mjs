@@ -23,7 +23,7 @@ import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { signedHeaders } from '../conformance/lib/sign.mjs';
+import { callbackBody, signedHeaders } from '../conformance/lib/sign.mjs';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SERVER =
@@ -34,7 +34,8 @@ const CLIENT = join(ROOT, 'dist', 'client', 'node.js');
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const token = () => `tok_${randomBytes(12).toString('hex')}`;
 const TOKENS = { a: token(), b: token(), c: token(), d: token() };
-const SECRET = `whsec_${randomBytes(32).toString('base64')}`;
+// Each tenant signs its callbacks with its own secret.
+const SECRETS = Object.fromEntries(Object.keys(TOKENS).map((t) => [t, `whsec_${randomBytes(32).toString('base64')}`]));
 const CORS = 'http://127.0.0.1:5173';
 
 function freePort() {
@@ -98,7 +99,7 @@ async function startInstance(url, port) {
       '--token', `${TOKENS.b}=tenant-b`,
       '--token', `${TOKENS.c}=tenant-c`,
       '--token', `${TOKENS.d}=tenant-d`,
-      '--callback-secret', SECRET,
+      ...Object.entries(SECRETS).flatMap(([t, s]) => ['--callback-secret', `tenant-${t}=${s}`]),
       '--retention', '8',
       '--cors-origin', CORS,
     ],
@@ -165,11 +166,15 @@ async function roundRobinProxy(ports) {
   };
 }
 
+/**
+ * A callback for one of tenant A's tasks; `id` is made the task's own (a
+ * tenant's callback id is refused on its other tasks).
+ */
 async function callback(base, taskId, id, event) {
-  const body = JSON.stringify(event);
+  const body = callbackBody(taskId, event);
   const res = await fetch(`${base}/v1/tasks/${taskId}/callbacks`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', ...signedHeaders(SECRET, id, body) },
+    headers: { 'content-type': 'application/json', ...signedHeaders(SECRETS.a, `${taskId}:${id}`, body) },
     body,
   });
   assert.equal(res.status, 200, await res.clone().text());
@@ -192,15 +197,16 @@ function childEnv() {
   return env;
 }
 
-function runConformance(base, token, tokenB) {
+function runConformance(base, [a, b]) {
   return new Promise((done) => {
     const child = spawn(process.execPath, [join(ROOT, 'tests', 'conformance', 'run.mjs'), base], {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: {
         ...childEnv(),
-        TASKWIRE_TOKEN: token,
-        TASKWIRE_TOKEN_B: tokenB,
-        TASKWIRE_CALLBACK_SECRET: SECRET,
+        TASKWIRE_TOKEN: TOKENS[a],
+        TASKWIRE_TOKEN_B: TOKENS[b],
+        TASKWIRE_CALLBACK_SECRET: SECRETS[a],
+        TASKWIRE_CALLBACK_SECRET_B: SECRETS[b],
         TASKWIRE_RETENTION: '8',
         TASKWIRE_CORS_ORIGIN: CORS,
       },
@@ -230,8 +236,8 @@ describe('two instances on one PostgreSQL', { timeout: 120_000 }, () => {
 
   test('the conformance suite passes against each instance', async () => {
     const [ra, rb] = await Promise.all([
-      runConformance(instances[0].base, TOKENS.a, TOKENS.b),
-      runConformance(instances[1].base, TOKENS.c, TOKENS.d),
+      runConformance(instances[0].base, ['a', 'b']),
+      runConformance(instances[1].base, ['c', 'd']),
     ]);
     for (const [name, r] of [['A', ra], ['B', rb]]) {
       const summary = r.out.split('\n').filter((l) => /^ℹ (tests|pass|fail|skipped)/.test(l));

@@ -7,9 +7,10 @@
 //
 // The backend is started as
 //   <server> --listen 127.0.0.1:PORT --data DIR --token TA=tenant-a
-//            --token TB=tenant-b --callback-secret whsec_… --retention N
-// with fresh random tokens and secret, DIR an empty directory. Its output
-// goes to server.log next to DIR, printed on failure.
+//            --token TB=tenant-b --callback-secret tenant-a=whsec_…
+//            --callback-secret tenant-b=whsec_… --retention N
+// with fresh random tokens and secrets (one per tenant), DIR an empty
+// directory. Its output goes to server.log next to DIR, printed on failure.
 
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -111,6 +112,7 @@ async function main() {
     TASKWIRE_TOKEN: token(),
     TASKWIRE_TOKEN_B: token(),
     TASKWIRE_CALLBACK_SECRET: `whsec_${randomBytes(32).toString('base64')}`,
+    TASKWIRE_CALLBACK_SECRET_B: `whsec_${randomBytes(32).toString('base64')}`,
     TASKWIRE_RETENTION: opts.retention,
   };
   const args = [
@@ -119,7 +121,8 @@ async function main() {
     '--data', data,
     '--token', `${config.TASKWIRE_TOKEN}=tenant-a`,
     '--token', `${config.TASKWIRE_TOKEN_B}=tenant-b`,
-    '--callback-secret', config.TASKWIRE_CALLBACK_SECRET,
+    '--callback-secret', `tenant-a=${config.TASKWIRE_CALLBACK_SECRET}`,
+    '--callback-secret', `tenant-b=${config.TASKWIRE_CALLBACK_SECRET_B}`,
     '--retention', opts.retention,
     ...(opts['cors-origin'] ? ['--cors-origin', opts['cors-origin']] : []),
   ];

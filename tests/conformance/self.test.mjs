@@ -53,7 +53,10 @@ test('changes(n): one changing event per version, retrying past progress 99', ()
 
 test('checkConfig: defaults and refusals', () => {
   const base = { baseUrl: 'http://127.0.0.1:8080/', token: 't', secret: 'whsec_c2VjcmV0' };
-  assert.deepEqual(checkConfig(base), { baseUrl: 'http://127.0.0.1:8080', token: 't', tokenB: null, secret: 'whsec_c2VjcmV0', retention: 8, corsOrigin: null });
+  assert.deepEqual(checkConfig(base), { baseUrl: 'http://127.0.0.1:8080', token: 't', tokenB: null, secret: 'whsec_c2VjcmV0', secretB: null, retention: 8, corsOrigin: null });
+  assert.throws(() => checkConfig({ ...base, secretB: 'whsec_Yg==' }), /--token-b/);
+  assert.throws(() => checkConfig({ ...base, tokenB: 'u', secretB: base.secret }), /another secret/);
+  assert.equal(checkConfig({ ...base, tokenB: 'u', secretB: 'whsec_Yg==' }).secretB, 'whsec_Yg==');
   assert.throws(() => checkConfig({ ...base, secret: 'nope' }), /whsec_/);
   assert.throws(() => checkConfig({ ...base, retention: '1' }), /retention/);
   assert.equal(checkConfig({ ...base, retention: '2' }).retention, 2);

@@ -1,7 +1,7 @@
 // The conformance suite as node:test tests, for any runner:
 //
 //   import { registerConformance } from './tests/conformance/suite.mjs';
-//   registerConformance({ baseUrl, token, tokenB, secret, retention });
+//   registerConformance({ baseUrl, token, tokenB, secret, secretB, retention });
 //
 // registers one suite per PROTOCOL.md section (run concurrently: every
 // check works on its own tasks) and returns a promise that settles when
@@ -21,6 +21,7 @@ import sse from './checks/sse.mjs';
 import create from './checks/create.mjs';
 import callbacks from './checks/callbacks.mjs';
 import signatures from './checks/signatures.mjs';
+import binding from './checks/binding.mjs';
 import delivery from './checks/delivery.mjs';
 import notifications from './checks/notifications.mjs';
 import isolation from './checks/isolation.mjs';
@@ -39,6 +40,7 @@ export const SECTIONS = [
   create,
   callbacks,
   signatures,
+  binding,
   delivery,
   notifications,
   isolation,
@@ -75,6 +77,7 @@ export function registerConformance(options, { feedStart } = {}) {
 
 function skipReason(check, config) {
   if (check.needsTokenB && !config.tokenB) return 'needs a second tenant (--token-b)';
+  if (check.needsSecretB && !config.secretB) return "needs tenant B's own callback secret (--callback-secret-b)";
   if (check.needsCorsOrigin && !config.corsOrigin) return 'needs an origin the backend allows (--cors-origin)';
   return false;
 }

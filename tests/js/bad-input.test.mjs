@@ -9,7 +9,13 @@ import assert from "node:assert/strict";
 import * as tw from "../../dist/full/node.js";
 import { rng } from "./rng.mjs";
 
-const { TaskBook, TaskMirror, TaskClient, createTask, applyEvent, expireTask } = tw;
+const { TaskBook, TaskMirror, TaskClient, TaskwireError, createTask, applyEvent, expireTask } = tw;
+
+function revoked() {
+  const { proxy, revoke } = Proxy.revocable({}, {});
+  revoke();
+  return proxy;
+}
 
 // The client never reaches a server here: its fetch answers 503 at once
 // (watches started by the fuzz are stopped at the end).
@@ -44,6 +50,7 @@ const SCALARS = [
   null, undefined, true, false, 0, -0, 1, -1, 1.5, NaN, Infinity, -Infinity, 2 ** 60, 2 ** 53, 2 ** 53 + 2,
   Number.MAX_VALUE, Number.MIN_VALUE, 1e-320, "", " ", "\uFEFF", "0", "1", "t", "summary", "NaN", "\ud800",
   "\u0000", "😀", HUGE, 10n, Symbol("s"), () => 1, new Date(0), /re/, new Map(), new Uint8Array(4),
+  revoked(),
 ];
 
 const TEMPLATES = {
@@ -194,4 +201,57 @@ test("no input traps the module or throws anything but a coded Error", async () 
   assert.equal(book.apply("summary", { type: "succeed", atMs: 24400, resultRef: "r", resultHash: "sha256:ab12" }, "6").reason, "duplicate-result");
   assert.deepEqual(book.resume("summary", 3).events.map((e) => e.version), [4, 5]);
   assert.equal(book.drainNotifications().length, 1);
+});
+
+test("a revoked Proxy in any argument is a coded error (it used to escape as a codeless TypeError)", () => {
+  const book = validBook();
+  const mirror = new TaskMirror("t");
+  const client = new TaskClient({ baseUrl: "http://127.0.0.1:9", fetch: offlineFetch });
+  const event = { type: "start", atMs: 1, worker: "w" };
+  const calls = {
+    "new TaskBook": (p) => new TaskBook(p),
+    "new TaskBook({retentionVersions})": (p) => new TaskBook({ retentionVersions: p }),
+    "new TaskMirror": (p) => new TaskMirror(p),
+    "new TaskClient": (p) => new TaskClient(p),
+    "new TaskClient({baseUrl})": (p) => new TaskClient({ baseUrl: p }),
+    "new TaskClient({headers})": (p) => new TaskClient({ baseUrl: "http://x", headers: p }),
+    "book.get": (p) => book.get(p),
+    "book.apply(id)": (p) => book.apply(p, event),
+    "book.apply(event)": (p) => book.apply("t", p),
+    "book.apply(callbackId)": (p) => book.apply("t", event, p),
+    "book.resume": (p) => book.resume("t", p),
+    "book.deliverResult": (p) => book.deliverResult("t", p, 1),
+    "book.expireDue": (p) => book.expireDue(p),
+    "mirror.merge": (p) => mirror.merge(p),
+    "mirror.mergeJson": (p) => mirror.mergeJson(p),
+    "TaskMirror.fromJSON": (p) => TaskMirror.fromJSON(p),
+    createTask: (p) => createTask(p),
+    "client.watch": (p) => client.watch(p),
+    "client.watch(options)": (p) => client.watch("t", p),
+  };
+  for (const [name, call] of Object.entries(calls)) {
+    assert.throws(() => call(revoked()), (e) => e instanceof TaskwireError && e.code === "invalid-request", name);
+  }
+});
+
+test("the client build (JSON.parse walked into the readers) gives coded errors for any text", async () => {
+  const small = await import("../../dist/client/node.js");
+  const mirror = new small.TaskMirror("t");
+  const r = rng(7);
+  const texts = [
+    "{", "", "null", "[]", "1e400", '{"mode":"delta","events":[],"task":{"version":1e400}}', "[".repeat(20_000) + "]".repeat(20_000),
+    '{"mode":"snapshot","events":[],"task":' + "[".repeat(100) + "]".repeat(100) + "}", '"\\ud800"', '{"mode":"caught-up","events":[]} x',
+    JSON.stringify(TEMPLATES.delta), JSON.stringify(TEMPLATES.snapshot),
+  ];
+  for (let i = 0; i < 500; i++) texts.push(safeText(arg(r)));
+  for (const text of texts) {
+    try {
+      mirror.mergeJson(text);
+    } catch (e) {
+      assert.ok(e instanceof small.TaskwireError && e.code === "invalid-request", `${text.slice(0, 60)}: ${e}`);
+    }
+  }
+  assert.throws(() => mirror.mergeJson("{"), (e) => e.code === "invalid-request" && e.message.startsWith("answer: invalid JSON"));
+  assert.throws(() => mirror.mergeJson('{"mode":"delta","events":[{"version":1,"event":{"type":"start","atMs":-1,"worker":"w"}}]}'), (e) => e.message === "answer.events[0].event.atMs: must be a finite number >= 0, got -1");
+  assert.equal(new small.TaskMirror("t").mergeJson(JSON.stringify(TEMPLATES.delta)).changed, true, "still works");
 });

@@ -217,6 +217,24 @@ test("stop(): done rejects with code stopped, status closed, no more requests", 
   assert.equal(rec.urls.length, n);
 });
 
+test("[Symbol.dispose]: stops the watch and frees it; done rejects with code stopped", async () => {
+  const rec = recording();
+  const client = new TaskClient({ baseUrl: server.baseUrl, headers: server.headers, fetch: rec.fetch });
+  const task = await newTask(new TaskClient({ baseUrl: server.baseUrl, headers: server.headers }));
+  const watch = client.watch(task.id);
+  await sleep(100); // a long-poll is now held by the server
+  assert.equal(typeof watch[Symbol.dispose], "function");
+  watch[Symbol.dispose]();
+  await assert.rejects(watch.done, (e) => e instanceof TaskwireError && e.code === "stopped");
+  assert.equal(watch.status.state, "closed");
+  const n = rec.urls.length;
+  await advance(task.id, [0, 1], "dispose");
+  await sleep(100);
+  assert.equal(rec.urls.length, n, "no request after dispose");
+  watch[Symbol.dispose](); // twice is harmless
+  watch.stop();
+});
+
 test("401 and 404 end the watch with their code; never retried", async () => {
   const rec = recording();
   const bad = new TaskClient({ baseUrl: server.baseUrl, headers: { Authorization: "Bearer wrong" }, fetch: rec.fetch });
@@ -241,7 +259,27 @@ test("createTask and deliver report the server's errors with code and status", a
   const same = await client.createTask({ ttlMs: 1000, maxAttempts: 1 }, { idempotencyKey: "c1" });
   assert.equal((await client.createTask({ ttlMs: 1000, maxAttempts: 1 }, { idempotencyKey: "c1" })).id, same.id);
   const down = new TaskClient({ baseUrl: "http://127.0.0.1:9", headers: server.headers, backoff: { initialMs: 1, maxMs: 2 } });
-  await assert.rejects(down.createTask({ ttlMs: 1000, maxAttempts: 1 }), (e) => e.code === "network");
+  await assert.rejects(down.createTask({ ttlMs: 1000, maxAttempts: 1 }), (e) => e instanceof TaskwireError && e.code === "network");
+});
+
+test("HTTP errors are TaskwireErrors made in Rust: PROTOCOL.md codes as sent, others http-<status>", async () => {
+  const answer = (status, body) => async () => new Response(body, { status });
+  const cases = [
+    [answer(418, "teapot"), "http-418", "HTTP 418"],
+    [answer(400, JSON.stringify({ error: { code: "made-up", message: "m" } })), "http-400", "m"],
+    [answer(409, JSON.stringify({ error: { code: "not-succeeded", message: "no result" } })), "not-succeeded", "no result"],
+    [answer(201, "not json"), "http-201", "HTTP 201"],
+  ];
+  for (const [fetch, code, message] of cases) {
+    const client = new TaskClient({ baseUrl: "http://127.0.0.1:9", fetch });
+    await assert.rejects(client.createTask({ ttlMs: 1000, maxAttempts: 1 }), (e) => {
+      assert.ok(e instanceof TaskwireError && e instanceof Error, String(e));
+      assert.deepEqual([e.name, e.code, e.message, e.status], ["TaskwireError", code, message, Number(code.slice(5)) || e.status]);
+      return true;
+    });
+  }
+  const w = new TaskClient({ baseUrl: "http://127.0.0.1:9", fetch: answer(403, "") }).watch("t");
+  await assert.rejects(w.done, (e) => e instanceof TaskwireError && e.code === "forbidden" && e.status === 403);
 });
 
 test("bad options are coded errors that name the field", () => {

@@ -23,9 +23,10 @@ let tarball;
 test("npm pack ships only the whitelisted files", () => {
   const [info] = JSON.parse(sh("npm", ["pack", "--json", "--pack-destination", scratch], root));
   tarball = join(scratch, info.filename);
-  const files = info.files.map((f) => f.path).sort();
+  // wasm-bindgen names the snippet directory after the crate and a hash.
+  const files = info.files.map((f) => f.path.replace(/snippets\/taskwire-wasm-[0-9a-f]+\//, "snippets/taskwire-wasm-<hash>/")).sort();
   const build = (dir, extra = []) =>
-    ["api.js", ...extra, "client.js", "exports.js", "index.js", "node.js", "taskwire_wasm.js", "taskwire_wasm_bg.wasm"].map((f) => `dist/${dir}/${f}`);
+    ["api.js", ...extra, "client.js", "error.js", "exports.js", "index.js", "node.js", "snippets/taskwire-wasm-<hash>/js/runtime.js", "taskwire_wasm.js", "taskwire_wasm_bg.wasm"].map((f) => `dist/${dir}/${f}`);
   assert.deepEqual(files, [
     "README.md",
     "dist/client.d.ts",

@@ -55,8 +55,14 @@ export async function startServer(extra = []) {
     await new Promise((r) => setTimeout(r, 50));
   }
 
-  async function callback(taskId, event, id) {
-    const body = JSON.stringify(event);
+  /**
+   * A signed callback; its body names the task and its webhook-id is made
+   * the task's own, `{taskId}:{id}` (PROTOCOL.md §Executor callback: a
+   * tenant's callback id is refused on its other tasks).
+   */
+  async function callback(taskId, event, shortId) {
+    const body = JSON.stringify({ taskId, ...event });
+    const id = `${taskId}:${shortId}`;
     const ts = Math.floor(Date.now() / 1000);
     const sig = createHmac("sha256", key).update(`${id}.${ts}.${body}`).digest("base64");
     const r = await fetch(`${baseUrl}/v1/tasks/${taskId}/callbacks`, {

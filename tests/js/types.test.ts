@@ -8,6 +8,7 @@ import init, {
   applyEvent,
   createTask,
   type CallbackResult,
+  type ErrorCode,
   type Delivery,
   type MergeOutcome,
   type ResumeAnswer,
@@ -80,8 +81,13 @@ async function example(): Promise<void> {
     book.get("t");
   } catch (e) {
     if (e instanceof TaskwireError) {
-      const code: "invalid-request" | "not-found" | "task-exists" | "not-initialized" | "internal" = e.code;
-      void code;
+      const code: ErrorCode = e.code;
+      const network: ErrorCode = "network";
+      const http: ErrorCode = "http-502";
+      // @ts-expect-error: codes are a closed union
+      const unknown: ErrorCode = "kaput";
+      const status: number | undefined = e.status;
+      void code, network, http, unknown, status;
     }
   }
 }

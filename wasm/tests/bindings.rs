@@ -1,16 +1,27 @@
 //! The bindings, run inside WebAssembly: `wasm-pack test --node wasm` and
 //! `wasm-pack test --headless --chrome wasm`. They check what the JS layer
-//! relies on: JSON text in and out, and errors thrown as "code\tmessage".
+//! relies on: JSON text in and out, and errors thrown as `TaskwireError`
+//! objects (an `Error` with `code`).
 #![cfg(target_arch = "wasm32")]
 
 use taskwire_wasm::{apply_event, create_task, BookHandle, MirrorHandle};
-use wasm_bindgen::JsValue;
+use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_test::wasm_bindgen_test;
 
+/// A thrown `TaskwireError`'s code and message (it must be an `Error`).
 fn thrown(e: JsValue) -> (String, String) {
-    let s = e.as_string().expect("errors are thrown as strings");
-    let (code, message) = s.split_once('\t').expect("code\\tmessage");
-    (code.to_string(), message.to_string())
+    assert!(
+        e.is_instance_of::<js_sys::Error>(),
+        "errors are Error objects: {e:?}"
+    );
+    let get = |key: &str| {
+        js_sys::Reflect::get(&e, &key.into())
+            .unwrap()
+            .as_string()
+            .unwrap()
+    };
+    assert_eq!(get("name"), "TaskwireError");
+    (get("code"), get("message"))
 }
 
 #[wasm_bindgen_test]

@@ -4,7 +4,7 @@
 //! which requests were made.
 #![cfg(target_arch = "wasm32")]
 
-use js_sys::{Array, Function, Reflect};
+use js_sys::{Array, Reflect};
 use taskwire_wasm::ClientCore;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
@@ -32,15 +32,26 @@ export function scripted(steps) {
 }
 export function recorder() {
   const events = [];
-  return { events, sink: (kind, json) => events.push([kind, JSON.parse(json)]) };
+  // `fail` comes as a TaskwireError, the rest as JSON text.
+  return { events, sink: (kind, payload) => events.push([kind, typeof payload === "string" ? JSON.parse(payload) : payload]) };
 }
 export function flag(value) {
   const state = { value };
   return { state, read: () => state.value };
 }
 export function sleep(ms) { return new Promise((r) => setTimeout(r, ms)); }
+export function clientOptions(fetch, initialMs, maxMs, transport) {
+  return { baseUrl: "http://backend.test", headers: ["authorization", "Bearer t"], fetch, initialMs, maxMs, transport };
+}
+export function watchOptions(sink, online) {
+  return { taskId: "t", sink, online };
+}
 "#)]
 extern "C" {
+    #[wasm_bindgen(js_name = clientOptions)]
+    fn client_options(fetch: JsValue, initial_ms: f64, max_ms: f64, transport: &str) -> JsValue;
+    #[wasm_bindgen(js_name = watchOptions)]
+    fn watch_options(sink: JsValue, online: JsValue) -> JsValue;
     fn scripted(steps: JsValue) -> JsValue;
     fn recorder() -> JsValue;
     fn flag(value: bool) -> JsValue;
@@ -57,6 +68,16 @@ fn json(text: &str) -> JsValue {
 
 async fn wait(ms: u32) {
     JsFuture::from(sleep(ms)).await.unwrap();
+}
+
+/// Waits until `done()` holds (at most 5 s: a loaded machine delays every
+/// timer; fixed sleeps made these tests flaky); the ms waited.
+async fn until(done: impl Fn() -> bool) -> f64 {
+    let start = js_sys::Date::now();
+    while !done() && js_sys::Date::now() - start < 5_000.0 {
+        wait(5).await;
+    }
+    js_sys::Date::now() - start
 }
 
 fn view(version: u32, state: &str, progress: u32) -> String {
@@ -98,24 +119,15 @@ impl Harness {
         let script = scripted(json(steps));
         let rec = recorder();
         let online = flag(true);
-        let client = ClientCore::new(
-            "http://backend.test",
-            Array::of2(&"authorization".into(), &"Bearer t".into()),
+        let client = ClientCore::new(client_options(
             get(&script, "fetch"),
             initial_ms,
             max_ms,
             transport,
-            f64::NAN,
-        )
+        ))
         .unwrap();
         let handle = client
-            .watch(
-                "t",
-                None,
-                None,
-                get(&rec, "sink").unchecked_into::<Function>(),
-                get(&online, "read").unchecked_into::<Function>(),
-            )
+            .watch(watch_options(get(&rec, "sink"), get(&online, "read")))
             .unwrap();
         Harness {
             calls: get(&script, "calls"),
@@ -146,6 +158,11 @@ impl Harness {
             .iter()
             .map(|u| get(&get(u, "task"), "version").as_f64().unwrap())
             .collect()
+    }
+
+    /// Waits until the watch reported `closed`.
+    async fn closed(&self) {
+        until(|| self.states().last().map(String::as_str) == Some("closed")).await;
     }
 
     fn states(&self) -> Vec<String> {
@@ -204,7 +221,7 @@ async fn duplicates_and_stale_replays_never_reach_the_page() {
         v3 = view(3, "succeeded", 100),
     );
     let h = Harness::start(&steps);
-    wait(200).await;
+    h.closed().await;
     assert_eq!(h.versions(), vec![1.0, 3.0]);
     h.assert_monotonic();
     let cursors: Vec<String> = h.urls().iter().map(|u| cursor_of(u)).collect();
@@ -251,7 +268,7 @@ async fn a_gap_asks_for_a_snapshot() {
         v4 = view(4, "succeeded", 100),
     );
     let h = Harness::start(&steps);
-    wait(200).await;
+    h.closed().await;
     let urls = h.urls();
     assert!(urls[2].contains("snapshot=1"), "{urls:?}");
     assert!(
@@ -285,7 +302,7 @@ async fn network_errors_and_bad_bodies_retry_with_backoff() {
         v = view(2, "succeeded", 100),
     );
     let h = Harness::start(&steps);
-    wait(300).await;
+    h.closed().await;
     let reconnecting: Vec<JsValue> = h
         .events("status")
         .into_iter()
@@ -322,6 +339,7 @@ async fn retry_after_is_a_floor() {
     let h = Harness::start(
         r#"[{"status": 429, "body": "", "headers": {"retry-after": "2"}}, {"hang": true}]"#,
     );
+    until(|| h.states().last().map(String::as_str) == Some("reconnecting")).await;
     wait(100).await;
     let status = h.events("status").pop().unwrap();
     assert_eq!(
@@ -338,7 +356,7 @@ async fn not_found_stops_for_good() {
     let h = Harness::start(
         r#"[{"status": 404, "body": "{\"error\":{\"code\":\"not-found\",\"message\":\"x\"}}"}]"#,
     );
-    wait(150).await;
+    h.closed().await;
     let fail = h.events("fail");
     assert_eq!(fail.len(), 1);
     assert_eq!(
@@ -353,7 +371,7 @@ async fn not_found_stops_for_good() {
 #[wasm_bindgen_test]
 async fn stop_aborts_the_request_in_flight() {
     let h = Harness::start(r#"[{"hang": true}]"#);
-    wait(30).await;
+    until(|| h.urls().len() == 1).await;
     assert_eq!(h.urls().len(), 1);
     h.handle.stop();
     wait(50).await;
@@ -376,24 +394,10 @@ async fn offline_makes_no_requests_and_online_reconnects_at_once() {
     )));
     let rec = recorder();
     let online = flag(false);
-    let client = ClientCore::new(
-        "http://b.test",
-        Array::new(),
-        get(&script, "fetch"),
-        1.0,
-        5.0,
-        "long-poll",
-        f64::NAN,
-    )
-    .unwrap();
+    let client =
+        ClientCore::new(client_options(get(&script, "fetch"), 1.0, 5.0, "long-poll")).unwrap();
     let handle = client
-        .watch(
-            "t",
-            None,
-            None,
-            get(&rec, "sink").unchecked_into(),
-            get(&online, "read").unchecked_into(),
-        )
+        .watch(watch_options(get(&rec, "sink"), get(&online, "read")))
         .unwrap();
     wait(100).await;
     assert_eq!(
@@ -407,14 +411,13 @@ async fn offline_makes_no_requests_and_online_reconnects_at_once() {
         get(&last.get(1), "state").as_string().as_deref(),
         Some("offline")
     );
-    // The `online` event: the JS layer flips navigator.onLine and nudges.
+    // The `online` event: navigator.onLine flips, and the JS layer tells the watch.
     Reflect::set(&get(&online, "state"), &"value".into(), &true.into()).unwrap();
-    handle.nudge();
-    wait(30).await;
-    assert_eq!(
-        Array::from(&get(&script, "calls")).length(),
-        1,
-        "reconnected without waiting for a timer"
+    handle.network();
+    let ms = until(|| Array::from(&get(&script, "calls")).length() == 1).await;
+    assert!(
+        ms < 1_000.0,
+        "reconnected after {ms} ms: it waited for the 5 s recheck timer"
     );
 }
 
@@ -448,7 +451,7 @@ async fn sse_streams_deltas_with_last_event_id() {
         quote(&stream)
     );
     let h = Harness::with_transport(&steps, "sse");
-    wait(150).await;
+    h.closed().await;
     let calls = Array::from(&h.calls);
     assert_eq!(calls.length(), 1, "one stream carried the whole task");
     assert_eq!(h.urls()[0], "http://backend.test/v1/tasks/t/events");
@@ -476,7 +479,7 @@ async fn sse_falls_back_to_long_poll_after_short_streams() {
         v = view(3, "succeeded", 100),
     );
     let h = Harness::with_transport(&steps, "sse");
-    wait(200).await;
+    h.closed().await;
     let urls = h.urls();
     assert_eq!(urls.len(), 4, "{urls:?}");
     assert!(urls[..3].iter().all(|u| u.ends_with("/events")), "{urls:?}");
@@ -502,10 +505,10 @@ async fn interrupt_restarts_a_request_stranded_on_a_dead_connection() {
         v = view(2, "succeeded", 100)
     );
     let h = Harness::start(&steps);
-    wait(30).await;
+    until(|| h.urls().len() == 1).await;
     assert_eq!(h.urls().len(), 1);
-    h.handle.interrupt();
-    wait(30).await;
+    h.handle.network();
+    h.closed().await;
     let calls = Array::from(&h.calls);
     assert_eq!(get(&calls.get(0), "aborted").as_bool(), Some(true));
     assert_eq!(
@@ -539,12 +542,25 @@ async fn stale_answers_are_retried_with_backoff_not_in_a_loop() {
         v2 = view(2, "running", 20),
     );
     let h = Harness::with(&steps, "long-poll", 40.0, 40.0);
-    wait(200).await;
+    let attempts = || {
+        h.events("status")
+            .iter()
+            .filter(|s| get(s, "attempt").as_f64().is_some())
+            .count()
+    };
+    let mut elapsed = until(|| attempts() >= 2).await;
+    if elapsed < 200.0 {
+        wait(200 - elapsed as u32).await;
+        elapsed = 200.0;
+    }
     h.handle.stop();
     let n = h.urls().len();
     // Backoff waits random(0, 40) ms between them: about 10 in 200 ms;
     // without it, a request every few milliseconds.
-    assert!(n < 25, "{n} requests in 200 ms: a tight loop");
+    assert!(
+        (n as f64) < 25.0 * elapsed / 200.0,
+        "{n} requests in {elapsed} ms: a tight loop"
+    );
     let attempts: Vec<f64> = h
         .events("status")
         .iter()

@@ -17,12 +17,14 @@ mod number;
 mod parse;
 mod read;
 mod ser;
+mod write;
 
 pub use de::Path;
 pub use error::Error;
 pub use parse::Value;
 pub use read::{deserialize_via_from_json, expected, invalid, variant, Fields, FromJson};
 pub(crate) use read::{impl_deserialize, Gather, Placeholder};
+pub use write::{object, write, ToJson, ToJsonDyn, Writer};
 
 /// Parses JSON text into a [`FromJson`] type (the wire types): one pass
 /// over the text into a tree, one over the tree into `T`.

@@ -7,6 +7,8 @@
 //!   watcher receiving it, over T trials (p50/p99).
 //! - `callbacks`: C connections posting signed callbacks for S seconds;
 //!   durable callbacks per second (each answer comes after its commit).
+//! - `slow-body`: C unauthenticated callbacks that send most of a 64 KiB
+//!   body and stall; prints the server's RSS (see `load/slow_body.rs`).
 //!
 //! Several instances (PostgreSQL): `--addr A,B` spreads `callbacks`'
 //! connections over the addresses, and `fanout` holds its watchers on the
@@ -22,7 +24,10 @@ use std::time::{Duration, Instant};
 use clap::{Parser, Subcommand};
 use serde_json::json;
 use taskwire_server::client::Conn;
-use taskwire_server::signature::{Secret, DEV_SECRET};
+use taskwire_server::signature::{callback_body, Secret, DEV_SECRET};
+
+#[path = "load/slow_body.rs"]
+mod slow_body;
 
 #[derive(Parser)]
 #[command(
@@ -81,6 +86,9 @@ enum Scenario {
         #[arg(long, default_value_t = 10)]
         seconds: u64,
     },
+    /// Unauthenticated callbacks that send most of their body and stall:
+    /// the server's RSS while they are held.
+    SlowBody(slow_body::Args),
 }
 
 type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
@@ -112,6 +120,10 @@ async fn main() -> Res<()> {
         } => hold(ctx, n, tasks, pid, again).await,
         Scenario::Fanout { watchers, trials } => fanout(ctx, watchers, trials).await,
         Scenario::Callbacks { conns, seconds } => callbacks(ctx, conns, seconds).await,
+        Scenario::SlowBody(args) => {
+            let task = ctx.create(&mut Conn::open(&ctx.addr).await?).await?;
+            slow_body::run(&ctx.addr, &task, args, rss_kib).await
+        }
     }
 }
 
@@ -147,11 +159,14 @@ impl Ctx {
         id: &str,
         event: &serde_json::Value,
     ) -> Res<()> {
-        let body = event.to_string();
+        let body = callback_body(task, event);
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)?
             .as_secs() as i64;
-        let signed = self.secret.headers(id, now, body.as_bytes());
+        // A tenant's callback id is refused on its other tasks: make each
+        // scenario's ids ("start", "p1", …) the task's own.
+        let id = format!("{task}-{id}");
+        let signed = self.secret.headers(&id, now, body.as_bytes());
         let hs: Vec<(&str, &str)> = signed.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let r = conn
             .send("POST", &format!("/v1/tasks/{task}/callbacks"), &hs, body)

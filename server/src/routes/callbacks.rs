@@ -1,20 +1,40 @@
 //! `POST /v1/tasks/{id}/callbacks`: executor events, signed (Standard
-//! Webhooks), not bearer-authenticated.
+//! Webhooks) with the task's tenant's secret, not bearer-authenticated.
 //!
-//! Order matters: the signature is checked on the raw bytes first, so an
-//! unsigned or stale request is 401 before anything is parsed or stored.
+//! Order matters (PROTOCOL.md §Executor callback), so that a request
+//! nobody signed costs almost nothing and learns nothing:
+//! 1. The headers, before any of the body is read: each signature header
+//!    exactly once, a timestamp within the tolerance, a well-formed `v1`
+//!    signature (401); the callback id and the task id (400); a declared
+//!    length within the limit (413).
+//! 2. The task's tenant (one indexed read), whose secrets must match. An
+//!    unknown task has none: its body is still read (not kept) and hashed
+//!    with a decoy key, and the answer is the 401 of a wrong signature, so
+//!    neither the answer nor its timing tells whether the task exists.
+//! 3. The body, within `--callback-body-timeout-ms` (408 past it), hashed
+//!    as it arrives.
+//! 4. The signature (401); the body's `taskId` against the path (401: a
+//!    body signed for another task); the event (400).
+//! 5. The store: the transition (200), or 422 for a callback id the
+//!    tenant already used on another task.
 
-use axum::body::Bytes;
-use axum::extract::rejection::{BytesRejection, PathRejection};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
-use axum::http::HeaderMap;
+use axum::http::{header, HeaderMap};
 use axum::Json;
+use futures_util::StreamExt;
 use taskwire_core::check_callback_id;
+use taskwire_core::json::{Fields, FromJson, Path as JsonPath, Value};
 use taskwire_core::wire::from_json_bytes;
 use taskwire_core::Event;
+use tokio::time::Instant;
 
-use super::{body, check_id, now_secs, task_id};
-use crate::error::ApiError;
+use super::{check_id, now_secs, task_id, BODY_LIMIT};
+use crate::error::{quoted, ApiError};
+use crate::signature::{SignedHeaders, Verifier};
 use crate::store::{Callback, CallbackAnswer};
 use crate::AppState;
 
@@ -23,28 +43,150 @@ pub async fn callback(
     State(state): State<AppState>,
     path: Result<Path<String>, PathRejection>,
     headers: HeaderMap,
-    raw: Result<Bytes, BytesRejection>,
+    body: Body,
 ) -> Result<Json<CallbackAnswer>, ApiError> {
-    let raw = body(raw)?;
-    let callback_id = state
-        .secret
-        .verify(&headers, &raw, now_secs())
-        .map_err(|refused| {
-            state.stats.rejected_signature();
-            ApiError::unauthorized(refused.0)
-        })?;
+    let refuse = |message: String| {
+        state.stats.rejected_signature();
+        ApiError::unauthorized(message)
+    };
+    let signed = SignedHeaders::parse(&headers, now_secs()).map_err(|r| refuse(r.0))?;
+    check_id("webhook-id", &signed.id)?;
+    check_callback_id(Some(&signed.id))?;
     let task_id = task_id(path)?;
-    check_id("webhook-id", &callback_id)?;
-    check_callback_id(Some(&callback_id))?;
+    if declared_length(&headers)? > BODY_LIMIT as u64 {
+        return Err(ApiError::too_large(BODY_LIMIT));
+    }
+
+    let tenant = state.store.task_tenant(task_id.clone()).await?;
+    let secrets = tenant
+        .as_deref()
+        .map(|t| state.keyring.secrets_of(t))
+        .filter(|s| !s.is_empty());
+    let mut verifier = match secrets {
+        Some(secrets) => signed.verifier(secrets),
+        None => signed.decoy(state.keyring.decoy()),
+    };
+    let timeout = Duration::from_millis(state.config.callback_body_timeout_ms);
+    let keep = secrets.is_some();
+    let pieces = read_body(body, &mut verifier, keep, timeout).await?;
+    let valid = verifier.finish(&signed);
+    let Some(tenant) = tenant.filter(|_| valid) else {
+        return Err(refuse(format!(
+            "webhook-signature: no valid signature for task {} (check the secret of the \
+             task's tenant, and the task id)",
+            quoted(&task_id)
+        )));
+    };
+
+    let raw = joined(pieces);
+    let named = from_json_bytes::<NamedTask>(&raw, "event")?.0;
+    if named != task_id {
+        return Err(refuse(format!(
+            "event.taskId: the body is signed for task {}, not for this one",
+            quoted(&named)
+        )));
+    }
+    // Parsed again, by the same parser from the same bytes, so the event
+    // and the task it names cannot disagree; a body for another task was
+    // refused above, before its event was looked at.
     let event: Event = from_json_bytes(&raw, "event")?;
     let answer = state
         .store
         .callback(Callback {
+            tenant,
             task_id,
-            callback_id,
+            callback_id: signed.id,
             event,
         })
         .await?;
     state.stats.callback(answer.reason);
     Ok(Json(answer))
+}
+
+/// The body's `taskId`: the task its signature is for.
+struct NamedTask(String);
+
+impl FromJson for NamedTask {
+    fn from_json(value: &Value<'_>, at: JsonPath<'_>) -> Result<Self, taskwire_core::json::Error> {
+        let fields = Fields::of(value, at)?;
+        fields
+            .get("taskId")?
+            .map(NamedTask)
+            .ok_or_else(|| fields.missing("taskId", "required: the task this callback is for"))
+    }
+}
+
+/// `Content-Length`, when sent (hyper has already refused a malformed
+/// one); a chunked body counts as it arrives.
+fn declared_length(headers: &HeaderMap) -> Result<u64, ApiError> {
+    match headers.get(header::CONTENT_LENGTH) {
+        None => Ok(0),
+        Some(v) => v
+            .to_str()
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| ApiError::invalid("Content-Length: must be an integer")),
+    }
+}
+
+/// Pieces of a body at least this long are kept as they came; shorter
+/// ones are copied together (see [`read_body`]).
+const SMALL_PIECE: usize = 4096;
+
+/// Reads the body within `timeout`, feeding `verifier`; keeps the bytes
+/// only when `keep` (a body that cannot verify is hashed and dropped).
+///
+/// Until the signature is checked a body should cost no more than its
+/// bytes: large pieces are kept as hyper hands them over (slices of its
+/// read buffer, not copies), and small ones (a chunked body may come a
+/// byte at a time, each piece a handle) are copied into one. At most
+/// ~2 × 64 KiB / 4 KiB handles; joined once, by [`joined`], once verified.
+async fn read_body(
+    body: Body,
+    verifier: &mut Verifier,
+    keep: bool,
+    timeout: Duration,
+) -> Result<Vec<Bytes>, ApiError> {
+    let deadline = Instant::now() + timeout;
+    let mut stream = body.into_data_stream();
+    let mut kept = Vec::new();
+    let mut small: Vec<u8> = Vec::new();
+    let mut total = 0usize;
+    loop {
+        let next = tokio::time::timeout_at(deadline, stream.next())
+            .await
+            .map_err(|_| ApiError::request_timeout(timeout.as_millis()))?;
+        let Some(chunk) = next else {
+            if !small.is_empty() {
+                kept.push(Bytes::from(small));
+            }
+            return Ok(kept);
+        };
+        let chunk = chunk.map_err(|e| ApiError::invalid(format!("body: {e}")))?;
+        total += chunk.len();
+        if total > BODY_LIMIT {
+            return Err(ApiError::too_large(BODY_LIMIT));
+        }
+        verifier.update(&chunk);
+        if !keep {
+            continue;
+        }
+        if chunk.len() >= SMALL_PIECE {
+            if !small.is_empty() {
+                kept.push(Bytes::from(std::mem::take(&mut small)));
+            }
+            kept.push(chunk);
+        } else {
+            small.extend_from_slice(&chunk);
+        }
+    }
+}
+
+/// The body in one piece (a copy only when it came in several).
+fn joined(mut pieces: Vec<Bytes>) -> Bytes {
+    match pieces.len() {
+        0 => Bytes::new(),
+        1 => pieces.pop().unwrap_or_default(),
+        _ => Bytes::from(pieces.concat()),
+    }
 }

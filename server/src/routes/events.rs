@@ -18,9 +18,12 @@ use super::{parse_int, task_id, Query};
 use crate::auth::Tenant;
 use crate::error::ApiError;
 use crate::hub::{answer_from, Subscription, Wake};
+use crate::limits::WatchPermit;
 use crate::AppState;
 
 struct Stream {
+    /// The stream's slot among the held watches, for as long as it is open.
+    _held: WatchPermit,
     state: AppState,
     tenant: String,
     id: String,
@@ -50,7 +53,10 @@ pub async fn events(
             .int("cursor", MAX_SAFE_INTEGER)?
             .unwrap_or(0),
     };
-    let sub = state.hub.subscribe(&id);
+    // Counted for as long as the stream is open; refused (503
+    // `watch-limit`) past the cap, before anything is read.
+    let held = state.watchers.admit(&tenant)?;
+    let sub = state.hub.subscribe(&id, &tenant);
     let first = state
         .store
         .resume(tenant.clone(), id.clone(), cursor, false)
@@ -58,6 +64,7 @@ pub async fn events(
     let heartbeat = Duration::from_millis(state.heartbeat_ms.max(1));
     let stream = futures_util::stream::unfold(
         Stream {
+            _held: held,
             state,
             tenant,
             id,

@@ -23,6 +23,7 @@ use taskwire_core::value::is_blank;
 use taskwire_core::MAX_SAFE_INTEGER;
 
 use crate::error::{quoted, ApiError};
+use crate::serve::{body_timed_out, BodyTimedOut};
 use crate::AppState;
 
 /// Bodies above this are refused with 413.
@@ -38,10 +39,9 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/tasks/{id}", get(tasks::get))
         .route("/v1/tasks/{id}/resume", get(resume::resume))
         .route("/v1/tasks/{id}/events", get(events::events))
-        .route(
-            "/v1/tasks/{id}/callbacks",
-            limited(post(callbacks::callback)),
-        )
+        // Not `limited`: the callback reads its own body, after its
+        // headers passed (see callbacks.rs).
+        .route("/v1/tasks/{id}/callbacks", post(callbacks::callback))
         .route("/v1/tasks/{id}/deliveries", limited(post(tasks::deliver)))
         .route("/v1/notifications", get(notifications::list));
     app = if state.config.demo {
@@ -103,11 +103,14 @@ pub fn check_id(field: &str, id: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// The request body, or 413 past the limit.
+/// The request body, or 413 past the limit, or 408 when it did not arrive
+/// within `--body-timeout-ms` (the serving layer times every body).
 pub fn body(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
     body.map_err(|e| {
         if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::too_large(BODY_LIMIT)
+        } else if let Some(BodyTimedOut(limit)) = body_timed_out(&e) {
+            ApiError::request_timeout(limit.as_millis())
         } else {
             ApiError::invalid(format!("body: {}", e.body_text()))
         }

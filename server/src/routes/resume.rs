@@ -67,7 +67,7 @@ pub fn resume(
     }: Params,
 ) -> impl Future<Output = Result<Response, ApiError>> {
     async move {
-        let mut sub = state.hub.subscribe(&id);
+        let mut sub = state.hub.subscribe(&id, &tenant);
         let answer = state
             .store
             .resume(tenant.clone(), id, cursor, snapshot)
@@ -78,6 +78,8 @@ pub fn resume(
         if !worth_holding {
             return Ok(no_store_json(to_json(&answer)));
         }
+        // Counted while held; refused (503 `watch-limit`) past the cap.
+        let _held = state.watchers.admit(&tenant)?;
         let woke =
             tokio::time::timeout(Duration::from_millis(wait_ms), sub.wait_past(cursor)).await;
         let answer = match woke {
@@ -116,13 +118,13 @@ mod tests {
         std::mem::size_of::<Fut>()
     }
 
-    /// 10,000 held long-polls are 10,000 of these: 728 bytes with rustc
-    /// 1.95 (904 before the request's copies were left out), 880 since the
-    /// task view it holds gained the lifecycle fields (issue 11: +152
-    /// bytes, ~1.5 MB per 10,000 held polls; boxing them would cost the
-    /// page's wasm more than its budget has left). The bound has room for
-    /// compiler changes but catches a copy of the request or a second
-    /// answer creeping in.
+    /// 10,000 held long-polls are 10,000 of these: 736 bytes with rustc
+    /// 1.95 (904 before the request's copies were left out; the held-watch
+    /// permit added 8), ~890 since the task view it holds gained the
+    /// lifecycle fields (issue 11: +152 bytes, ~1.5 MB per 10,000 held
+    /// polls; boxing them would cost the page's wasm more than its budget
+    /// has left). The bound has room for compiler changes but catches a
+    /// copy of the request or a second answer creeping in.
     #[test]
     fn the_held_future_stays_small() {
         let size = future_size(resume);

@@ -3,7 +3,7 @@
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, PathRejection};
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
@@ -14,13 +14,18 @@ use taskwire_core::{create_task, CreateTask, DeliveryReason};
 use super::{body, idempotency_key, now_ms, task_id};
 use crate::auth::Tenant;
 use crate::error::ApiError;
-use crate::store::NewTask;
+use crate::exact_json::{self, RawJson};
+use crate::store::{Idempotency, NewTask, TaskRecord, EXACT_REQUEST};
 use crate::AppState;
 
 /// `kind` is a short label, not a payload.
 const MAX_KIND_BYTES: usize = 64;
 
 /// The create body. Unknown fields are ignored (PROTOCOL.md).
+///
+/// Read by core's codec for the checks and their errors; `input` is then
+/// taken from the body as text (see [`exact_body`]), so its `Value` here
+/// only serves the comparison with rows of earlier servers.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct CreateBody {
@@ -60,35 +65,90 @@ pub async fn create(
             taskwire_core::value::number(req.max_attempts)
         ))
     })?;
-    let record = create_for(
+    // Core's codec accepted the body, so it is UTF-8 JSON.
+    let text = std::str::from_utf8(&raw).map_err(|_| ApiError::invalid("body: not UTF-8"))?;
+    let exact = exact_body(text)?;
+    let idempotency = key.map(|key| Idempotency {
+        key,
+        request: exact.request,
+        // Earlier servers compared bodies as serde_json values: numbers
+        // as doubles, `null` kind or input as absent.
+        legacy_request: json!({
+            "ttlMs": req.ttl_ms,
+            "maxAttempts": max_attempts,
+            "kind": req.kind,
+            "input": req.input,
+        })
+        .to_string(),
+    });
+    let (record, created) = create_for(
         &state,
         tenant,
-        key,
+        idempotency,
         req.ttl_ms,
         max_attempts,
         req.kind,
-        req.input,
+        exact.input,
     )
     .await?;
-    let status = if record.1 {
+    let status = if created {
         StatusCode::CREATED
     } else {
         StatusCode::OK
     };
-    Ok((status, Json(record.0)).into_response())
+    Ok(json_text(status, record.to_json()))
+}
+
+/// What the create body says exactly: `input` as sent, and the request
+/// in the canonical form that replays under one key are compared in.
+struct ExactBody {
+    input: Option<RawJson>,
+    request: String,
+}
+
+/// Reads `ttlMs`, `maxAttempts`, `kind` and `input` from the body text.
+/// Two bodies are the same request when these four are equal JSON values
+/// with numbers compared exactly (PROTOCOL.md, "Create a task"); a `null`
+/// `kind` or `input` is the same as none, and other fields do not count.
+fn exact_body(text: &str) -> Result<ExactBody, ApiError> {
+    let members = exact_json::members(text).map_err(|e| ApiError::invalid(format!("body: {e}")))?;
+    // Core's codec already refused duplicates of these four (serde's
+    // derive does); `rev` keeps to JSON.parse's last-wins all the same.
+    let field = |name: &str| {
+        members
+            .iter()
+            .rev()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| *v)
+            .filter(|v| *v != "null")
+    };
+    let mut request = String::from(EXACT_REQUEST);
+    for name in ["input", "kind", "maxAttempts", "ttlMs"] {
+        let canonical = match field(name) {
+            Some(v) => exact_json::canonical(v)
+                .map_err(|e| ApiError::invalid(format!("body.{name}: {e}")))?,
+            None => "null".to_string(),
+        };
+        request.push_str(&canonical);
+        request.push('\n');
+    }
+    let input = field("input")
+        .map(|v| RawJson::parse(v).map_err(|e| ApiError::invalid(format!("body.input: {e}"))))
+        .transpose()?;
+    Ok(ExactBody { input, request })
 }
 
 /// Validates with core and stores; shared with the demo workloads.
-/// Returns the task's JSON and whether it was created now.
+/// Returns the task and whether it was created now.
 pub async fn create_for(
     state: &AppState,
     tenant: String,
-    key: Option<String>,
+    idempotency: Option<Idempotency>,
     ttl_ms: f64,
     max_attempts: u64,
     kind: Option<String>,
-    input: Option<Value>,
-) -> Result<(Value, bool), ApiError> {
+    input: Option<RawJson>,
+) -> Result<(TaskRecord, bool), ApiError> {
     if let Some(kind) = &kind {
         if kind.len() > MAX_KIND_BYTES {
             return Err(ApiError::invalid(format!(
@@ -104,11 +164,6 @@ pub async fn create_for(
         max_attempts,
     ))
     .map_err(|e| ApiError::invalid(format!("body.{}", e.message)))?;
-    // Bodies are compared as JSON values: serde_json's maps are sorted, so
-    // key order and whitespace do not matter.
-    let request =
-        json!({"ttlMs": ttl_ms, "maxAttempts": max_attempts, "kind": kind, "input": input})
-            .to_string();
     let created = state
         .store
         .create(NewTask {
@@ -116,10 +171,23 @@ pub async fn create_for(
             view: task.view().clone(),
             kind,
             input,
-            idempotency: key.map(|k| (k, request)),
+            idempotency,
         })
         .await?;
-    Ok((created.record.to_json(), created.created))
+    Ok((created.record, created.created))
+}
+
+/// A JSON answer from text already serialized.
+fn json_text(status: StatusCode, body: String) -> Response {
+    (
+        status,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        body,
+    )
+        .into_response()
 }
 
 /// The caller's task.
@@ -127,10 +195,10 @@ pub async fn get(
     State(state): State<AppState>,
     Tenant(tenant): Tenant,
     path: Result<Path<String>, PathRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Response, ApiError> {
     let id = task_id(path)?;
     let record = state.store.get(tenant, id).await?;
-    Ok(Json(record.to_json()))
+    Ok(json_text(StatusCode::OK, record.to_json()))
 }
 
 /// Hands a succeeded task's result over, at most once per key.

@@ -10,23 +10,35 @@
 //! - A write is atomic: the task row, its history entry, the callback id
 //!   and the outbox row commit together, and the future resolves only
 //!   after that commit is durable.
+//! - A callback id is remembered for one task of its tenant: on another
+//!   task it is refused, atomically even when two race ([`callback_ids`]).
 //! - After the commit, every change is published to the hub, in version
 //!   order per task, so held long-polls and SSE streams wake without
 //!   polling.
+//! - A sweep (the TTL sweeper, the notify sender's outbox read) handles
+//!   each row on its own: a row it cannot act on is quarantined
+//!   ([`quarantine`]) and reported, and the other rows go on.
 
+pub mod callback_ids;
 pub mod postgres;
+pub mod quarantine;
 pub mod sqlite;
+mod sweep;
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+pub use quarantine::Quarantined;
 use serde::Serialize;
-use serde_json::Value;
+pub use sweep::{PendingWebhooks, Swept, TenantScope, WebhookClaim};
+use taskwire_core::wire::to_json;
 use taskwire_core::{
     Delivery, Error as CoreError, Event, HistoryEntry, Notification, Outcome, ResumeAnswer,
     TaskView,
 };
+
+pub use crate::exact_json::RawJson;
 
 /// Opens the store `config.data` names: a `postgres://` (or
 /// `postgresql://`) URL selects PostgreSQL, anything else is the SQLite
@@ -67,10 +79,38 @@ pub enum StoreError {
     Invalid(CoreError),
     /// The idempotency key was used with another create body.
     IdempotencyKeyReused(String),
+    /// The callback id is remembered on another task of the tenant.
+    CallbackIdReused(String),
     /// Too many writes queued: try again shortly (503).
     Overloaded,
-    /// The database failed (disk, corruption): a 500.
+    /// The storage cannot serve now, through no fault of the request: disk
+    /// full, read-only or failing, the file cannot be opened, locked by
+    /// another process, the database connection lost or shutting down.
+    /// A 503 `storage-unavailable`: retrying later can succeed.
+    Unavailable(String),
+    /// A stored row does not parse, or a write breaks a constraint (the
+    /// rows disagree): corruption, a 500. Sweeps quarantine such a row
+    /// ([`quarantine`]) instead of failing.
+    Corrupt(String),
+    /// Anything else the database refused: a bug, a 500.
     Internal(String),
+}
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreError::NotFound(id) => write!(f, "no task {id}"),
+            StoreError::Invalid(e) => f.write_str(&e.message),
+            StoreError::IdempotencyKeyReused(key) => write!(f, "idempotency key {key} reused"),
+            StoreError::CallbackIdReused(id) => {
+                write!(f, "callback id {id} is remembered on another task")
+            }
+            StoreError::Overloaded => f.write_str("too many writes queued"),
+            StoreError::Unavailable(m) | StoreError::Corrupt(m) | StoreError::Internal(m) => {
+                f.write_str(m)
+            }
+        }
+    }
 }
 
 /// What a store's writer hands back for one write job. Both stores queue
@@ -85,7 +125,8 @@ pub(crate) enum WriteDone {
     Created(Created),
     Callback(CallbackAnswer),
     Delivery(Delivery),
-    Expired(usize),
+    Expired(Swept),
+    Quarantined(Vec<Quarantined>),
     Unit,
 }
 
@@ -116,17 +157,18 @@ impl WriteDone {
         }
     }
 
-    pub(crate) fn expired(self) -> Result<usize, StoreError> {
+    pub(crate) fn expired(self) -> Result<Swept, StoreError> {
         match self {
-            WriteDone::Expired(n) => Ok(n),
+            WriteDone::Expired(swept) => Ok(swept),
             _ => Err(Self::unexpected()),
         }
     }
-}
 
-impl From<rusqlite::Error> for StoreError {
-    fn from(e: rusqlite::Error) -> Self {
-        StoreError::Internal(e.to_string())
+    pub(crate) fn quarantined(self) -> Result<Vec<Quarantined>, StoreError> {
+        match self {
+            WriteDone::Quarantined(rows) => Ok(rows),
+            _ => Err(Self::unexpected()),
+        }
     }
 }
 
@@ -139,23 +181,30 @@ pub struct TaskRecord {
     pub view: TaskView,
     /// Free label given at creation.
     pub kind: Option<String>,
-    /// Opaque input given at creation.
-    pub input: Option<Value>,
+    /// Opaque input given at creation, as the exact JSON text sent (so
+    /// numbers beyond double precision come back as they were).
+    pub input: Option<RawJson>,
 }
 
 impl TaskRecord {
-    /// The wire shape: the `TaskView` plus `kind` and `input` when given.
-    pub fn to_json(&self) -> Value {
-        let mut v = serde_json::to_value(&self.view).unwrap_or(Value::Null);
-        if let Value::Object(map) = &mut v {
+    /// The wire shape, as JSON text: the `TaskView` plus `kind` and
+    /// `input` when given (`input` byte for byte as it was sent).
+    pub fn to_json(&self) -> String {
+        let mut out = to_json(&self.view);
+        // A TaskView is always a non-empty JSON object: reopen it.
+        if out.ends_with('}') && (self.kind.is_some() || self.input.is_some()) {
+            out.pop();
             if let Some(kind) = &self.kind {
-                map.insert("kind".into(), Value::String(kind.clone()));
+                out.push_str(",\"kind\":");
+                out.push_str(&to_json(kind));
             }
             if let Some(input) = &self.input {
-                map.insert("input".into(), input.clone());
+                out.push_str(",\"input\":");
+                out.push_str(input.as_str());
             }
+            out.push('}');
         }
-        v
+        out
     }
 }
 
@@ -168,10 +217,38 @@ pub struct NewTask {
     pub view: TaskView,
     /// Free label.
     pub kind: Option<String>,
-    /// Opaque input.
-    pub input: Option<Value>,
-    /// `Idempotency-Key` and the canonical body it was sent with.
-    pub idempotency: Option<(String, String)>,
+    /// Opaque input, exactly as sent.
+    pub input: Option<RawJson>,
+    /// `Idempotency-Key` and the body it was sent with.
+    pub idempotency: Option<Idempotency>,
+}
+
+/// An `Idempotency-Key` with the request it names, for comparing a
+/// replay with the first create.
+#[derive(Debug, Clone)]
+pub struct Idempotency {
+    /// The key (per tenant).
+    pub key: String,
+    /// The request in its exact canonical form (what is stored).
+    pub request: String,
+    /// The request as servers before exact comparison stored it (numbers
+    /// as doubles), to compare with rows they wrote.
+    pub legacy_request: String,
+}
+
+/// Marks a stored request written in the exact canonical form; rows
+/// without it were written by earlier servers (see [`Idempotency`]).
+pub const EXACT_REQUEST: &str = "exact:";
+
+impl Idempotency {
+    /// Whether a stored request names the same create as this one.
+    pub fn same_as(&self, stored: &str) -> bool {
+        if stored.starts_with(EXACT_REQUEST) {
+            stored == self.request
+        } else {
+            stored == self.legacy_request
+        }
+    }
 }
 
 /// The answer to a create.
@@ -186,9 +263,12 @@ pub struct Created {
 /// A verified executor callback.
 #[derive(Debug, Clone)]
 pub struct Callback {
-    /// The task it is about (any tenant: callbacks are signed, not bearer).
+    /// The tenant whose secret signed it: the task must be this tenant's.
+    pub tenant: String,
+    /// The task it is about, named by the path and the signed body.
     pub task_id: String,
-    /// `webhook-id`, scoped to the task.
+    /// `webhook-id`: remembered for the task (a redelivery is a
+    /// duplicate) and refused on the tenant's other tasks.
     pub callback_id: String,
     /// The event.
     pub event: Event,
@@ -275,7 +355,13 @@ pub trait Store: Send + Sync + 'static {
         force_snapshot: bool,
     ) -> StoreFuture<'_, ResumeAnswer>;
 
-    /// Applies a verified callback; resolves after the commit.
+    /// The tenant that owns task `id`, if it exists: callbacks read it
+    /// before their body, to know which secrets to check.
+    fn task_tenant(&self, id: String) -> StoreFuture<'_, Option<String>>;
+
+    /// Applies a verified callback; resolves after the commit. A callback
+    /// id the tenant already used on another task is
+    /// [`StoreError::CallbackIdReused`] (see [`callback_ids`]).
     fn callback(&self, callback: Callback) -> StoreFuture<'_, CallbackAnswer>;
 
     /// Delivers a succeeded task's result under an idempotency key.
@@ -296,13 +382,14 @@ pub trait Store: Send + Sync + 'static {
     ) -> StoreFuture<'_, Vec<OutboxEntry>>;
 
     /// Expires up to `limit` live tasks whose `expiresAtMs <= now_ms`
-    /// (core's `expire_step`), each with its notification; returns how
-    /// many.
-    fn expire_due(&self, now_ms: f64, limit: u32) -> StoreFuture<'_, usize>;
+    /// (core's `expire_step`), each with its notification. Each row is
+    /// handled on its own: one that does not parse, or that core's step
+    /// cannot move, is quarantined and the others are expired.
+    fn expire_due(&self, now_ms: f64, limit: u32) -> StoreFuture<'_, Swept>;
 
-    /// Outbox rows not yet posted to the notify webhook whose next attempt
-    /// is due.
-    fn pending_webhooks(&self, now_ms: f64, limit: u32) -> StoreFuture<'_, Vec<OutboxEntry>>;
+    /// Outbox rows due for a notify post (see [`WebhookClaim`]). Rows
+    /// that do not parse are quarantined, not returned.
+    fn pending_webhooks(&self, claim: WebhookClaim) -> StoreFuture<'_, PendingWebhooks>;
 
     /// Records a webhook attempt: sent, or the time of the next try.
     fn webhook_attempted(&self, seq: u64, sent: bool, next_attempt_ms: f64) -> StoreFuture<'_, ()>;

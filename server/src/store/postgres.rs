@@ -17,7 +17,12 @@
 //! `SELECT … FOR UPDATE`, so two callbacks for one task run one after the
 //! other, each on the other's committed result — versions stay contiguous,
 //! and a callback id found in `callbacks` is answered `duplicate-callback`
-//! wherever it arrives. The outbox key is UNIQUE as a last guard.
+//! wherever it arrives. The outbox key is UNIQUE as a last guard. A
+//! callback id the tenant used on another task is refused; two
+//! transactions racing one id on two tasks meet at the UNIQUE
+//! `(tenant, callback_id)` index: the second waits for the first, fails if
+//! it committed, and its batch runs again and finds the row
+//! ([`callback_ids`]).
 //!
 //! **No deadlocks by construction.** Every transaction takes its blocking
 //! locks in one global order: (0) advisory locks on idempotency and
@@ -46,16 +51,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use deadpool_postgres::{
-    Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod, Runtime, Transaction,
+    Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime, Transaction,
 };
 use futures_util::StreamExt;
-use serde_json::Value;
 use sha2::{Digest, Sha256};
 use taskwire_core::wire::{from_json, to_json};
 use taskwire_core::{
     check_callback, check_delivery_input, decide_delivery, notification_key, plan_resume, Delivery,
-    DeliveryReason, Event, HistoryEntry, Notification, Reason, Receipt, ResumeAnswer, ResumePlan,
-    State, TaskView,
+    DeliveryReason, Event, HistoryEntry, Reason, Receipt, ResumeAnswer, ResumePlan, TaskView,
 };
 use tokio::sync::{mpsc, oneshot, Mutex as AsyncMutex};
 use tokio::task::JoinHandle;
@@ -64,10 +67,15 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::{AsyncMessage, NoTls, Row};
 
 use super::{
-    Callback, CallbackAnswer, Change, Created, NewTask, OutboxEntry, Store, StoreError,
-    StoreFuture, TaskRecord, WriteDone,
+    callback_ids, Callback, CallbackAnswer, Change, Created, NewTask, OutboxEntry, PendingWebhooks,
+    RawJson, Store, StoreError, StoreFuture, Swept, TaskRecord, WebhookClaim, WriteDone,
 };
 use crate::hub::Hub;
+
+mod errors;
+mod sweep;
+
+use errors::{pg_message, pool_error};
 
 /// The schema (same tables as SQLite). Created under an advisory lock so
 /// instances starting together do not race on `CREATE … IF NOT EXISTS`.
@@ -126,6 +134,9 @@ CREATE INDEX IF NOT EXISTS outbox_pending ON outbox (next_attempt_ms) WHERE NOT 
 COMMIT;
 ";
 
+/// The advisory lock [`SCHEMA`] is created under.
+const SCHEMA_LOCK: i64 = 7401551000000000001;
+
 /// The NOTIFY channel.
 pub const CHANNEL: &str = "taskwire";
 /// `application_name` of the LISTEN connections (pooled ones are
@@ -137,11 +148,6 @@ const QUEUE: usize = 16_384;
 const PAYLOAD: usize = 7_000;
 /// The LISTEN connection is checked when it has been quiet this long.
 const HEALTH_EVERY: Duration = Duration::from_secs(5);
-/// Webhook rows claimed per call, and how long a claim lasts: another
-/// instance may retry a row only after the claimer had time to post every
-/// claimed row (10 s timeout each).
-const WEBHOOK_CLAIM: u32 = 10;
-const WEBHOOK_LEASE_MS: f64 = 120_000.0;
 
 /// How an instance connects: `--data postgres://…` and the pool size.
 #[derive(Debug, Clone)]
@@ -207,27 +213,6 @@ struct Job {
     reply: oneshot::Sender<Result<WriteDone, StoreError>>,
 }
 
-impl From<tokio_postgres::Error> for StoreError {
-    fn from(e: tokio_postgres::Error) -> Self {
-        StoreError::Internal(pg_message(&e))
-    }
-}
-
-fn pg_message(e: &tokio_postgres::Error) -> String {
-    match e.as_db_error() {
-        Some(db) => format!("postgres: {} ({})", db.message(), db.code().code()),
-        None => format!("postgres: {e}"),
-    }
-}
-
-fn pool_error(e: PoolError) -> StoreError {
-    match e {
-        PoolError::Timeout(_) => StoreError::Overloaded,
-        PoolError::Backend(e) => StoreError::from(e),
-        other => StoreError::Internal(format!("postgres pool: {other}")),
-    }
-}
-
 /// `postgres://user:secret@host/db` → `postgres://user:***@host/db`.
 pub fn redact(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
@@ -259,7 +244,11 @@ fn lock_id(parts: &[&str]) -> i64 {
 fn order_of(op: &Op) -> LockOrder {
     match op {
         Op::Create(task) => match &task.idempotency {
-            Some((key, _)) => (0, lock_id(&["idem", &task.tenant, key]), String::new()),
+            Some(idem) => (
+                0,
+                lock_id(&["idem", &task.tenant, &idem.key]),
+                String::new(),
+            ),
             None => (2, 0, String::new()),
         },
         Op::Deliver { tenant, key, .. } => (0, lock_id(&["delivery", tenant, key]), String::new()),
@@ -307,6 +296,17 @@ impl PostgresStore {
                 .map_err(|e| format!("--data {shown}: {e}"))?;
             client
                 .batch_execute(SCHEMA)
+                .await
+                .map_err(|e| format!("--data {shown}: schema: {}", pg_message(&e)))?;
+            client
+                .batch_execute(&format!(
+                    "BEGIN; SELECT pg_advisory_xact_lock({SCHEMA_LOCK}); {} COMMIT;",
+                    super::quarantine::POSTGRES_SCHEMA
+                ))
+                .await
+                .map_err(|e| format!("--data {shown}: schema: {}", pg_message(&e)))?;
+            client
+                .batch_execute(callback_ids::POSTGRES)
                 .await
                 .map_err(|e| format!("--data {shown}: schema: {}", pg_message(&e)))?;
         }
@@ -372,13 +372,16 @@ impl Store for PostgresStore {
     fn get(&self, tenant: String, id: String) -> StoreFuture<'_, TaskRecord> {
         Box::pin(async move {
             let client = self.conn().await?;
+            // The tenant is in the query: another tenant's row is never
+            // read or parsed (no timing difference from an unknown id).
             let stmt = client
-                .prepare_cached("SELECT tenant, view, kind, input FROM tasks WHERE id = $1")
+                .prepare_cached(
+                    "SELECT tenant, view, kind, input FROM tasks WHERE id = $1 AND tenant = $2",
+                )
                 .await?;
-            let row = client.query_opt(&stmt, &[&id]).await?;
+            let row = client.query_opt(&stmt, &[&id, &tenant]).await?;
             row.map(|r| record(&r, 0))
                 .transpose()?
-                .filter(|r| r.tenant == tenant)
                 .ok_or(StoreError::NotFound(id))
         })
     }
@@ -400,13 +403,19 @@ impl Store for PostgresStore {
                     "SELECT t.tenant, t.view, h.version, h.event FROM tasks t
                      LEFT JOIN history h ON h.task_id = t.id AND h.version > $2
                           AND t.version > $2 AND t.version - $2 <= $3 AND NOT $4
-                     WHERE t.id = $1 ORDER BY h.version",
+                     WHERE t.id = $1 AND t.tenant = $5 ORDER BY h.version",
                 )
                 .await?;
             let rows = client
                 .query(
                     &stmt,
-                    &[&id, &to_i64(cursor), &to_i64(retention), &force_snapshot],
+                    &[
+                        &id,
+                        &to_i64(cursor),
+                        &to_i64(retention),
+                        &force_snapshot,
+                        &tenant,
+                    ],
                 )
                 .await?;
             let Some(first) = rows.first() else {
@@ -430,6 +439,17 @@ impl Store for PostgresStore {
                     task: Some(view),
                 },
             })
+        })
+    }
+
+    fn task_tenant(&self, id: String) -> StoreFuture<'_, Option<String>> {
+        Box::pin(async move {
+            let client = self.conn().await?;
+            let stmt = client
+                .prepare_cached("SELECT tenant FROM tasks WHERE id = $1")
+                .await?;
+            let row = client.query_opt(&stmt, &[&id]).await?;
+            Ok(row.map(|r| r.try_get(0)).transpose()?)
         })
     }
 
@@ -471,92 +491,20 @@ impl Store for PostgresStore {
             let rows = client
                 .query(&stmt, &[&tenant, &to_i64(after), &i64::from(limit)])
                 .await?;
-            rows.iter().map(outbox_row).collect()
+            rows.iter().map(sweep::outbox_row).collect()
         })
     }
 
-    fn expire_due(&self, now_ms: f64, limit: u32) -> StoreFuture<'_, usize> {
-        Box::pin(async move {
-            let mut client = self.conn().await?;
-            let tx = client.transaction().await?;
-            // Rows another instance's sweeper (or a callback) holds are
-            // skipped: they are someone else's, and FOR UPDATE re-checks
-            // `live` on the latest version of the rows it does take.
-            let stmt = tx
-                .prepare_cached(
-                    "SELECT tenant, view, kind, input FROM tasks
-                     WHERE live AND expires_at_ms <= $1
-                     ORDER BY expires_at_ms LIMIT $2 FOR UPDATE SKIP LOCKED",
-                )
-                .await?;
-            let rows = tx.query(&stmt, &[&now_ms, &i64::from(limit)]).await?;
-            let mut batch = Batch::default();
-            let mut expired = 0;
-            for row in &rows {
-                let rec = record(row, 0)?;
-                let mut view = rec.view.clone();
-                let step = view.expire_step();
-                if let Some(entry) = step.entry {
-                    batch.tasks.insert(view.id.clone(), rec);
-                    // As core's Book::expire_due: the notification is at "now".
-                    batch.change(&view, entry, step.outcome.notify, now_ms);
-                    expired += 1;
-                }
-            }
-            if expired == 0 {
-                tx.rollback().await?;
-                return Ok(0);
-            }
-            batch.flush(&tx).await?;
-            tx.commit().await?;
-            hub_publish(&self.hub, &batch);
-            Ok(expired)
-        })
+    fn expire_due(&self, now_ms: f64, limit: u32) -> StoreFuture<'_, Swept> {
+        Box::pin(sweep::sweep_tasks(self, &super::sweep::TTL, now_ms, limit))
     }
 
-    fn pending_webhooks(&self, now_ms: f64, limit: u32) -> StoreFuture<'_, Vec<OutboxEntry>> {
-        Box::pin(async move {
-            let client = self.conn().await?;
-            // Claim the rows (a lease on next_attempt_ms) so that the
-            // instances never post the same notification at once.
-            let stmt = client
-                .prepare_cached(
-                    "UPDATE outbox SET next_attempt_ms = $1 + $3 WHERE seq IN (
-                         SELECT seq FROM outbox WHERE NOT sent AND next_attempt_ms <= $1
-                         ORDER BY seq LIMIT $2 FOR UPDATE SKIP LOCKED)
-                     RETURNING seq, key, task_id, state, at_ms, tenant, attempts",
-                )
-                .await?;
-            let rows = client
-                .query(
-                    &stmt,
-                    &[
-                        &now_ms,
-                        &i64::from(limit.min(WEBHOOK_CLAIM)),
-                        &WEBHOOK_LEASE_MS,
-                    ],
-                )
-                .await?;
-            let mut out = rows.iter().map(outbox_row).collect::<Result<Vec<_>, _>>()?;
-            out.sort_by_key(|e| e.seq);
-            Ok(out)
-        })
+    fn pending_webhooks(&self, claim: WebhookClaim) -> StoreFuture<'_, PendingWebhooks> {
+        Box::pin(sweep::pending_webhooks(self, claim))
     }
 
     fn webhook_attempted(&self, seq: u64, sent: bool, next_attempt_ms: f64) -> StoreFuture<'_, ()> {
-        Box::pin(async move {
-            let client = self.conn().await?;
-            let stmt = client
-                .prepare_cached(
-                    "UPDATE outbox SET sent = $2, attempts = attempts + 1, next_attempt_ms = $3
-                     WHERE seq = $1",
-                )
-                .await?;
-            client
-                .execute(&stmt, &[&to_i64(seq), &sent, &next_attempt_ms])
-                .await?;
-            Ok(())
-        })
+        Box::pin(sweep::record_attempt(self, seq, sent, next_attempt_ms))
     }
 }
 
@@ -573,7 +521,11 @@ struct Batch {
     changed_set: HashSet<String>,
     history: Vec<(String, i64, String)>,
     callbacks: HashMap<(String, String), Event>,
-    callback_rows: Vec<(String, String, String)>,
+    /// (task, callback id, event, tenant) of every id remembered.
+    callback_rows: Vec<(String, String, String, String)>,
+    /// (tenant, callback id) of the batch's callbacks that are remembered
+    /// on some task (prefetched, then kept up to date).
+    claimed: HashSet<(String, String)>,
     idempotency: HashMap<(String, String), (String, String)>,
     deliveries: HashMap<(String, String), Receipt>,
     outbox: Vec<(String, String, String, String, f64)>,
@@ -630,8 +582,8 @@ impl Batch {
              WHERE t.id = u.id",
             "INSERT INTO history (task_id, version, event)
              SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[])",
-            "INSERT INTO callbacks (task_id, callback_id, event)
-             SELECT * FROM unnest($1::text[], $2::text[], $3::text[])",
+            "INSERT INTO callbacks (task_id, callback_id, event, tenant)
+             SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])",
             "INSERT INTO idempotency (tenant, key, request, task_id)
              SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])",
             "INSERT INTO deliveries (tenant, key, receipt)
@@ -664,9 +616,9 @@ impl Batch {
             .collect();
         let c_expires: Vec<f64> = created.iter().map(|r| r.view.expires_at_ms).collect();
         let c_kind: Vec<Option<&str>> = created.iter().map(|r| r.kind.as_deref()).collect();
-        let c_input: Vec<Option<String>> = created
+        let c_input: Vec<Option<&str>> = created
             .iter()
-            .map(|r| r.input.as_ref().map(|v| v.to_string()))
+            .map(|r| r.input.as_ref().map(RawJson::as_str))
             .collect();
 
         let created_set: HashSet<&str> = c_id.iter().copied().collect();
@@ -691,6 +643,7 @@ impl Batch {
         let cb_task: Vec<&str> = self.callback_rows.iter().map(|c| c.0.as_str()).collect();
         let cb_id: Vec<&str> = self.callback_rows.iter().map(|c| c.1.as_str()).collect();
         let cb_event: Vec<&str> = self.callback_rows.iter().map(|c| c.2.as_str()).collect();
+        let cb_tenant: Vec<&str> = self.callback_rows.iter().map(|c| c.3.as_str()).collect();
 
         let i_tenant: Vec<&str> = self.idempotency.keys().map(|k| k.0.as_str()).collect();
         let i_key: Vec<&str> = self.idempotency.keys().map(|k| k.1.as_str()).collect();
@@ -732,7 +685,7 @@ impl Batch {
             calls.push((2, vec![&h_task, &h_version, &h_event]));
         }
         if !cb_task.is_empty() {
-            calls.push((3, vec![&cb_task, &cb_id, &cb_event]));
+            calls.push((3, vec![&cb_task, &cb_id, &cb_event, &cb_tenant]));
         }
         if !i_tenant.is_empty() {
             calls.push((4, vec![&i_tenant, &i_key, &i_request, &i_task]));
@@ -820,9 +773,12 @@ fn classify(e: tokio_postgres::Error) -> BatchError {
     if e.as_db_error().is_none() {
         return BatchError::Unavailable(e.into());
     }
-    let retry = e.code().is_some_and(|c| {
-        *c == SqlState::T_R_DEADLOCK_DETECTED || *c == SqlState::T_R_SERIALIZATION_FAILURE
-    });
+    // A callback id another transaction committed first: run again, and
+    // the prefetch finds it (`callback-id-reused-for-other-task`).
+    let retry = callback_ids::is_lost_race(&e)
+        || e.code().is_some_and(|c| {
+            *c == SqlState::T_R_DEADLOCK_DETECTED || *c == SqlState::T_R_SERIALIZATION_FAILURE
+        });
     if retry {
         BatchError::Retry(e.into())
     } else {
@@ -971,6 +927,7 @@ async fn prefetch(
 ) -> Result<(), tokio_postgres::Error> {
     let mut ids: Vec<&str> = Vec::new();
     let mut keys: (Vec<&str>, Vec<&str>) = (Vec::new(), Vec::new());
+    let mut owner_keys: (Vec<&str>, Vec<&str>) = (Vec::new(), Vec::new());
     for job in jobs {
         if let Op::Callback(cb) = &job.op {
             if !b.tasks.contains_key(&cb.task_id) {
@@ -978,6 +935,8 @@ async fn prefetch(
             }
             keys.0.push(&cb.task_id);
             keys.1.push(&cb.callback_id);
+            owner_keys.0.push(&cb.tenant);
+            owner_keys.1.push(&cb.callback_id);
         }
     }
     ids.sort_unstable();
@@ -997,11 +956,16 @@ async fn prefetch(
              JOIN callbacks c ON c.task_id = k.task_id AND c.callback_id = k.callback_id",
         )
         .await?;
-    let (rows, seen_rows) = futures_util::future::try_join(
+    let owners = tx.prepare_cached(callback_ids::POSTGRES_OWNERS).await?;
+    let (rows, seen_rows, owner_rows) = futures_util::future::try_join3(
         tx.query(&lock, &[&ids]),
         tx.query(&seen, &[&keys.0, &keys.1]),
+        tx.query(&owners, &[&owner_keys.0, &owner_keys.1]),
     )
     .await?;
+    for row in &owner_rows {
+        b.claimed.insert((row.try_get(0)?, row.try_get(1)?));
+    }
     for row in &rows {
         let id: String = row.try_get(0)?;
         match record(row, 1) {
@@ -1031,7 +995,8 @@ async fn prefetch(
 }
 
 async fn create(tx: &Transaction<'_>, b: &mut Batch, task: &NewTask) -> Sql<Created> {
-    if let Some((key, request)) = &task.idempotency {
+    if let Some(idem) = &task.idempotency {
+        let (key, request) = (&idem.key, &idem.request);
         let ik = (task.tenant.clone(), key.clone());
         let seen = match b.idempotency.get(&ik) {
             Some(v) => Some(v.clone()),
@@ -1057,12 +1022,12 @@ async fn create(tx: &Transaction<'_>, b: &mut Batch, task: &NewTask) -> Sql<Crea
             }
         };
         if let Some((seen_request, task_id)) = seen {
-            if &seen_request != request {
+            if !idem.same_as(&seen_request) {
                 return Ok(Err(StoreError::IdempotencyKeyReused(key.clone())));
             }
             let record = match b.tasks.get(&task_id) {
                 Some(r) => Some(r.clone()),
-                None => match load(tx, &task_id).await? {
+                None => match load_own(tx, &task.tenant, &task_id).await? {
                     Ok(r) => r,
                     Err(e) => return Ok(Err(e)),
                 },
@@ -1098,6 +1063,12 @@ async fn callback(tx: &Transaction<'_>, b: &mut Batch, cb: &Callback) -> Sql<Cal
     let key = (cb.task_id.clone(), cb.callback_id.clone());
     if let Some(e) = b.broken.get(&cb.task_id) {
         return Ok(Err(e.clone()));
+    }
+    if b.tasks
+        .get(&cb.task_id)
+        .is_some_and(|r| r.tenant != cb.tenant)
+    {
+        return Ok(Err(StoreError::NotFound(cb.task_id.clone())));
     }
     let prefetched = b.prefetched.contains(&cb.task_id);
     let (record, seen) = match b.tasks.get(&cb.task_id) {
@@ -1154,7 +1125,8 @@ async fn callback(tx: &Transaction<'_>, b: &mut Batch, cb: &Callback) -> Sql<Cal
                 return Ok(Err(StoreError::NotFound(cb.task_id.clone())));
             };
             let rec = match record(&row, 0) {
-                Ok(r) => r,
+                Ok(r) if r.tenant == cb.tenant => r,
+                Ok(_) => return Ok(Err(StoreError::NotFound(cb.task_id.clone()))),
                 Err(e) => return Ok(Err(e)),
             };
             let seen = match seen_row.map(|r| r.try_get::<_, String>(0)).transpose()? {
@@ -1176,15 +1148,24 @@ async fn callback(tx: &Transaction<'_>, b: &mut Batch, cb: &Callback) -> Sql<Cal
             &record.view,
         )));
     }
+    // Every callback of the batch had its (tenant, id) prefetched, and
+    // ids remembered since are added below. A row another transaction
+    // commits meanwhile makes the INSERT fail: the batch runs again.
+    let owner_key = (cb.tenant.clone(), cb.callback_id.clone());
+    if b.claimed.contains(&owner_key) {
+        return Ok(Err(StoreError::CallbackIdReused(cb.callback_id.clone())));
+    }
     let mut view = record.view;
     let step = view.step(&cb.event);
     if let Some(entry) = step.entry {
         // Only ids whose event changed the task are remembered (core fix 1).
         b.callbacks.insert(key, cb.event.clone());
+        b.claimed.insert(owner_key);
         b.callback_rows.push((
             cb.task_id.clone(),
             cb.callback_id.clone(),
             to_json(&cb.event),
+            cb.tenant.clone(),
         ));
         b.change(&view, entry, step.outcome.notify, cb.event.at_ms().get());
     }
@@ -1230,13 +1211,13 @@ async fn deliver(
     };
     // A succeeded task never changes again: no lock needed to read it.
     let task = match b.tasks.get(id) {
-        Some(r) => Some(r.clone()),
-        None => match load(tx, id).await? {
+        Some(r) => Some(r.clone()).filter(|r| r.tenant == tenant),
+        None => match load_own(tx, tenant, id).await? {
             Ok(r) => r,
             Err(e) => return Ok(Err(e)),
         },
     };
-    let task = task.filter(|r| r.tenant == tenant).map(|r| r.view);
+    let task = task.map(|r| r.view);
     let delivery = match decide_delivery(existing.as_ref(), id, task.as_ref(), &checked, now) {
         Ok(d) => d,
         Err(e) => {
@@ -1252,12 +1233,13 @@ async fn deliver(
     Ok(Ok(delivery))
 }
 
-/// Reads a task without locking it.
-async fn load(tx: &Transaction<'_>, id: &str) -> Sql<Option<TaskRecord>> {
+/// Reads the tenant's task without locking it. The tenant is in the
+/// query: another tenant's row is never read or parsed.
+async fn load_own(tx: &Transaction<'_>, tenant: &str, id: &str) -> Sql<Option<TaskRecord>> {
     let stmt = tx
-        .prepare_cached("SELECT tenant, view, kind, input FROM tasks WHERE id = $1")
+        .prepare_cached("SELECT tenant, view, kind, input FROM tasks WHERE id = $1 AND tenant = $2")
         .await?;
-    let row = tx.query_opt(&stmt, &[&id]).await?;
+    let row = tx.query_opt(&stmt, &[&id, &tenant]).await?;
     Ok(row.map(|r| record(&r, 0)).transpose())
 }
 
@@ -1425,7 +1407,7 @@ fn record(row: &Row, at: usize) -> Result<TaskRecord, StoreError> {
     let kind: Option<String> = row.try_get(at + 2)?;
     let input: Option<String> = row.try_get(at + 3)?;
     let input = input
-        .map(|text| serde_json::from_str::<Value>(&text))
+        .map(RawJson::parse)
         .transpose()
         .map_err(|e| StoreError::Internal(format!("tasks.input: {e}")))?;
     Ok(TaskRecord {
@@ -1462,32 +1444,13 @@ fn entries(rows: &[Row], at: usize) -> Result<Vec<HistoryEntry>, StoreError> {
     Ok(out)
 }
 
-fn outbox_row(r: &Row) -> Result<OutboxEntry, StoreError> {
-    let seq: i64 = r.try_get(0)?;
-    let state: String = r.try_get(3)?;
-    let attempts: i32 = r.try_get(6)?;
-    let state: State = serde_json::from_value(Value::String(state))
-        .map_err(|e| StoreError::Internal(format!("outbox.state: {e}")))?;
-    Ok(OutboxEntry {
-        seq: u64::try_from(seq).map_err(|_| StoreError::Internal("outbox.seq < 0".into()))?,
-        key: r.try_get(1)?,
-        notification: Notification {
-            task_id: r.try_get(2)?,
-            state,
-            at_ms: r.try_get(4)?,
-        },
-        tenant: r.try_get(5)?,
-        attempts: u32::try_from(attempts).unwrap_or(u32::MAX),
-    })
-}
-
 /// Counters are ≤ 2^53 − 1 (core enforces it), so they fit a bigint.
 fn to_i64(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 fn corrupt(e: taskwire_core::Error) -> StoreError {
-    StoreError::Internal(format!("stored row does not parse: {}", e.message))
+    StoreError::Corrupt(format!("stored row does not parse: {}", e.message))
 }
 
 #[cfg(test)]

@@ -14,24 +14,30 @@
 //! **Reads** (get, resume, feeds) use separate connections: WAL lets them
 //! read the last commit while the writer writes. A resume reads the view
 //! and its entries in one read transaction, so they always agree.
+//!
+//! **Sweeps** (TTL expiry, the notify sender's outbox reads) handle each
+//! row on its own and quarantine a bad one (`sqlite/sweep.rs`); errors
+//! are sorted into unavailable, corrupt and internal in
+//! `sqlite/errors.rs`.
+
+mod errors;
+mod sweep;
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
-use serde_json::Value;
 use taskwire_core::wire::{from_json, to_json};
 use taskwire_core::{
     check_callback, check_delivery_input, decide_delivery, notification_key, plan_resume, Delivery,
-    DeliveryReason, Event, HistoryEntry, Notification, Reason, Receipt, ResumeAnswer, ResumePlan,
-    State, TaskView,
+    DeliveryReason, Event, HistoryEntry, Reason, Receipt, ResumeAnswer, ResumePlan, TaskView,
 };
 use tokio::sync::{oneshot, Semaphore};
 
 use super::{
-    Callback, CallbackAnswer, Change, Created, NewTask, OutboxEntry, Store, StoreError,
-    StoreFuture, TaskRecord, WriteDone,
+    callback_ids, Callback, CallbackAnswer, Change, Created, NewTask, OutboxEntry, PendingWebhooks,
+    RawJson, Store, StoreError, StoreFuture, Swept, TaskRecord, WebhookClaim, WriteDone,
 };
 use crate::hub::Hub;
 
@@ -126,6 +132,11 @@ enum Op {
         sent: bool,
         next_attempt_ms: f64,
     },
+    /// Outbox rows a reader found unparseable: `seq` and why.
+    QuarantineOutbox {
+        rows: Vec<(i64, String)>,
+        now_ms: f64,
+    },
 }
 
 struct Job {
@@ -149,6 +160,8 @@ impl SqliteStore {
             "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA busy_timeout = 5000;",
         )
         .and_then(|()| conn.execute_batch(SCHEMA))
+        .and_then(|()| conn.execute_batch(super::quarantine::SQLITE_SCHEMA))
+        .and_then(|()| callback_ids::migrate_sqlite(&conn))
         .map_err(|e| format!("{}: {e}", path.display()))?;
         let (jobs, rx) = mpsc::sync_channel(QUEUE);
         let max_batch = max_batch.max(1);
@@ -211,11 +224,7 @@ impl Store for SqliteStore {
     }
 
     fn get(&self, tenant: String, id: String) -> StoreFuture<'_, TaskRecord> {
-        self.read(move |conn| {
-            load_task(conn, &id)?
-                .filter(|r| r.tenant == tenant)
-                .ok_or(StoreError::NotFound(id))
-        })
+        self.read(move |conn| load_own_task(conn, &tenant, &id)?.ok_or(StoreError::NotFound(id)))
     }
 
     fn resume(
@@ -228,8 +237,7 @@ impl Store for SqliteStore {
         let retention = self.retention;
         self.read(move |conn| {
             let tx = conn.transaction()?;
-            let view = load_task(&tx, &id)?
-                .filter(|r| r.tenant == tenant)
+            let view = load_own_task(&tx, &tenant, &id)?
                 .ok_or_else(|| StoreError::NotFound(id.clone()))?
                 .view;
             let plan = if force_snapshot {
@@ -245,6 +253,15 @@ impl Store for SqliteStore {
                     task: Some(view),
                 },
             })
+        })
+    }
+
+    fn task_tenant(&self, id: String) -> StoreFuture<'_, Option<String>> {
+        self.read(move |conn| {
+            Ok(conn
+                .prepare_cached("SELECT tenant FROM tasks WHERE id = ?1")?
+                .query_row(params![id], |r| r.get(0))
+                .optional()?)
         })
     }
 
@@ -280,26 +297,32 @@ impl Store for SqliteStore {
                 "SELECT seq, key, task_id, state, at_ms, tenant, attempts FROM outbox
                  WHERE tenant = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
             )?;
-            let rows = stmt.query_map(params![tenant, to_i64(after), limit], outbox_row)?;
-            rows.map(|r| r.map_err(StoreError::from).and_then(|r| r))
+            let rows = stmt.query_map(params![tenant, to_i64(after), limit], sweep::outbox_row)?;
+            rows.map(|r| r.map_err(StoreError::from).and_then(|(_, r)| r))
                 .collect()
         })
     }
 
-    fn expire_due(&self, now_ms: f64, limit: u32) -> StoreFuture<'_, usize> {
+    fn expire_due(&self, now_ms: f64, limit: u32) -> StoreFuture<'_, Swept> {
         let done = self.write(Op::ExpireDue { now_ms, limit });
         Box::pin(async move { done.await?.expired() })
     }
 
-    fn pending_webhooks(&self, now_ms: f64, limit: u32) -> StoreFuture<'_, Vec<OutboxEntry>> {
-        self.read(move |conn| {
-            let mut stmt = conn.prepare_cached(
-                "SELECT seq, key, task_id, state, at_ms, tenant, attempts FROM outbox
-                 WHERE sent = 0 AND next_attempt_ms <= ?1 ORDER BY seq LIMIT ?2",
-            )?;
-            let rows = stmt.query_map(params![now_ms, limit], outbox_row)?;
-            rows.map(|r| r.map_err(StoreError::from).and_then(|r| r))
-                .collect()
+    /// One instance only, so nothing is claimed (`lease_ms` is unused):
+    /// leaving out the sender's rows in flight is enough.
+    fn pending_webhooks(&self, claim: WebhookClaim) -> StoreFuture<'_, PendingWebhooks> {
+        let now_ms = claim.now_ms;
+        let read = self.read(move |conn| sweep::pending_webhooks(conn, &claim));
+        Box::pin(async move {
+            let (rows, bad) = read.await?;
+            let quarantined = if bad.is_empty() {
+                Vec::new()
+            } else {
+                self.write(Op::QuarantineOutbox { rows: bad, now_ms })
+                    .await?
+                    .quarantined()?
+            };
+            Ok(PendingWebhooks { rows, quarantined })
         })
     }
 
@@ -402,7 +425,14 @@ fn commit_batch(
             changes.append(&mut job_changes);
             *outbox |= job_outbox;
         } else {
-            drop(sp); // rolls back this job alone
+            // Rolls back this job alone. After a full disk or an I/O error
+            // SQLite may have rolled back the whole transaction, the jobs
+            // before this one included: then none of the batch may be
+            // answered as committed.
+            drop(sp);
+            if let (true, Err(e)) = (tx.is_autocommit(), &result) {
+                return Err(e.clone());
+            }
         }
         results.push(result);
     }
@@ -426,35 +456,35 @@ fn run(
             now_ms,
         } => deliver(tx, &tenant, &id, &key, now_ms).map(WriteDone::Delivery),
         Op::ExpireDue { now_ms, limit } => {
-            expire_due(tx, now_ms, limit, changes, outbox).map(WriteDone::Expired)
+            sweep::sweep_tasks(tx, &super::sweep::TTL, now_ms, limit, changes, outbox)
+                .map(WriteDone::Expired)
         }
         Op::Webhook {
             seq,
             sent,
             next_attempt_ms,
-        } => {
-            tx.prepare_cached(
-                "UPDATE outbox SET sent = ?2, attempts = attempts + 1, next_attempt_ms = ?3 WHERE seq = ?1",
-            )?
-            .execute(params![to_i64(seq), sent, next_attempt_ms])?;
-            Ok(WriteDone::Unit)
+        } => sweep::record_attempt(tx, seq, sent, next_attempt_ms).map(|()| WriteDone::Unit),
+        Op::QuarantineOutbox { rows, now_ms } => {
+            sweep::quarantine_outbox(tx, rows, now_ms).map(WriteDone::Quarantined)
         }
     }
 }
 
 fn create(tx: &Connection, task: NewTask) -> Result<Created, StoreError> {
-    if let Some((key, request)) = &task.idempotency {
+    if let Some(idem) = &task.idempotency {
         let seen: Option<(String, String)> = tx
             .prepare_cached(
                 "SELECT request, task_id FROM idempotency WHERE tenant = ?1 AND key = ?2",
             )?
-            .query_row(params![task.tenant, key], |r| Ok((r.get(0)?, r.get(1)?)))
+            .query_row(params![task.tenant, idem.key], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
             .optional()?;
         if let Some((seen_request, task_id)) = seen {
-            if &seen_request != request {
-                return Err(StoreError::IdempotencyKeyReused(key.clone()));
+            if !idem.same_as(&seen_request) {
+                return Err(StoreError::IdempotencyKeyReused(idem.key.clone()));
             }
-            let record = load_task(tx, &task_id)?.ok_or_else(|| {
+            let record = load_own_task(tx, &task.tenant, &task_id)?.ok_or_else(|| {
                 StoreError::Internal(format!("idempotency row points at missing task {task_id}"))
             })?;
             return Ok(Created {
@@ -465,9 +495,9 @@ fn create(tx: &Connection, task: NewTask) -> Result<Created, StoreError> {
         tx.prepare_cached(
             "INSERT INTO idempotency (tenant, key, request, task_id) VALUES (?1, ?2, ?3, ?4)",
         )?
-        .execute(params![task.tenant, key, request, task.view.id])?;
+        .execute(params![task.tenant, idem.key, idem.request, task.view.id])?;
     }
-    let input = task.input.as_ref().map(|v| v.to_string());
+    let input = task.input.as_ref().map(RawJson::as_str);
     tx.prepare_cached(
         "INSERT INTO tasks (id, tenant, view, version, live, expires_at_ms, kind, input)
          VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7)",
@@ -498,8 +528,9 @@ fn callback(
     changes: &mut Vec<Change>,
     outbox: &mut bool,
 ) -> Result<CallbackAnswer, StoreError> {
-    let record =
-        load_task(tx, &cb.task_id)?.ok_or_else(|| StoreError::NotFound(cb.task_id.clone()))?;
+    let record = load_task(tx, &cb.task_id)?
+        .filter(|r| r.tenant == cb.tenant)
+        .ok_or_else(|| StoreError::NotFound(cb.task_id.clone()))?;
     let seen: Option<String> = tx
         .prepare_cached("SELECT event FROM callbacks WHERE task_id = ?1 AND callback_id = ?2")?
         .query_row(params![cb.task_id, cb.callback_id], |r| r.get(0))
@@ -516,14 +547,23 @@ fn callback(
             &record.view,
         ));
     }
+    if callback_ids::sqlite_owner(tx, &cb.tenant, &cb.callback_id)?.is_some() {
+        // Not this task's (that would have been `seen`): another one's.
+        return Err(StoreError::CallbackIdReused(cb.callback_id));
+    }
     let mut view = record.view;
     let step = view.step(&cb.event);
     if let Some(entry) = step.entry {
         // Only ids whose event changed the task are remembered (core fix 1).
         tx.prepare_cached(
-            "INSERT INTO callbacks (task_id, callback_id, event) VALUES (?1, ?2, ?3)",
+            "INSERT INTO callbacks (task_id, callback_id, event, tenant) VALUES (?1, ?2, ?3, ?4)",
         )?
-        .execute(params![cb.task_id, cb.callback_id, to_json(&cb.event)])?;
+        .execute(params![
+            cb.task_id,
+            cb.callback_id,
+            to_json(&cb.event),
+            cb.tenant
+        ])?;
         let at_ms = cb.event.at_ms().get();
         commit_change(
             tx,
@@ -601,9 +641,7 @@ fn deliver(
         .map(|text| from_json::<Receipt>(&text, "deliveries.receipt"))
         .transpose()
         .map_err(corrupt)?;
-    let task = load_task(tx, id)?
-        .filter(|r| r.tenant == tenant)
-        .map(|r| r.view);
+    let task = load_own_task(tx, tenant, id)?.map(|r| r.view);
     let delivery =
         decide_delivery(existing.as_ref(), id, task.as_ref(), &key, now).map_err(|e| {
             match e.code {
@@ -618,64 +656,50 @@ fn deliver(
     Ok(delivery)
 }
 
-fn expire_due(
-    tx: &Connection,
-    now_ms: f64,
-    limit: u32,
-    changes: &mut Vec<Change>,
-    outbox: &mut bool,
-) -> Result<usize, StoreError> {
-    let due: Vec<(String, String)> = {
-        let mut stmt = tx.prepare_cached(
-            "SELECT tenant, view FROM tasks WHERE live = 1 AND expires_at_ms <= ?1
-             ORDER BY expires_at_ms LIMIT ?2",
-        )?;
-        let rows = stmt.query_map(params![now_ms, limit], |r| Ok((r.get(0)?, r.get(1)?)))?;
-        rows.collect::<Result<_, _>>()?
-    };
-    let mut expired = 0;
-    for (tenant, text) in due {
-        let mut view = from_json::<TaskView>(&text, "tasks.view").map_err(corrupt)?;
-        let step = view.expire_step();
-        if let Some(entry) = step.entry {
-            // As core's Book::expire_due: the notification is at "now".
-            commit_change(
-                tx,
-                &tenant,
-                &view,
-                entry,
-                step.outcome.notify,
-                now_ms,
-                changes,
-                outbox,
-            )?;
-            expired += 1;
-        }
-    }
-    Ok(expired)
-}
+type TaskRow = (String, String, Option<String>, Option<String>);
 
+/// Any tenant's task (callbacks are signed, not bearer-authenticated).
 fn load_task(conn: &Connection, id: &str) -> Result<Option<TaskRecord>, StoreError> {
-    let row: Option<(String, String, Option<String>, Option<String>)> = conn
+    let row: Option<TaskRow> = conn
         .prepare_cached("SELECT tenant, view, kind, input FROM tasks WHERE id = ?1")?
         .query_row(params![id], |r| {
             Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
         })
         .optional()?;
-    let Some((tenant, view, kind, input)) = row else {
-        return Ok(None);
-    };
+    row.map(task_record).transpose()
+}
+
+/// The tenant's task. The tenant is part of the query, so another
+/// tenant's row is never read, let alone parsed: its size or state cannot
+/// show in how long a 404 takes.
+fn load_own_task(
+    conn: &Connection,
+    tenant: &str,
+    id: &str,
+) -> Result<Option<TaskRecord>, StoreError> {
+    let row: Option<TaskRow> = conn
+        .prepare_cached(
+            "SELECT tenant, view, kind, input FROM tasks WHERE id = ?1 AND tenant = ?2",
+        )?
+        .query_row(params![id, tenant], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        })
+        .optional()?;
+    row.map(task_record).transpose()
+}
+
+fn task_record((tenant, view, kind, input): TaskRow) -> Result<TaskRecord, StoreError> {
     let view = from_json::<TaskView>(&view, "tasks.view").map_err(corrupt)?;
     let input = input
-        .map(|text| serde_json::from_str::<Value>(&text))
+        .map(RawJson::parse)
         .transpose()
         .map_err(|e| StoreError::Internal(format!("tasks.input: {e}")))?;
-    Ok(Some(TaskRecord {
+    Ok(TaskRecord {
         tenant,
         view,
         kind,
         input,
-    }))
+    })
 }
 
 fn history_after(
@@ -701,34 +725,11 @@ fn history_after(
     Ok(out)
 }
 
-type OutboxRow = Result<OutboxEntry, StoreError>;
-
-fn outbox_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<OutboxRow> {
-    let seq: i64 = r.get(0)?;
-    let state: String = r.get(3)?;
-    let attempts: i64 = r.get(6)?;
-    Ok((|| {
-        let state: State = serde_json::from_value(Value::String(state))
-            .map_err(|e| StoreError::Internal(format!("outbox.state: {e}")))?;
-        Ok(OutboxEntry {
-            seq: u64::try_from(seq).map_err(|_| StoreError::Internal("outbox.seq < 0".into()))?,
-            key: r.get(1)?,
-            notification: Notification {
-                task_id: r.get(2)?,
-                state,
-                at_ms: r.get(4)?,
-            },
-            tenant: r.get(5)?,
-            attempts: u32::try_from(attempts).unwrap_or(u32::MAX),
-        })
-    })())
-}
-
 /// Counters are ≤ 2^53 − 1 (core enforces it), so they fit SQLite's i64.
 fn to_i64(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 fn corrupt(e: taskwire_core::Error) -> StoreError {
-    StoreError::Internal(format!("stored row does not parse: {}", e.message))
+    StoreError::Corrupt(format!("stored row does not parse: {}", e.message))
 }

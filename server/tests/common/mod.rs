@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod pg;
+pub mod raw;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -13,7 +14,7 @@ use serde_json::{json, Value};
 use taskwire_core::wire::from_json;
 use taskwire_core::ResumeAnswer;
 use taskwire_server::client::{self, Conn, Reply};
-use taskwire_server::signature::{Secret, DEV_SECRET};
+use taskwire_server::signature::{callback_body, Secret, SignedHeaders, DEV_SECRET};
 use taskwire_server::{start, Config, Server};
 
 pub struct Harness {
@@ -111,14 +112,38 @@ impl Harness {
             .await
     }
 
-    /// Posts a signed callback.
+    /// Posts a callback signed with the development secret, its body
+    /// naming `task`. The `webhook-id` sent is [`task_scoped`]`(task,
+    /// callback_id)`: a tenant's callback id is refused on its other tasks,
+    /// and tests reuse short names ("s", "ok") on every task.
     pub async fn callback(&self, task: &str, callback_id: &str, event: &Value) -> Reply {
-        self.callback_raw(task, callback_id, now_secs(), event.to_string().as_bytes())
+        let body = callback_body(task, event);
+        self.callback_raw(
+            task,
+            &task_scoped(task, callback_id),
+            now_secs(),
+            body.as_bytes(),
+        )
+        .await
+    }
+
+    /// Posts `body` exactly as given, signed with the development secret
+    /// under exactly `callback_id`.
+    pub async fn callback_raw(&self, task: &str, callback_id: &str, ts: i64, body: &[u8]) -> Reply {
+        self.callback_signed(&secret(), task, callback_id, ts, body)
             .await
     }
 
-    pub async fn callback_raw(&self, task: &str, callback_id: &str, ts: i64, body: &[u8]) -> Reply {
-        let signed = secret().headers(callback_id, ts, body);
+    /// Posts `body` exactly as given, signed with `secret`.
+    pub async fn callback_signed(
+        &self,
+        secret: &Secret,
+        task: &str,
+        callback_id: &str,
+        ts: i64,
+        body: &[u8],
+    ) -> Reply {
+        let signed = secret.headers(callback_id, ts, body);
         let headers: Vec<(&str, &str)> = signed.iter().map(|(k, v)| (*k, v.as_str())).collect();
         self.req(
             "POST",
@@ -158,6 +183,17 @@ pub fn succeed_ev(at: u64, hash: &str) -> Value {
 }
 pub fn fail_ev(at: u64, retryable: bool) -> Value {
     json!({"type": "fail", "atMs": at, "error": "quota", "retryable": retryable})
+}
+
+/// Whether `body` with `headers` is signed with `secret` (as a webhook
+/// receiver checks it).
+pub fn verifies(secret: &Secret, headers: &axum::http::HeaderMap, body: &[u8]) -> bool {
+    let Ok(signed) = SignedHeaders::parse(headers, now_secs()) else {
+        return false;
+    };
+    let mut verifier = signed.verifier(std::slice::from_ref(secret));
+    verifier.update(body);
+    verifier.finish(&signed)
 }
 
 /// Asserts the JSON error shape.
@@ -206,16 +242,24 @@ pub fn spawn_binary(data: &std::ffi::OsStr) -> (Child, String) {
     (child, addr)
 }
 
-/// Posts a signed callback on `conn`; an answer other than 200 is an
-/// error (the load tests count those as not acknowledged).
+/// The `webhook-id` the helpers send for a test's short `callback_id`:
+/// made the task's own (see [`Harness::callback`]).
+pub fn task_scoped(task: &str, callback_id: &str) -> String {
+    format!("{task}:{callback_id}")
+}
+
+/// Posts a signed callback on `conn` (its id [`task_scoped`]); an answer
+/// other than 200 is an error (the load tests count those as not
+/// acknowledged).
 pub async fn signed(
     conn: &mut Conn,
     task: &str,
     callback_id: &str,
     event: &Value,
 ) -> std::io::Result<Value> {
-    let body = event.to_string();
-    let headers = secret().headers(callback_id, now_secs(), body.as_bytes());
+    let body = callback_body(task, event);
+    let callback_id = task_scoped(task, callback_id);
+    let headers = secret().headers(&callback_id, now_secs(), body.as_bytes());
     let hs: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let r = conn
         .send("POST", &format!("/v1/tasks/{task}/callbacks"), &hs, body)
@@ -240,4 +284,79 @@ pub async fn create_at(addr: &str) -> String {
     .expect("create request");
     assert_eq!(r.status, 201, "{:?}", r.json());
     r.json()["id"].as_str().expect("an id").to_string()
+}
+
+/// A server process started by a test, with its stderr collected.
+pub struct Logged {
+    pub child: Child,
+    /// The address it printed.
+    pub addr: String,
+    /// Everything it wrote to stderr so far.
+    pub stderr: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl Logged {
+    /// Lines of stderr that contain `needle`.
+    pub fn stderr_lines(&self, needle: &str) -> Vec<String> {
+        self.stderr
+            .lock()
+            .unwrap()
+            .lines()
+            .filter(|l| l.contains(needle))
+            .map(str::to_string)
+            .collect()
+    }
+
+    pub fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The server binary with a free port, tenant `demo` and `--data data`,
+/// plus `extra` flags.
+pub fn server_command(data: &std::path::Path, extra: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_taskwire-server"));
+    cmd.args(["--listen", "127.0.0.1:0", "--token", "demo=demo"])
+        .arg("--data")
+        .arg(data)
+        .args(extra);
+    cmd
+}
+
+/// Starts `cmd` (the server binary, or a wrapper that execs it) with
+/// stdout and stderr piped; returns once it prints its address.
+pub fn spawn_logged(mut cmd: Command) -> Logged {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn server");
+    let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let mut err = BufReader::new(child.stderr.take().expect("piped stderr"));
+    let sink = std::sync::Arc::clone(&stderr);
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        while err.read_line(&mut line).is_ok_and(|n| n > 0) {
+            eprint!("server: {line}");
+            sink.lock().unwrap().push_str(&line);
+            line.clear();
+        }
+    });
+    let mut out = BufReader::new(child.stdout.take().expect("piped stdout"));
+    let mut line = String::new();
+    out.read_line(&mut line).expect("the listening line");
+    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+    let addr = line
+        .trim()
+        .rsplit("http://")
+        .next()
+        .expect("listening line")
+        .to_string();
+    assert!(!addr.is_empty(), "the server did not start: {stderr:?}");
+    Logged {
+        child,
+        addr,
+        stderr,
+    }
 }

@@ -61,12 +61,13 @@ export default {
       },
     },
     {
-      name: 'callback ids are scoped to their task',
+      name: 'a callback id belongs to the task it changed: on another task of the tenant it is refused (422)',
       async run({ a, exec }) {
         const [t1, t2] = [await a.createTask(), await a.createTask()];
         const id = uid('cb');
         await play(exec, t1.id, [[start(10), changed('started', { version: 1 }), { id }]]);
-        await play(exec, t2.id, [[start(10), changed('started', { version: 1 }), { id }]]);
+        assertError(await exec.send(t2.id, start(10), { id }), 422, 'callback-id-reused-for-other-task', 'webhook-id');
+        await a.answer(t2.id, 0, { mode: 'caught-up', task: { version: 0, state: 'queued' } });
       },
     },
     {
@@ -227,9 +228,9 @@ export default {
       },
     },
     {
-      name: 'unknown task: 404; a webhook-id over 255 bytes: 400',
+      name: 'unknown task: 401 (it has no secret to check against); a webhook-id over 255 bytes: 400',
       async run({ a, exec }) {
-        assertError(await exec.send('no-such-task-c0de', start(10)), 404, 'not-found');
+        assertError(await exec.send('no-such-task-c0de', start(10)), 401, 'unauthorized');
         const task = await a.createTask();
         assertError(await exec.send(task.id, start(10), { id: 'i'.repeat(256) }), 400, 'invalid-request');
         const t = await exec.apply(task.id, start(10), { id: 'i'.repeat(255) });

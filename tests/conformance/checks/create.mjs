@@ -113,6 +113,39 @@ export default {
       },
     },
     {
+      name: 'input keeps its numbers exactly: 2^53 + 1 comes back as sent, in create, replay and GET',
+      async run({ a }) {
+        const key = uid('exact');
+        const body = '{"ttlMs":60000,"maxAttempts":1,"input":{"n":9007199254740993,"big":123456789012345678901234567890,"f":0.30000000000000000001}}';
+        const exact = (res, what) => {
+          // JSON.parse would round these, so the raw answer text is checked.
+          for (const [name, digits] of [['n', '9007199254740993'], ['big', '123456789012345678901234567890'], ['f', '0.30000000000000000001']]) {
+            assert.match(res.text, new RegExp(`"${name}"\\s*:\\s*${digits.replace('.', '\\.')}(?![0-9])`), `${what}: input.${name} must come back as ${digits}`);
+          }
+        };
+        const created = await a.create(body, { key });
+        assert.equal(created.status, 201, `expected 201, got ${created.status}`);
+        exact(created, 'create');
+        exact(await a.get(created.json.id), 'GET');
+        const replay = await a.create(body, { key });
+        assert.equal(replay.status, 200, `the same body: expected 200, got ${replay.status}`);
+        exact(replay, 'replayed create');
+      },
+    },
+    {
+      name: 'Idempotency-Key: numbers are compared exactly (bodies differing only beyond double precision are different)',
+      async run({ a }) {
+        const key = uid('exact');
+        const first = await a.createTask('{"ttlMs":60000,"maxAttempts":1,"input":{"n":9007199254740993}}', { key });
+        // 2^53 and 2^53 + 1 are the same double, and different numbers.
+        assertError(await a.create('{"ttlMs":60000,"maxAttempts":1,"input":{"n":9007199254740992}}', { key }), 422, 'idempotency-key-reused');
+        // The same number written another way is the same body.
+        const again = await a.create('{"ttlMs":6e4,"maxAttempts":1.0,"input":{"n":9007199254740993.0}}', { key });
+        assert.equal(again.status, 200, `the same values: expected 200, got ${again.status}`);
+        assert.equal(again.json?.id, first.id, 'the same task');
+      },
+    },
+    {
       name: 'ids and keys over 255 bytes are invalid-request (255 is fine)',
       async run({ a }) {
         const body = { ttlMs: 60_000, maxAttempts: 1 };

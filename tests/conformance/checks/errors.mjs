@@ -155,12 +155,14 @@ export default {
           assert.ok(allowed.includes(res.status), `create with a hostile body: expected ${allowed.join(' or ')}, got ${res.status}`);
           if (res.status === 400) assertError(res, 400, 'invalid-request');
         }
+        // The JSON ones name their task, so that the event itself is judged.
+        const named = (fields) => `{"taskId":${JSON.stringify(task.id)},${fields}}`;
         const callbacks = [
-          '{"type":"progress","atMs":{},"progress":[],"cursor":1}',
-          '{"type":"progress","atMs":1e999999,"progress":10,"cursor":"c"}',
-          '{"type":"progress","atMs":10,"progress":18446744073709551616,"cursor":"c"}',
-          '{"type":"progress","atMs":10,"progress":100.5,"cursor":"c"}',
-          '{"type":{"nested":true},"atMs":10}',
+          named('"type":"progress","atMs":{},"progress":[],"cursor":1'),
+          named('"type":"progress","atMs":1e999999,"progress":10,"cursor":"c"'),
+          named('"type":"progress","atMs":10,"progress":18446744073709551616,"cursor":"c"'),
+          named('"type":"progress","atMs":10,"progress":100.5,"cursor":"c"'),
+          named('"type":{"nested":true},"atMs":10'),
           deep(10_000),
           Buffer.from([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x3a, 0x31, 0x7d]),
         ];

@@ -29,11 +29,12 @@ export default {
     {
       name: 'notification feeds are separate',
       needsTokenB: true,
-      async run({ a, b, exec, feedStart }) {
+      async run({ a, b, exec, execB, feedStart }) {
         const ta = await a.createTask();
         const tb = await b.createTask();
         await exec.drive(ta.id, [expire(10)]);
-        await exec.drive(tb.id, [expire(10)]);
+        // Tenant B's executor (B's own secret, when it has one).
+        await (execB ?? exec).drive(tb.id, [expire(10)]);
         const feedA = await a.feedSince(feedStart.a);
         const feedB = await b.feedSince(feedStart.b);
         assert.equal(feedA.filter((n) => n.taskId === ta.id).length, 1, "A's task in A's feed");
@@ -52,7 +53,7 @@ export default {
         const tb = await b.createTask({ ttlMs: 60_000, maxAttempts: 2 }, { key });
         assert.notEqual(ta.id, tb.id, 'the same key under two tenants makes two tasks');
         const sa = await succeededTask({ ...ctx, a });
-        const sb = await succeededTask({ ...ctx, a: b });
+        const sb = await succeededTask({ ...ctx, a: b, exec: ctx.execB ?? ctx.exec });
         const dkey = uid('deliver');
         assert.equal((await a.deliver(sa.id, dkey)).status, 201);
         assert.equal((await b.deliver(sb.id, dkey)).status, 201, "tenant B's first delivery under a key tenant A used");

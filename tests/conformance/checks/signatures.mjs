@@ -8,7 +8,7 @@ import { assertError, assertMatches } from '../lib/match.mjs';
 import { progress } from '../lib/events.mjs';
 import { runningTask } from '../lib/scenarios.mjs';
 import { uid } from '../lib/client.mjs';
-import { nowSeconds, sign } from '../lib/sign.mjs';
+import { callbackBody, nowSeconds, sign } from '../lib/sign.mjs';
 
 const MINUTE = 60;
 const otherSecret = () => `whsec_${randomBytes(24).toString('base64')}`;
@@ -47,7 +47,7 @@ const rejectionCheck = ([label, make]) => ({
     const task = await runningTask(ctx);
     const id = uid('cb');
     const event = progress(500, 10);
-    const body = JSON.stringify(event);
+    const body = callbackBody(task.id, event);
     const timestamp = nowSeconds();
     const res = await ctx.exec.send(task.id, event, { id, body, timestamp, ...make(ctx.config.secret, id, body, timestamp) });
     assertError(res, 401, 'unauthorized');
@@ -63,7 +63,7 @@ const acceptanceCheck = ([label, make]) => ({
     const task = await runningTask(ctx);
     const id = uid('cb');
     const event = progress(500, 10);
-    const body = JSON.stringify(event);
+    const body = callbackBody(task.id, event);
     const timestamp = nowSeconds();
     const res = await ctx.exec.send(task.id, event, { id, body, timestamp, ...make(ctx.config.secret, id, body, timestamp) });
     assert.equal(res.status, 200, `expected 200, got ${res.status}`);

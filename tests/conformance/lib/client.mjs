@@ -4,7 +4,7 @@
 
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { signedHeaders } from './sign.mjs';
+import { callbackBody, signedHeaders } from './sign.mjs';
 import { assertJsonType, assertResumeResponse, assertTaskView } from './match.mjs';
 import { openEventStream } from './sse.mjs';
 
@@ -142,14 +142,15 @@ export class Executor {
   }
 
   /**
-   * Sends `event` (or the raw `body`) for `taskId`. `id` is the callback
-   * id; `headers` overrides the signed headers (undefined drops one);
-   * `timestamp` and `secret` change what is signed.
+   * Sends `event` (its body names `taskId`), or the raw `body`, to
+   * `taskId`'s callback path (`path` sends it to another task's). `id` is
+   * the callback id; `headers` overrides the signed headers (undefined
+   * drops one); `timestamp` and `secret` change what is signed.
    */
-  send(taskId, event, { id = uid('cb'), body, timestamp, secret = this.secret, headers = {} } = {}) {
-    const text = body ?? JSON.stringify(event);
+  send(taskId, event, { id = uid('cb'), body, timestamp, secret = this.secret, headers = {}, path = taskId } = {}) {
+    const text = body ?? callbackBody(taskId, event);
     const signed = signedHeaders(secret, id, text, timestamp === undefined ? {} : { timestamp });
-    return this.http.request('POST', `/v1/tasks/${enc(taskId)}/callbacks`, {
+    return this.http.request('POST', `/v1/tasks/${enc(path)}/callbacks`, {
       body: text,
       headers: { 'content-type': 'application/json', ...signed, ...headers },
       token: null,

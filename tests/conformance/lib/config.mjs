@@ -8,7 +8,9 @@ export const USAGE = `usage: node tests/conformance/run.mjs <baseUrl> [options]
   --token TOKEN            tenant A's bearer token        (TASKWIRE_TOKEN)
   --token-b TOKEN          a second tenant's token, for   (TASKWIRE_TOKEN_B)
                            the isolation checks (skipped without it)
-  --callback-secret whsec_…  the executor callback secret (TASKWIRE_CALLBACK_SECRET)
+  --callback-secret whsec_…  tenant A's executor callback secret (TASKWIRE_CALLBACK_SECRET)
+  --callback-secret-b whsec_… tenant B's, when it has its own (TASKWIRE_CALLBACK_SECRET_B;
+                           the per-tenant secret checks are skipped without it)
   --retention N            the server's resume window     (TASKWIRE_RETENTION, default 8, at least 2)
   --cors-origin ORIGIN     an origin the backend allows   (TASKWIRE_CORS_ORIGIN)
                            by CORS (the CORS checks are skipped without it)
@@ -24,6 +26,7 @@ export function configFrom(argv, env = process.env) {
       token: { type: 'string' },
       'token-b': { type: 'string' },
       'callback-secret': { type: 'string' },
+      'callback-secret-b': { type: 'string' },
       retention: { type: 'string' },
       'cors-origin': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
@@ -35,6 +38,7 @@ export function configFrom(argv, env = process.env) {
     token: values.token ?? env.TASKWIRE_TOKEN,
     tokenB: values['token-b'] ?? env.TASKWIRE_TOKEN_B,
     secret: values['callback-secret'] ?? env.TASKWIRE_CALLBACK_SECRET,
+    secretB: values['callback-secret-b'] ?? env.TASKWIRE_CALLBACK_SECRET_B,
     retention: values.retention ?? env.TASKWIRE_RETENTION,
     corsOrigin: values['cors-origin'] ?? env.TASKWIRE_CORS_ORIGIN,
   });
@@ -42,8 +46,8 @@ export function configFrom(argv, env = process.env) {
 
 export class UsageError extends Error {}
 
-/** Validates and normalizes `{baseUrl, token, tokenB, secret, retention, corsOrigin}`. */
-export function checkConfig({ baseUrl, token, tokenB, secret, retention, corsOrigin }) {
+/** Validates and normalizes `{baseUrl, token, tokenB, secret, secretB, retention, corsOrigin}`. */
+export function checkConfig({ baseUrl, token, tokenB, secret, secretB, retention, corsOrigin }) {
   if (!baseUrl) throw new UsageError('a base URL is required');
   let url;
   try {
@@ -59,9 +63,12 @@ export function checkConfig({ baseUrl, token, tokenB, secret, retention, corsOri
   }
   try {
     secretKey(secret);
+    if (secretB) secretKey(secretB);
   } catch (err) {
     throw new UsageError(err.message);
   }
+  if (secretB && !tokenB) throw new UsageError('--callback-secret-b needs --token-b (the tenant it belongs to)');
+  if (secretB && secretB === secret) throw new UsageError('--callback-secret-b must be another secret than tenant A\'s');
   const r = retention === undefined || retention === '' ? 8 : Number(retention);
   // The seed's client at version 3 resumes with versions 4 and 5 as a
   // delta, so the checks need a window of at least 2.
@@ -73,6 +80,7 @@ export function checkConfig({ baseUrl, token, tokenB, secret, retention, corsOri
     token,
     tokenB: tokenB || null,
     secret,
+    secretB: secretB || null,
     retention: r,
     corsOrigin: corsOrigin || null,
   };

@@ -22,6 +22,8 @@ export function makeContext(config, shared) {
     b: config.tokenB ? new Client(http(config.tokenB)) : null,
     anon: new Client(http(null)),
     exec: new Executor(http(null), config.secret),
+    // Tenant B's executor, when B has a secret of its own.
+    execB: config.secretB ? new Executor(http(null), config.secretB) : null,
     feedStart: shared.feedStart,
   };
 }

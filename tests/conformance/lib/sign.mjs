@@ -29,6 +29,14 @@ export function nowSeconds(offsetSeconds = 0) {
   return Math.floor(Date.now() / 1000) + offsetSeconds;
 }
 
+/**
+ * A callback's body: the event's fields and `taskId`, the task the
+ * signature is for (PROTOCOL.md §Executor callback, "Secrets and binding").
+ */
+export function callbackBody(taskId, event) {
+  return JSON.stringify({ taskId, ...event });
+}
+
 /** The three headers of a signed callback. */
 export function signedHeaders(secret, id, body, { timestamp = nowSeconds() } = {}) {
   return {

@@ -1,21 +1,27 @@
 //! One HTTP exchange through `fetch` (the global one, or one the caller
-//! injected), with an `AbortController` per request.
+//! injected), with an `AbortController` per request, in callbacks: each
+//! wait is one promise and one Rust callback run once when it settles
+//! (gloo's callback style; an async runtime would cost the page ~2 KB).
 //!
-//! Nothing here assumes a window: `fetch` and `setTimeout` are looked up on
-//! `globalThis`, which exists in windows, workers and Node ≥ 20.
+//! Nothing here assumes a window: `fetch` is looked up on `globalThis`,
+//! which exists in windows, workers and Node ≥ 20.
 
-use js_sys::{Function, Object, Promise, Reflect, Uint8Array};
+use js_sys::{Function, Object, Reflect, Uint8Array};
+use wasm_bindgen::closure::Closure;
+use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::{JsCast, JsValue};
-use wasm_bindgen_futures::JsFuture;
 use web_sys::{AbortController, Response};
 
-/// Why an exchange produced no usable response.
-#[derive(Debug, Clone)]
-pub enum Failure {
-    /// The request was aborted (by `stop()`, or a timeout).
-    Aborted,
-    /// No response: the network failed, or `fetch` misbehaved.
-    Network(String),
+#[wasm_bindgen(module = "/js/runtime.js")]
+extern "C" {
+    #[wasm_bindgen(js_name = settle)]
+    fn settle_js(promise: &JsValue, callback: &JsValue);
+}
+
+/// Runs `then(true, value)` or `then(false, error)` once, when `promise`
+/// settles. The callback is freed once it has run.
+pub fn settle(promise: &JsValue, then: impl FnOnce(bool, JsValue) + 'static) {
+    settle_js(promise, &Closure::once_into_js(then));
 }
 
 /// Where requests go and what they carry.
@@ -45,22 +51,22 @@ fn set(target: &Object, key: &str, value: &JsValue) {
 }
 
 impl Http {
-    /// Sends a request and waits for the response head.
-    pub async fn send(
+    /// Starts a request: the promise of its response head.
+    pub fn fetch(
         &self,
         method: &str,
         url: &str,
         extra: &[(&str, String)],
         body: Option<&str>,
         controller: &AbortController,
-    ) -> Result<Response, Failure> {
+    ) -> Result<JsValue, String> {
         let global = js_sys::global();
         let fetch = match &self.fetch {
             Some(f) => f.clone(),
             None => Reflect::get(&global, &JsValue::from_str("fetch"))
                 .ok()
                 .and_then(|f| f.dyn_into::<Function>().ok())
-                .ok_or_else(|| Failure::Network("no fetch in this runtime".into()))?,
+                .ok_or_else(|| String::from("no fetch in this runtime"))?,
         };
         let headers = Object::new();
         for (name, value) in &self.headers {
@@ -78,45 +84,22 @@ impl Http {
         if let Some(body) = body {
             set(&init, "body", &JsValue::from_str(body));
         }
-        let promise = fetch
+        fetch
             .call2(&global, &JsValue::from_str(url), &init)
-            .map_err(|e| Failure::Network(describe(&e)))?;
-        let promise: Promise = promise
-            .dyn_into()
-            .map_err(|_| Failure::Network("fetch did not return a promise".into()))?;
-        match JsFuture::from(promise).await {
-            Ok(value) => value
-                .dyn_into::<Response>()
-                .map_err(|_| Failure::Network("fetch did not resolve to a Response".into())),
-            Err(_) if controller.signal().aborted() => Err(Failure::Aborted),
-            Err(e) => Err(Failure::Network(describe(&e))),
-        }
+            .map_err(|e| describe(&e))
     }
 }
 
-/// The body as text.
-pub async fn text(response: &Response, controller: &AbortController) -> Result<String, Failure> {
-    let promise = response
-        .text()
-        .map_err(|e| Failure::Network(describe(&e)))?;
-    match JsFuture::from(promise).await {
-        Ok(v) => v
-            .as_string()
-            .ok_or_else(|| Failure::Network("body is not text".into())),
-        Err(_) if controller.signal().aborted() => Err(Failure::Aborted),
-        Err(e) => Err(Failure::Network(describe(&e))),
-    }
+/// What a settled `fetch` gave: the response, or why not.
+pub fn response(value: JsValue) -> Result<Response, String> {
+    value
+        .dyn_into::<Response>()
+        .map_err(|_| String::from("fetch did not resolve to a Response"))
 }
 
 /// A header of the response, if present.
 pub fn header(response: &Response, name: &str) -> Option<String> {
     response.headers().get(name).ok().flatten()
-}
-
-/// The response's `Retry-After`, in milliseconds from now.
-pub fn retry_after(response: &Response) -> Option<f64> {
-    header(response, "retry-after")
-        .and_then(|v| super::backoff::retry_after_ms(&v, js_sys::Date::now(), js_sys::Date::parse))
 }
 
 /// Reads a streamed body chunk by chunk (for SSE).
@@ -141,29 +124,23 @@ impl BodyReader {
         Some(BodyReader { reader, read })
     }
 
-    /// The next chunk, or `None` at the end of the stream.
-    pub async fn next(&self, controller: &AbortController) -> Result<Option<Vec<u8>>, Failure> {
-        let promise: Promise = self
-            .read
-            .call0(&self.reader)
-            .map_err(|e| Failure::Network(describe(&e)))?
-            .dyn_into()
-            .map_err(|_| Failure::Network("read() did not return a promise".into()))?;
-        let result = match JsFuture::from(promise).await {
-            Ok(r) => r,
-            Err(_) if controller.signal().aborted() => return Err(Failure::Aborted),
-            Err(e) => return Err(Failure::Network(describe(&e))),
-        };
-        let done = Reflect::get(&result, &JsValue::from_str("done"))
-            .map(|d| d.is_truthy())
-            .unwrap_or(true);
-        if done {
-            return Ok(None);
-        }
-        let value = Reflect::get(&result, &JsValue::from_str("value")).unwrap_or(JsValue::NULL);
-        match value.dyn_into::<Uint8Array>() {
-            Ok(bytes) => Ok(Some(bytes.to_vec())),
-            Err(_) => Err(Failure::Network("stream chunk is not bytes".into())),
-        }
+    /// Starts reading the next chunk: the promise of `{done, value}`.
+    pub fn read(&self) -> Result<JsValue, String> {
+        self.read.call0(&self.reader).map_err(|e| describe(&e))
+    }
+}
+
+/// A settled `read()`: the chunk, or `None` at the end of the stream.
+pub fn chunk(result: &JsValue) -> Result<Option<Vec<u8>>, String> {
+    let done = Reflect::get(result, &JsValue::from_str("done"))
+        .map(|d| d.is_truthy())
+        .unwrap_or(true);
+    if done {
+        return Ok(None);
+    }
+    let value = Reflect::get(result, &JsValue::from_str("value")).unwrap_or(JsValue::NULL);
+    match value.dyn_into::<Uint8Array>() {
+        Ok(bytes) => Ok(Some(bytes.to_vec())),
+        Err(_) => Err(String::from("stream chunk is not bytes")),
     }
 }

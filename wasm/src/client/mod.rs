@@ -1,42 +1,63 @@
 //! The browser client: `TaskClient` and its watches, in Rust.
 //!
 //! It speaks PROTOCOL.md to any backend: creates tasks, delivers results,
-//! and follows a task by resuming with the mirror's version, merging every
-//! answer through `taskwire_core::Mirror` (the same reducer the server
-//! ran), so stale, duplicated or divergent answers never reach the page.
-//! The JS layer (`js/api.js`) owns the runtime glue: listeners for
-//! `online`/`visibilitychange` (which `nudge()` a waiting watch),
-//! `localStorage` persistence, and turning sink events into callbacks and
-//! promises.
+//! and follows a task with `taskwire_core::Follow`, the watch loop as a
+//! sans-IO state machine, of which `watch.rs` is the executor (fetch,
+//! `AbortController`, one gloo timer, the SSE byte reader, persistence).
+//! The JS layer (`js/client.js`) owns the runtime glue: listeners for
+//! `online`/`offline`/`visibilitychange`, and turning sink events into
+//! callbacks and promises.
 
-mod backoff;
+mod exchange;
 mod http;
-mod sse;
-mod url;
-mod wait;
+mod store;
 mod watch;
 
 use std::rc::Rc;
 
-use js_sys::Array;
-use js_sys::{Function, Promise};
-use serde::Serialize;
+use js_sys::{Array, Function, Promise, Reflect};
 use taskwire_core as tw;
-use tw::wire::{from_json, to_json};
+use tw::follow::{Backoff, Follow, FollowConfig, Transport, MAX_WAIT_MS};
 use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::{JsCast, JsValue};
-use wasm_bindgen_futures::future_to_promise;
-use web_sys::AbortController;
 
 use crate::{safe_int, throw};
-use backoff::Backoff;
-use http::{Failure, Http};
-use url::task_url;
-use wait::Wakeup;
-use watch::{Settings, Transport, Watch};
+use http::Http;
+use store::Store;
+use watch::Runner;
 
 fn invalid(message: String) -> JsValue {
     throw(tw::Error::invalid(message))
+}
+
+/// `options[key]`; `undefined` when absent. The options objects are made
+/// by the JS layer (plain data), so reading them cannot run user code.
+fn field(options: &JsValue, key: &str) -> JsValue {
+    Reflect::get(options, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED)
+}
+
+fn absent(value: &JsValue) -> bool {
+    value.is_undefined() || value.is_null()
+}
+
+/// A number option ≥ 0, or `default` when absent.
+fn millis(options: &JsValue, key: &str, default: f64) -> Result<f64, JsValue> {
+    let value = field(options, key);
+    if absent(&value) {
+        return Ok(default);
+    }
+    match value.as_f64() {
+        Some(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(invalid(
+            String::from("options.backoff.") + key + ": must be a finite number >= 0",
+        )),
+    }
+}
+
+/// An HTTP date through the runtime's `Date.parse` (which the page has
+/// anyway; core's own reader would cost it ~0.7 KB).
+pub(crate) fn js_date(value: &str) -> Option<f64> {
+    Some(js_sys::Date::parse(value)).filter(|ms| ms.is_finite())
 }
 
 /// The wasm side of `TaskClient`.
@@ -48,39 +69,24 @@ pub struct ClientCore {
     wait_ms: u32,
 }
 
-/// What `createTask` and `deliver` resolve to: the raw HTTP answer, judged
-/// by the JS layer.
-#[derive(Serialize)]
-struct Answer {
-    status: u16,
-    body: String,
-}
-
 #[wasm_bindgen]
 impl ClientCore {
-    /// The JS layer has checked the types; this checks the values, so
-    /// that every rule (and message) lives in one place. `headers` is a
-    /// flat `[name, value, name, value, …]` array of strings, `fetch` an
-    /// optional injected fetch function, `transport` `"long-poll"` or
-    /// `"sse"`, numbers `NaN` when not given.
+    /// `options`: `{baseUrl, headers, fetch?, initialMs?, maxMs?,
+    /// transport?, waitMs?}`, where `headers` is a flat `[name, value, …]`
+    /// array of strings. The JS layer has checked the types; this checks
+    /// the values, so that every rule (and message) lives in one place.
     #[wasm_bindgen(constructor)]
-    pub fn new(
-        base_url: &str,
-        headers: Array,
-        fetch: JsValue,
-        initial_ms: f64,
-        max_ms: f64,
-        transport: &str,
-        wait_ms: f64,
-    ) -> Result<ClientCore, JsValue> {
-        let base = base_url.trim().to_string();
+    pub fn new(options: JsValue) -> Result<ClientCore, JsValue> {
+        let base = field(&options, "baseUrl").as_string().unwrap_or_default();
+        let base = base.trim().to_string();
         if !(base.starts_with("http://") || base.starts_with("https://")) {
-            return Err(invalid(format!(
-                "options.baseUrl: must start with http:// or https://, got {}",
-                tw::error::quoted(&base)
-            )));
+            return Err(invalid(
+                String::from("options.baseUrl: must start with http:// or https://, got ")
+                    + &tw::error::quoted(&base),
+            ));
         }
-        let fetch = if fetch.is_undefined() || fetch.is_null() {
+        let fetch = field(&options, "fetch");
+        let fetch = if absent(&fetch) {
             None
         } else {
             Some(
@@ -90,6 +96,9 @@ impl ClientCore {
             )
         };
         let mut pairs = Vec::new();
+        let headers = field(&options, "headers")
+            .dyn_into::<Array>()
+            .unwrap_or_default();
         let mut items = headers.iter();
         while let (Some(name), Some(value)) = (items.next(), items.next()) {
             match (name.as_string(), value.as_string()) {
@@ -101,35 +110,27 @@ impl ClientCore {
                 }
             }
         }
-        let mut backoff = Backoff::default();
-        for (value, field, slot) in [
-            (initial_ms, "initialMs", &mut backoff.initial_ms),
-            (max_ms, "maxMs", &mut backoff.max_ms),
-        ] {
-            if value.is_nan() {
-                continue;
-            }
-            if !(value.is_finite() && value >= 0.0) {
-                return Err(invalid(format!(
-                    "options.backoff.{field}: must be a finite number >= 0"
-                )));
-            }
-            *slot = value;
-        }
+        let defaults = Backoff::default();
+        let mut backoff = Backoff {
+            initial_ms: millis(&options, "initialMs", defaults.initial_ms)?,
+            max_ms: millis(&options, "maxMs", defaults.max_ms)?,
+        };
         backoff.max_ms = backoff.max_ms.max(backoff.initial_ms);
-        let transport = match transport {
-            "long-poll" | "" => Transport::LongPoll,
-            "sse" => Transport::Sse,
-            _ => {
+        let transport = match field(&options, "transport").as_string().as_deref() {
+            None | Some("long-poll") => Transport::LongPoll,
+            Some("sse") => Transport::Sse,
+            Some(_) => {
                 return Err(invalid(
                     "options.transport: must be \"long-poll\" or \"sse\"".into(),
                 ))
             }
         };
-        let wait_ms = if wait_ms.is_nan() {
+        let wait_ms = field(&options, "waitMs");
+        let wait_ms = if absent(&wait_ms) {
             25_000
         } else {
-            safe_int(wait_ms, "options.waitMs")?.min(30_000) as u32
+            safe_int(wait_ms.as_f64().unwrap_or(f64::NAN), "options.waitMs")?
+                .min(u64::from(MAX_WAIT_MS)) as u32
         };
         Ok(ClientCore {
             http: Rc::new(Http {
@@ -147,135 +148,99 @@ impl ClientCore {
     /// idempotency key, network failures, 429 and 5xx are retried (the key
     /// makes that safe); without one, they are not.
     pub fn create_task(&self, body: String, idempotency_key: Option<String>) -> Promise {
-        let url = format!("{}/v1/tasks", self.http.base.trim_end_matches('/'));
-        let retries = if idempotency_key.is_some() { 4 } else { 0 };
-        let mut headers = vec![("content-type", String::from("application/json"))];
-        if let Some(key) = idempotency_key {
-            headers.push(("idempotency-key", key));
-        }
-        self.exchange("POST", url, headers, Some(body), retries)
+        exchange::create_task(Rc::clone(&self.http), self.backoff, body, idempotency_key)
     }
 
     /// `POST /v1/tasks/{id}/deliveries` under an idempotency key, retried
     /// like `create_task` with a key.
     pub fn deliver(&self, task_id: &str, key: String) -> Promise {
-        let url = task_url(&self.http.base, task_id, "/deliveries");
-        let headers = vec![("idempotency-key", key)];
-        self.exchange("POST", url, headers, None, 4)
+        exchange::deliver(Rc::clone(&self.http), self.backoff, task_id, key)
     }
 
-    fn exchange(
-        &self,
-        method: &'static str,
-        url: String,
-        headers: Vec<(&'static str, String)>,
-        body: Option<String>,
-        retries: u32,
-    ) -> Promise {
-        let http = Rc::clone(&self.http);
-        let backoff = self.backoff;
-        future_to_promise(async move {
-            let wakeup = Rc::new(Wakeup::default());
-            let mut attempt = 0;
-            loop {
-                let controller = AbortController::new()
-                    .map_err(|_| JsValue::from_str("network\tAbortController is unavailable"))?;
-                let result = http
-                    .send(method, &url, &headers, body.as_deref(), &controller)
-                    .await;
-                let (retryable, floor, failure) = match result {
-                    Ok(response) => {
-                        let status = response.status();
-                        let text = http::text(&response, &controller).await.unwrap_or_default();
-                        let busy = status == 429 || status >= 500;
-                        if !busy || attempt >= retries {
-                            return Ok(JsValue::from_str(&to_json(&Answer { status, body: text })));
-                        }
-                        let floor = http::retry_after(&response);
-                        (true, floor, format!("HTTP {status}"))
-                    }
-                    Err(Failure::Network(e)) => (true, None, e),
-                    Err(Failure::Aborted) => (false, None, String::from("aborted")),
-                };
-                if !retryable || attempt >= retries {
-                    return Err(JsValue::from_str(&format!(
-                        "network\tnetwork error: {failure}"
-                    )));
-                }
-                attempt += 1;
-                let delay = backoff.delay(attempt, js_sys::Math::random(), floor);
-                wakeup.sleep(Some(delay)).await;
-            }
-        })
-    }
-
-    /// Starts following a task. `persisted` is a mirror saved by an
-    /// earlier page (JSON text) or empty; a corrupt or foreign one is
-    /// ignored. `sink(kind, json)` receives every event (see `watch.rs`);
-    /// `online()` tells whether the runtime is online.
-    pub fn watch(
-        &self,
-        task_id: &str,
-        cursor: Option<f64>,
-        persisted: Option<String>,
-        sink: Function,
-        online: Function,
-    ) -> Result<WatchHandle, JsValue> {
-        let fresh = tw::Mirror::new(task_id).map_err(throw)?;
-        let restored = persisted
-            .and_then(|text| from_json::<tw::Mirror>(&text, "persisted").ok())
-            .filter(|m| m.task_id() == task_id);
-        let mirror = restored.unwrap_or(fresh);
-        let hint = match cursor {
-            Some(c) => safe_int(c, "cursor")?,
-            None => 0,
+    /// Starts following a task. `options`: `{taskId, cursor?, storage?,
+    /// storageKey?, sink, online?}`: `storage` a `localStorage`-like object
+    /// the mirror is restored from (unless `cursor` is given; a corrupt or
+    /// foreign value is ignored) and saved to under `storageKey`;
+    /// `sink(kind, json)` receives every event (see `watch.rs`); `online()`
+    /// tells whether the runtime is online.
+    pub fn watch(&self, options: JsValue) -> Result<WatchHandle, JsValue> {
+        let task_id = field(&options, "taskId").as_string().unwrap_or_default();
+        let fresh = tw::Mirror::new(&task_id).map_err(throw)?;
+        let cursor = field(&options, "cursor");
+        let hint = if absent(&cursor) {
+            0
+        } else {
+            safe_int(cursor.as_f64().unwrap_or(f64::NAN), "cursor")?
         };
-        let watch = Watch::new(
-            Settings {
-                http: Rc::clone(&self.http),
-                backoff: self.backoff,
-                transport: self.transport,
-                wait_ms: self.wait_ms,
-            },
-            mirror,
+        let sink: Function = field(&options, "sink")
+            .dyn_into()
+            .map_err(|_| invalid("sink: must be a function".into()))?;
+        let online = field(&options, "online").dyn_into::<Function>().ok();
+        let storage = field(&options, "storage");
+        let store = match field(&options, "storageKey").as_string() {
+            Some(key) if !absent(&storage) => Some(Store { storage, key }),
+            _ => None,
+        };
+        let restored = match &store {
+            Some(store) if absent(&cursor) => store.load(&task_id),
+            _ => None,
+        };
+        let config = FollowConfig {
+            backoff: self.backoff,
+            transport: self.transport,
+            wait_ms: self.wait_ms,
+            // The jitter's seed: the only randomness, drawn here, once.
+            seed: (js_sys::Math::random() * 9_007_199_254_740_992.0) as u64,
+            read_date: js_date,
+            read_answer: |text| crate::read::read(text, "answer"),
+        };
+        let now = js_sys::Date::now();
+        let follow = Follow::new(
+            config,
+            restored.unwrap_or(fresh),
             hint,
-            sink,
-            online,
+            now,
+            Runner::read_online(online.as_ref()),
         );
-        let task = watch.initial_task_json();
-        wasm_bindgen_futures::spawn_local(Rc::clone(&watch).run());
-        Ok(WatchHandle { watch, task })
+        let runner = Runner::start(follow, Rc::clone(&self.http), sink, online, store);
+        Ok(WatchHandle { runner })
     }
 }
 
-/// The wasm side of a watch.
+/// The wasm side of a watch. Dropping it (`free()`, `[Symbol.dispose]`)
+/// stops the watch.
 #[wasm_bindgen]
 pub struct WatchHandle {
-    watch: Rc<Watch>,
-    task: String,
+    runner: Rc<Runner>,
 }
 
 #[wasm_bindgen]
 impl WatchHandle {
-    /// Aborts the request in flight and cancels timers.
+    /// Aborts the request in flight and cancels the timer.
     pub fn stop(&self) {
-        self.watch.stop();
+        self.runner.stop();
     }
 
-    /// Cuts a backoff wait short (called when the page becomes visible).
-    pub fn nudge(&self) {
-        self.watch.nudge();
+    /// The page became visible: cuts a backoff wait short.
+    pub fn visible(&self) {
+        self.runner.feed(|f, now| f.handle_visibility(now, true));
     }
 
-    /// Aborts the request in flight and reconnects at once (called on
-    /// `online` and `offline`: a request may be stranded on a dead
-    /// connection).
-    pub fn interrupt(&self) {
-        self.watch.interrupt();
+    /// `online` or `offline` fired: the request in flight may be stranded
+    /// on a dead connection, so it is cut and the watch starts over.
+    pub fn network(&self) {
+        let online = Runner::read_online(self.runner.online());
+        self.runner.feed(|f, now| f.handle_network(now, online));
     }
 
     /// The task known when the watch started (restored), or `null`.
     pub fn initial_task(&self) -> String {
-        self.task.clone()
+        self.runner.initial_task()
+    }
+}
+
+impl Drop for WatchHandle {
+    fn drop(&mut self) {
+        self.runner.stop();
     }
 }

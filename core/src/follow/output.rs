@@ -1,0 +1,197 @@
+//! What a [`Follow`](super::Follow) asks of its executor and tells the
+//! page: requests to send, and events for the page's listeners.
+
+use serde::Serialize;
+
+use crate::mirror::Rejection;
+use crate::resume::ResumeMode;
+use crate::task::{HistoryEntry, TaskView};
+
+/// Long-poll or Server-Sent Events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// `GET …/resume?cursor=N&waitMs=M`, again and again.
+    LongPoll,
+    /// `GET …/events` with `Last-Event-ID`, read as a stream.
+    Sse,
+}
+
+/// Names one request, so that an answer that arrives after the follow
+/// moved on (it was aborted, timed out, or replaced) is recognised and
+/// ignored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RequestId(pub u64);
+
+/// What a request is for; it decides the `Accept` header and how the
+/// answer is fed back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestKind {
+    /// A long-poll resume: feed the body to `handle_body`.
+    Poll,
+    /// A resume with `snapshot=1` (not held): feed the body to `handle_body`.
+    Snapshot,
+    /// An SSE stream: feed each chunk to `handle_chunk`, then `handle_end`.
+    Stream,
+}
+
+/// One `GET` to send.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    /// Quote it in every `handle_*` call about this request.
+    pub id: RequestId,
+    /// What it is for.
+    pub kind: RequestKind,
+    /// The path under the base URL, the task id percent-encoded:
+    /// `/v1/tasks/tsk_1/resume`.
+    pub path: String,
+    /// The query without `?` (empty for a stream): `cursor=3&waitMs=25000`.
+    pub query: String,
+    /// `Last-Event-ID` for a stream.
+    pub last_event_id: Option<u64>,
+    /// How long it may take before the follow aborts it (through
+    /// `poll_abort`, at a deadline of `poll_timeout`). An executor need not
+    /// enforce it; it may, if its runtime has native request timeouts.
+    pub timeout_ms: Option<u32>,
+}
+
+impl Request {
+    /// The `Accept` header.
+    pub fn accept(&self) -> &'static str {
+        match self.kind {
+            RequestKind::Stream => "text/event-stream",
+            RequestKind::Poll | RequestKind::Snapshot => "application/json",
+        }
+    }
+
+    /// The full URL under `base` (its trailing slashes ignored).
+    pub fn url(&self, base: &str) -> String {
+        let mut url = String::from(base.trim_end_matches('/'));
+        url.push_str(&self.path);
+        if !self.query.is_empty() {
+            url.push('?');
+            url.push_str(&self.query);
+        }
+        url
+    }
+}
+
+/// Why a request produced no usable answer, as the executor saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure<'a> {
+    /// The request or the body read failed; the runtime's message.
+    Network(&'a str),
+    /// A stream's response has no readable body.
+    NoBody,
+}
+
+/// The connection state, for an indicator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ConnState {
+    /// Before the first answer.
+    Connecting,
+    /// Answers arrive.
+    Live,
+    /// Waiting out a backoff delay, or falling back to long-poll.
+    Reconnecting,
+    /// The runtime says it is offline: no request is made.
+    Offline,
+    /// The follow ended (terminal task, fatal answer, or stop).
+    Closed,
+}
+
+/// `onStatus`'s payload. Repeats of a plain state are not reported.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Status {
+    /// The state.
+    pub state: ConnState,
+    /// Consecutive failures, when reconnecting after one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<u32>,
+    /// The delay before the next attempt (whole ms), when reconnecting.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_in_ms: Option<f64>,
+    /// What went wrong, for humans.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// `onUpdate`'s payload: the version rose.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Update {
+    /// The task after the answer (without history).
+    pub task: Option<TaskView>,
+    /// The answer's mode.
+    pub mode: ResumeMode,
+    /// The versions applied.
+    pub applied: Vec<u64>,
+    /// The history entries applied (a delta's; empty for a snapshot).
+    pub events: Vec<HistoryEntry>,
+    /// Everything refused since the previous update.
+    pub rejected: Vec<Rejection>,
+}
+
+/// `onReject`'s payload: an answer was (partly) refused and the version
+/// did not rise.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Reject {
+    /// The answer's mode.
+    pub mode: ResumeMode,
+    /// What was refused.
+    pub rejected: Vec<Rejection>,
+    /// The version held (unchanged).
+    pub version: u64,
+}
+
+/// Why a follow ended without a terminal task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FailCode {
+    /// 401: the credentials were refused.
+    Unauthorized,
+    /// 403.
+    Forbidden,
+    /// 404: no such task (or another tenant's).
+    NotFound,
+    /// `stop()` was called first.
+    Stopped,
+}
+
+impl FailCode {
+    /// The wire spelling.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            FailCode::Unauthorized => "unauthorized",
+            FailCode::Forbidden => "forbidden",
+            FailCode::NotFound => "not-found",
+            FailCode::Stopped => "stopped",
+        }
+    }
+}
+
+/// The follow ended without a terminal task.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Fail {
+    /// Why.
+    pub code: FailCode,
+    /// For humans.
+    pub message: String,
+    /// The HTTP status (0 for `stopped`).
+    pub status: u16,
+}
+
+/// What happened, for the page, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FollowEvent {
+    /// The connection state changed.
+    Status(Status),
+    /// The version rose.
+    Update(Update),
+    /// An answer was refused without the version rising.
+    Reject(Reject),
+    /// The task is terminal: the follow is over.
+    Done(Option<TaskView>),
+    /// The follow is over without a terminal task.
+    Fail(Fail),
+}

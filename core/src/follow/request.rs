@@ -1,0 +1,130 @@
+//! Which request comes next, and how its URL is written.
+
+use super::{sse, ConnState};
+use super::{
+    Flight, Follow, Phase, Request, RequestId, RequestKind, Transport, OFFLINE_RECHECK_MS,
+    POLL_GRACE_MS,
+};
+
+impl Follow {
+    pub(super) fn flight(&mut self, id: RequestId) -> Option<&mut Flight> {
+        match &mut self.phase {
+            Phase::Flight(flight) if flight.id == id => Some(flight),
+            _ => None,
+        }
+    }
+
+    pub(super) fn abort(&mut self, id: RequestId) {
+        if self.request.as_ref().is_some_and(|r| r.id == id) {
+            // Never sent: nothing to abort.
+            self.request = None;
+        } else {
+            self.aborts.push(id);
+        }
+    }
+
+    /// The cursor: the mirror's version, or the hint while it knows nothing.
+    fn cursor(&self) -> u64 {
+        if self.mirror.version() == 0 && self.mirror.task().is_none() {
+            self.cursor_hint
+        } else {
+            self.mirror.version()
+        }
+    }
+
+    /// Decides what comes next when nothing is in flight or waited for.
+    pub(super) fn advance(&mut self, t: f64) {
+        if self.stopped || self.finished {
+            self.phase = Phase::Closed;
+            return;
+        }
+        if !self.online {
+            self.status(ConnState::Offline, None, None, None);
+            self.phase = Phase::Offline {
+                recheck_at: t + OFFLINE_RECHECK_MS,
+            };
+            return;
+        }
+        let id = RequestId(self.next_id);
+        self.next_id += 1;
+        let cursor = self.cursor();
+        let mut query = String::from("cursor=");
+        let (kind, suffix, timeout_ms) =
+            if self.need_snapshot || self.transport == Transport::LongPoll {
+                push_u64(&mut query, cursor);
+                let timeout = self.config.wait_ms.saturating_add(POLL_GRACE_MS);
+                if self.need_snapshot {
+                    query.push_str("&snapshot=1");
+                    (RequestKind::Snapshot, "/resume", Some(timeout))
+                } else {
+                    query.push_str("&waitMs=");
+                    push_u64(&mut query, u64::from(self.config.wait_ms));
+                    (RequestKind::Poll, "/resume", Some(timeout))
+                }
+            } else {
+                query.clear();
+                (RequestKind::Stream, "/events", None)
+            };
+        let mut path = self.task_path.clone();
+        path.push_str(suffix);
+        self.request = Some(Request {
+            id,
+            kind,
+            path,
+            query,
+            last_event_id: (kind == RequestKind::Stream).then_some(cursor),
+            timeout_ms,
+        });
+        self.phase = Phase::Flight(Flight {
+            id,
+            kind,
+            started: t,
+            deadline: timeout_ms.map(|ms| t + f64::from(ms)),
+            head: false,
+            parser: sse::Parser::default(),
+            messages: 0,
+        });
+    }
+}
+
+/// `n` in decimal, without `core::fmt`.
+pub fn decimal(n: u64) -> String {
+    let mut s = String::new();
+    push_u64(&mut s, n);
+    s
+}
+
+/// Appends `n` in decimal (without `core::fmt`, whose integer formatting
+/// the page would otherwise pay for).
+pub(crate) fn push_u64(out: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        if let Some(d) = digits.get_mut(i) {
+            *d = b'0' + (n % 10) as u8;
+        }
+        n /= 10;
+        if n == 0 || i == 0 {
+            break;
+        }
+    }
+    for &d in digits.get(i..).unwrap_or_default() {
+        out.push(char::from(d));
+    }
+}
+
+/// Percent-encodes everything but RFC 3986's unreserved characters onto
+/// `out`, so an id with `/`, `?`, `#` or spaces stays one path segment.
+pub fn encode_segment(s: &str, out: &mut String) {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push('%');
+            out.push(char::from(HEX[usize::from(b >> 4)]));
+            out.push(char::from(HEX[usize::from(b & 0xf)]));
+        }
+    }
+}

@@ -1,0 +1,249 @@
+//! What one answer comes to, and what the follow does next: the decisions
+//! of the watch loop, each in one place.
+
+use super::output::{ConnState, Fail, FailCode, FollowEvent, Reject, Status, Update};
+use super::{Flight, Follow, Phase, Transport, SHORT_SSE_LIMIT, SHORT_SSE_MS};
+use crate::mirror::Next;
+use crate::resume::ResumeAnswer;
+use crate::Error;
+
+/// What one exchange came to.
+#[derive(Debug)]
+pub(super) enum Step {
+    /// A usable answer (which may or may not have changed anything).
+    Answered,
+    /// Ask again at once (e.g. for a snapshot).
+    Again,
+    /// The task is terminal.
+    Done,
+    /// Give up: 401, 403, 404.
+    Fatal {
+        code: FailCode,
+        status: u16,
+        message: &'static str,
+    },
+    /// Retry after a backoff delay, at least `floor_ms`.
+    Retry {
+        error: String,
+        floor_ms: Option<f64>,
+    },
+}
+
+impl Step {
+    pub(super) fn retry(error: &str, floor_ms: Option<f64>) -> Step {
+        Step::Retry {
+            error: String::from(error),
+            floor_ms,
+        }
+    }
+}
+
+/// Maps a non-200 status to its step.
+pub(super) fn classify(status: u16, retry_after_ms: Option<f64>) -> Step {
+    let fatal = |code, message| Step::Fatal {
+        code,
+        status,
+        message,
+    };
+    match status {
+        401 => fatal(
+            FailCode::Unauthorized,
+            "the server refused the credentials (401)",
+        ),
+        403 => fatal(FailCode::Forbidden, "the server forbids this task (403)"),
+        404 => fatal(FailCode::NotFound, "the server has no such task (404)"),
+        429 | 503 => {
+            let mut error = String::from("the server is busy (");
+            super::push_u64(&mut error, u64::from(status));
+            error.push(')');
+            Step::Retry {
+                error,
+                floor_ms: retry_after_ms,
+            }
+        }
+        _ => {
+            let mut error = String::from("unexpected HTTP status ");
+            super::push_u64(&mut error, u64::from(status));
+            Step::Retry {
+                error,
+                floor_ms: None,
+            }
+        }
+    }
+}
+
+impl Follow {
+    /// Merges one resume answer and reports what it did. `unheld`: it
+    /// answers a long-poll the server did not hold.
+    pub(super) fn merge(
+        &mut self,
+        answer: Result<ResumeAnswer, Error>,
+        snapshot_request: bool,
+        unheld: bool,
+    ) -> Step {
+        let answer = match answer {
+            Ok(answer) => answer,
+            Err(e) => {
+                let mut error = String::from("bad answer from the server: ");
+                error.push_str(&e.message);
+                return Step::Retry {
+                    error,
+                    floor_ms: None,
+                };
+            }
+        };
+        let outcome = self.mirror.merge(&answer);
+        self.cursor_hint = 0;
+        if outcome.next == Next::Snapshot {
+            self.need_snapshot = true;
+        } else if snapshot_request {
+            self.need_snapshot = false;
+        }
+        self.unreported.extend(outcome.rejected.iter().copied());
+        self.status(ConnState::Live, None, None, None);
+        if outcome.changed {
+            // Moved out of the answer, not cloned: the page then carries
+            // no copy of `Event::clone` (~1.2 KB of wasm for its fourteen
+            // kinds).
+            let events = answer
+                .into_events()
+                .into_iter()
+                .filter(|e| outcome.applied.contains(&e.version))
+                .collect();
+            self.events.push(FollowEvent::Update(Update {
+                task: self.mirror.task().cloned(),
+                mode: outcome.mode,
+                applied: outcome.applied.clone(),
+                events,
+                rejected: std::mem::take(&mut self.unreported),
+            }));
+        } else if !outcome.rejected.is_empty() {
+            self.events.push(FollowEvent::Reject(Reject {
+                mode: outcome.mode,
+                rejected: outcome.rejected.clone(),
+                version: self.mirror.version(),
+            }));
+        }
+        let terminal = self.mirror.state().is_some_and(|s| s.is_terminal());
+        if terminal && outcome.next == Next::None {
+            return Step::Done;
+        }
+        if outcome.next == Next::Snapshot {
+            // A snapshot that is itself refused (a wrong or regressing
+            // server) must not turn into a tight loop: back off.
+            if snapshot_request && !outcome.changed {
+                return Step::retry("the server's snapshot was refused", None);
+            }
+            return Step::Again;
+        }
+        if !outcome.changed && !outcome.rejected.is_empty() {
+            // Nothing new and something refused: a stale replay (a cache, a
+            // lagging replica). A server that keeps answering like that
+            // must not be asked again at once, in a tight loop.
+            return Step::retry("the server's answer was stale", None);
+        }
+        if !outcome.changed && unheld {
+            // Nothing new, at once: a server that ignores `waitMs`, or a
+            // cache or replica that answers for it. Asking again at once
+            // would be a tight loop (the simulation found one).
+            return Step::retry(
+                "the server answered at once without holding the long-poll",
+                None,
+            );
+        }
+        Step::Answered
+    }
+
+    /// A stream ended (normally, broken, aborted by the follow): counts
+    /// short streams, falls back to long-poll after too many, and decides
+    /// whether to reconnect at once or back off.
+    pub(super) fn end_stream(&mut self, flight: Flight, outcome: Step, t: f64) {
+        if matches!(outcome, Step::Done | Step::Fatal { .. }) {
+            return self.finish(outcome, t);
+        }
+        let lived_ms = t - flight.started;
+        let lasted = flight.messages > 0 && lived_ms >= SHORT_SSE_MS;
+        self.short_streams = if lasted { 0 } else { self.short_streams + 1 };
+        if self.short_streams >= SHORT_SSE_LIMIT {
+            self.transport = Transport::LongPoll;
+            self.status(
+                ConnState::Reconnecting,
+                None,
+                None,
+                Some("the event stream keeps ending early (a buffering proxy?): falling back to long-poll"),
+            );
+            return self.finish(Step::Again, t);
+        }
+        let step = match outcome {
+            // A stream that ended normally after real messages: reconnect at once.
+            Step::Answered if lasted => Step::Answered,
+            Step::Answered => Step::retry("the event stream ended early", None),
+            other => other,
+        };
+        self.finish(step, t);
+    }
+
+    /// Acts on a step: the next request, a backoff wait, or the end.
+    pub(super) fn finish(&mut self, step: Step, t: f64) {
+        match step {
+            Step::Answered => {
+                self.failures = 0;
+                self.advance(t);
+            }
+            Step::Again => self.advance(t),
+            Step::Done => {
+                self.finished = true;
+                self.phase = Phase::Closed;
+                self.events
+                    .push(FollowEvent::Done(self.mirror.task().cloned()));
+                self.status(ConnState::Closed, None, None, None);
+            }
+            Step::Fatal {
+                code,
+                status,
+                message,
+            } => {
+                self.finished = true;
+                self.phase = Phase::Closed;
+                self.events.push(FollowEvent::Fail(Fail {
+                    code,
+                    message: String::from(message),
+                    status,
+                }));
+                self.status(ConnState::Closed, None, None, Some(message));
+            }
+            Step::Retry { error, floor_ms } => {
+                self.failures = self.failures.saturating_add(1);
+                let random = self.jitter.draw();
+                let delay = self.config.backoff.delay(self.failures, random, floor_ms);
+                self.status(
+                    ConnState::Reconnecting,
+                    Some(self.failures),
+                    Some(delay.round()),
+                    Some(&error),
+                );
+                self.phase = Phase::Waiting { until: t + delay };
+            }
+        }
+    }
+
+    /// Reports a status, unless it repeats a plain state.
+    pub(super) fn status(
+        &mut self,
+        state: ConnState,
+        attempt: Option<u32>,
+        retry_in_ms: Option<f64>,
+        error: Option<&str>,
+    ) {
+        if self.last_state == Some(state) && attempt.is_none() && error.is_none() {
+            return;
+        }
+        self.last_state = Some(state);
+        self.events.push(FollowEvent::Status(Status {
+            state,
+            attempt,
+            retry_in_ms,
+            error: error.map(String::from),
+        }));
+    }
+}

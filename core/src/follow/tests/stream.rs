@@ -1,0 +1,88 @@
+//! The SSE decisions: messages across chunks, the fallback to long-poll,
+//! the first-message and idle deadlines.
+
+use super::*;
+
+#[test]
+fn sse_reads_messages_across_chunks_and_falls_back_after_short_streams() {
+    let mut h = H::new(Transport::Sse, true);
+    let r = h.sent[0].clone();
+    assert_eq!(
+        (r.kind, r.path.as_str(), r.last_event_id, r.query.as_str()),
+        (RequestKind::Stream, "/v1/tasks/t/events", Some(0), "")
+    );
+    assert_eq!(r.accept(), "text/event-stream");
+    h.f.handle_head(h.now, r.id, 200, None);
+    let body = String::from_utf8(delta(&[entry(1, 0)], &view(1, "running", 0))).unwrap();
+    let text = format!("event: resume\nid: 1\ndata: {body}\n\n: hb\n\n");
+    let (a, b) = text.as_bytes().split_at(17);
+    h.f.handle_chunk(h.now, r.id, a);
+    h.f.handle_chunk(h.now, r.id, b);
+    h.drain();
+    assert_eq!(h.versions(), [1]);
+    // Three streams in a row that end within a second: long-poll.
+    for n in 0..3 {
+        let id = h.last();
+        assert_eq!(
+            h.sent.last().unwrap().kind,
+            RequestKind::Stream,
+            "stream {n}"
+        );
+        h.f.handle_head(h.now, id, 200, None);
+        h.f.handle_end(h.now, id);
+        h.drain();
+        if n < 2 {
+            h.fire();
+        }
+    }
+    let s = h.statuses().pop().unwrap();
+    assert!(s.2.unwrap().contains("falling back to long-poll"));
+    assert_eq!(h.sent.last().unwrap().query, "cursor=1&waitMs=25000");
+    assert_eq!(h.f.transport(), Transport::LongPoll);
+}
+
+#[test]
+fn a_stream_whose_first_message_never_comes_is_given_up() {
+    let mut h = H::new(Transport::Sse, true);
+    let id = h.last();
+    assert_eq!(h.f.poll_timeout(), None, "no deadline before the head");
+    h.f.handle_head(h.now, id, 200, None);
+    assert_eq!(h.f.poll_timeout(), Some(h.now + SSE_FIRST_MESSAGE_MS));
+    h.fire();
+    assert_eq!(h.aborted, [id]);
+    assert_eq!(
+        h.statuses().pop().unwrap().2.as_deref(),
+        Some("no event arrived: the stream looks buffered")
+    );
+}
+
+#[test]
+fn a_stream_that_goes_silent_after_its_first_message_is_presumed_dead() {
+    let mut h = H::new(Transport::Sse, true);
+    let id = h.last();
+    h.f.handle_head(h.now, id, 200, None);
+    let body = String::from_utf8(delta(&[entry(1, 0)], &view(1, "running", 0))).unwrap();
+    h.f.handle_chunk(
+        h.now,
+        id,
+        format!("event: resume\nid: 1\ndata: {body}\n\n").as_bytes(),
+    );
+    h.drain();
+    assert_eq!(h.f.poll_timeout(), Some(h.now + SSE_IDLE_MS));
+    // A heartbeat keeps it alive.
+    h.advance(30_000.0);
+    h.f.handle_chunk(h.now, id, b": hb\n\n");
+    assert_eq!(h.f.poll_timeout(), Some(h.now + SSE_IDLE_MS));
+    // Then nothing: the connection died without a word.
+    h.fire();
+    assert_eq!(h.aborted, [id]);
+    let s = h.statuses().pop().unwrap();
+    assert_eq!(s.0, ConnState::Reconnecting);
+    assert_eq!(
+        s.2.as_deref(),
+        Some("the event stream went silent (no heartbeat for 45 s)")
+    );
+    h.fire();
+    assert_eq!(h.sent.len(), 2, "reconnected");
+    assert_eq!(h.sent[1].last_event_id, Some(1));
+}

@@ -1,0 +1,456 @@
+//! Hand-written JSON writers for what a client sends to its page.
+//!
+//! The serde writers (`ser.rs`) serve everything; these serve the few
+//! types the browser client emits (task views, history entries, merge
+//! outcomes, the follow's events, the persisted mirror) without serde's
+//! generic machinery, which costs the page ~3 KB gzip. Their output is
+//! byte for byte the serde writers' (the follow simulation checks every
+//! event it sees both ways).
+
+use super::ser::{write_f64, write_str};
+use crate::event::Event;
+use crate::follow::{ConnState, Reject, Status, Update};
+use crate::mirror::{MergeOutcome, Mirror, Next, Rejection};
+use crate::task::{HistoryEntry, TaskView};
+
+/// A value that writes itself as JSON.
+pub trait ToJson {
+    /// Appends the JSON of `self` to `w`.
+    fn write_json(&self, w: &mut Writer);
+}
+
+/// A JSON text being written.
+#[derive(Debug, Default)]
+pub struct Writer {
+    out: String,
+}
+
+impl Writer {
+    /// The text written.
+    pub fn finish(self) -> String {
+        self.out
+    }
+
+    fn open(&mut self) {
+        self.out.push('{');
+    }
+
+    fn close(&mut self) {
+        self.out.push('}');
+    }
+
+    /// `"key":` after a `,` unless it is the first of its object.
+    fn key(&mut self, key: &str) {
+        if !self.out.ends_with('{') {
+            self.out.push(',');
+        }
+        self.out.push('"');
+        self.out.push_str(key);
+        self.out.push_str("\":");
+    }
+
+    fn field<T: ToJson + ?Sized>(&mut self, key: &str, value: &T) {
+        self.key(key);
+        value.write_json(self);
+    }
+
+    fn some<T: ToJson>(&mut self, key: &str, value: &Option<T>) {
+        if let Some(v) = value {
+            self.field(key, v);
+        }
+    }
+
+    fn str(&mut self, s: &str) {
+        write_str(&mut self.out, s);
+    }
+}
+
+impl ToJson for str {
+    fn write_json(&self, w: &mut Writer) {
+        w.str(self);
+    }
+}
+
+impl ToJson for String {
+    fn write_json(&self, w: &mut Writer) {
+        w.str(self);
+    }
+}
+
+impl ToJson for f64 {
+    fn write_json(&self, w: &mut Writer) {
+        write_f64(&mut w.out, *self);
+    }
+}
+
+impl ToJson for u64 {
+    fn write_json(&self, w: &mut Writer) {
+        crate::follow::push_u64(&mut w.out, *self);
+    }
+}
+
+impl ToJson for u32 {
+    fn write_json(&self, w: &mut Writer) {
+        u64::from(*self).write_json(w);
+    }
+}
+
+impl ToJson for bool {
+    fn write_json(&self, w: &mut Writer) {
+        w.out.push_str(if *self { "true" } else { "false" });
+    }
+}
+
+impl<T: ToJson> ToJson for Option<T> {
+    fn write_json(&self, w: &mut Writer) {
+        match self {
+            Some(v) => v.write_json(w),
+            None => w.out.push_str("null"),
+        }
+    }
+}
+
+impl<T: ToJson> ToJson for [T] {
+    fn write_json(&self, w: &mut Writer) {
+        w.out.push('[');
+        for (i, item) in self.iter().enumerate() {
+            if i > 0 {
+                w.out.push(',');
+            }
+            item.write_json(w);
+        }
+        w.out.push(']');
+    }
+}
+
+impl<T: ToJson> ToJson for Vec<T> {
+    fn write_json(&self, w: &mut Writer) {
+        self.as_slice().write_json(w);
+    }
+}
+
+impl<T: ToJson + ?Sized> ToJson for &T {
+    fn write_json(&self, w: &mut Writer) {
+        (**self).write_json(w);
+    }
+}
+
+impl ToJson for TaskView {
+    fn write_json(&self, w: &mut Writer) {
+        w.open();
+        w.field("id", &self.id);
+        w.field("state", self.state.as_str());
+        w.field("expiresAtMs", &self.expires_at_ms);
+        w.field("attempts", &self.attempts);
+        w.field("maxAttempts", &self.max_attempts);
+        w.field("progress", &u64::from(self.progress));
+        w.field("version", &self.version);
+        w.some("resultRef", &self.result_ref);
+        w.some("resultHash", &self.result_hash);
+        w.some("error", &self.error);
+        // The lifecycle fields, in the serde writer's order (task/json.rs),
+        // each left out at its default so a seed task keeps its shape.
+        w.some("deadlineAtMs", &self.deadline_at_ms);
+        w.some("unknownGraceMs", &self.unknown_grace_ms);
+        if self.continuations > 0 {
+            w.field("continuations", &self.continuations);
+        }
+        w.some("artifactRef", &self.artifact_ref);
+        w.some("artifactHash", &self.artifact_hash);
+        w.some("question", &self.question);
+        if let Some(d) = &self.decision {
+            w.field("decision", d.kind.as_str());
+            w.field("decisionVersion", &d.version);
+            w.some("decisionReason", &d.reason);
+        }
+        w.close();
+    }
+}
+
+impl ToJson for Event {
+    /// The serde writer's output exactly (event/json.rs): `type`, `atMs`,
+    /// the kind's fields, `attempt` last (before `leaseMs` on `start` and
+    /// `heartbeat`).
+    fn write_json(&self, w: &mut Writer) {
+        w.open();
+        w.field("type", self.kind().as_str());
+        w.field("atMs", &self.at_ms().get());
+        let attempt = self.attempt();
+        match self {
+            Event::Start {
+                worker, lease_ms, ..
+            } => {
+                w.field("worker", worker);
+                w.some("attempt", &attempt);
+                w.some("leaseMs", &lease_ms.map(|l| l.get()));
+            }
+            Event::Progress {
+                progress, cursor, ..
+            } => {
+                w.field("progress", &u64::from(progress.get()));
+                w.field("cursor", cursor);
+            }
+            Event::Succeed {
+                result_ref,
+                result_hash,
+                ..
+            } => {
+                w.field("resultRef", result_ref.as_str());
+                w.field("resultHash", result_hash.as_str());
+            }
+            Event::Fail {
+                error, retryable, ..
+            } => {
+                w.field("error", error);
+                w.field("retryable", retryable);
+            }
+            Event::Heartbeat { lease_ms, .. } => {
+                w.some("attempt", &attempt);
+                w.some("leaseMs", &lease_ms.map(|l| l.get()));
+            }
+            Event::Hold {
+                artifact_ref,
+                artifact_hash,
+                question,
+                ..
+            } => {
+                w.field("artifactRef", artifact_ref.as_str());
+                w.field("artifactHash", artifact_hash.as_str());
+                w.some("question", question);
+            }
+            Event::CannotCancel { reason, .. } => w.some("reason", reason),
+            Event::Cancel { reason, actor, .. } => {
+                w.some("reason", reason);
+                w.some("actor", &actor.as_ref().map(|a| a.as_str()));
+            }
+            Event::Decide {
+                decision,
+                artifact_hash,
+                version,
+                reason,
+                actor,
+                ..
+            } => {
+                w.field("decision", decision.as_str());
+                w.field("artifactHash", artifact_hash.as_str());
+                w.field("version", version);
+                w.some("reason", reason);
+                w.some("actor", &actor.as_ref().map(|a| a.as_str()));
+            }
+            Event::Expire { .. }
+            | Event::AckCancel { .. }
+            | Event::Lapse { .. }
+            | Event::Abandon { .. }
+            | Event::Timeout { .. } => {}
+        }
+        if !matches!(self, Event::Start { .. } | Event::Heartbeat { .. }) {
+            w.some("attempt", &attempt);
+        }
+        w.close();
+    }
+}
+
+impl ToJson for HistoryEntry {
+    fn write_json(&self, w: &mut Writer) {
+        w.open();
+        w.field("version", &self.version);
+        w.field("event", &self.event);
+        w.close();
+    }
+}
+
+impl ToJson for Rejection {
+    fn write_json(&self, w: &mut Writer) {
+        w.open();
+        w.field("version", &self.version);
+        w.field("reason", self.reason.as_str());
+        w.close();
+    }
+}
+
+impl ToJson for MergeOutcome {
+    fn write_json(&self, w: &mut Writer) {
+        w.open();
+        w.field("mode", self.mode.as_str());
+        w.field("changed", &self.changed);
+        w.field("applied", &self.applied);
+        w.field("rejected", &self.rejected);
+        let next = match self.next {
+            Next::None => "none",
+            Next::Snapshot => "snapshot",
+        };
+        w.field("next", next);
+        w.close();
+    }
+}
+
+impl ToJson for Mirror {
+    fn write_json(&self, w: &mut Writer) {
+        w.open();
+        w.field("taskId", self.task_id());
+        w.field("task", &self.task());
+        w.close();
+    }
+}
+
+impl ToJson for Status {
+    fn write_json(&self, w: &mut Writer) {
+        w.open();
+        let state = match self.state {
+            ConnState::Connecting => "connecting",
+            ConnState::Live => "live",
+            ConnState::Reconnecting => "reconnecting",
+            ConnState::Offline => "offline",
+            ConnState::Closed => "closed",
+        };
+        w.field("state", state);
+        w.some("attempt", &self.attempt);
+        w.some("retryInMs", &self.retry_in_ms);
+        w.some("error", &self.error);
+        w.close();
+    }
+}
+
+impl ToJson for Update {
+    fn write_json(&self, w: &mut Writer) {
+        w.open();
+        w.field("task", &self.task);
+        w.field("mode", self.mode.as_str());
+        w.field("applied", &self.applied);
+        w.field("events", &self.events);
+        w.field("rejected", &self.rejected);
+        w.close();
+    }
+}
+
+impl ToJson for Reject {
+    fn write_json(&self, w: &mut Writer) {
+        w.open();
+        w.field("mode", self.mode.as_str());
+        w.field("rejected", &self.rejected);
+        w.field("version", &self.version);
+        w.close();
+    }
+}
+
+/// `{"<key>":<value>}`, `{"<key>":<value>,"<more>":<value>}`: the small
+/// envelopes a binding wraps values in.
+pub fn object(fields: &[(&str, &dyn ToJsonDyn)]) -> String {
+    let mut w = Writer::default();
+    w.open();
+    for (key, value) in fields {
+        w.key(key);
+        value.write_dyn(&mut w);
+    }
+    w.close();
+    w.finish()
+}
+
+/// [`ToJson`] as a trait object, for [`object`].
+pub trait ToJsonDyn {
+    /// Appends the JSON of `self` to `w`.
+    fn write_dyn(&self, w: &mut Writer);
+}
+
+impl<T: ToJson + ?Sized> ToJsonDyn for T {
+    fn write_dyn(&self, w: &mut Writer) {
+        self.write_json(w);
+    }
+}
+
+/// Writes `value` as compact JSON.
+pub fn write<T: ToJson + ?Sized>(value: &T) -> String {
+    let mut w = Writer::default();
+    value.write_json(&mut w);
+    w.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::{from_json, to_json};
+    use crate::{Mirror, ResumeAnswer};
+
+    #[test]
+    fn writes_what_serde_writes() {
+        let events = [
+            r#"{"type":"start","atMs":1.5,"worker":"w \"1\"\n"}"#,
+            r#"{"type":"progress","atMs":2,"progress":40,"cursor":"é😀"}"#,
+            r#"{"type":"fail","atMs":3e-7,"error":"quota","retryable":true}"#,
+            r#"{"type":"start","atMs":4,"worker":"w2"}"#,
+            r#"{"type":"succeed","atMs":9007199254740993,"resultRef":"r","resultHash":"h"}"#,
+        ];
+        let mut mirror = Mirror::new("t").unwrap();
+        let view = |v: u64, state: &str, extra: &str| {
+            format!(
+                r#"{{"id":"t","state":"{state}","expiresAtMs":1e15,"attempts":1,"maxAttempts":3,"progress":0,"version":{v}{extra}}}"#
+            )
+        };
+        let entries: Vec<String> = events
+            .iter()
+            .enumerate()
+            .map(|(i, e)| format!(r#"{{"version":{},"event":{e}}}"#, i + 1))
+            .collect();
+        let answers = [
+            format!(
+                r#"{{"mode":"delta","events":[{}],"task":{}}}"#,
+                entries[..2].join(","),
+                view(2, "running", "").replace(r#""progress":0"#, r#""progress":40"#)
+            ),
+            format!(
+                r#"{{"mode":"snapshot","events":[],"task":{}}}"#,
+                view(1, "running", "")
+            ),
+            format!(r#"{{"mode":"delta","events":[{}]}}"#, entries[3]),
+            format!(
+                r#"{{"mode":"caught-up","events":[],"task":{}}}"#,
+                view(3, "queued", r#","error":"quota""#)
+            ),
+        ];
+        for text in &answers {
+            let answer: ResumeAnswer = from_json(text, "answer").unwrap();
+            let outcome = mirror.merge(&answer);
+            assert_eq!(write(&outcome), to_json(&outcome), "{text}");
+            assert_eq!(write(&mirror), to_json(&mirror));
+            assert_eq!(write(answer.events()), to_json(answer.events()));
+            assert_eq!(write(&answer.task()), to_json(&answer.task()));
+        }
+        for e in events {
+            let event: Event = from_json(e, "event").unwrap();
+            assert_eq!(write(&event), to_json(&event), "{e}");
+        }
+        assert_eq!(object(&[("task", &None::<TaskView>)]), r#"{"task":null}"#);
+    }
+
+    /// The lifecycle's events and fields (issue 11) reach the page through
+    /// this writer too: it must agree with serde on every one.
+    #[test]
+    fn writes_the_lifecycle_as_serde_writes_it() {
+        for e in [
+            r#"{"type":"start","atMs":1,"worker":"w","attempt":2,"leaseMs":30000.5}"#,
+            r#"{"type":"progress","atMs":1,"progress":5,"cursor":"","attempt":2}"#,
+            r#"{"type":"succeed","atMs":1,"resultRef":"r","resultHash":"h","attempt":2}"#,
+            r#"{"type":"fail","atMs":1,"error":"e","retryable":false,"attempt":2}"#,
+            r#"{"type":"heartbeat","atMs":1}"#,
+            r#"{"type":"heartbeat","atMs":1,"attempt":3,"leaseMs":0.5}"#,
+            r#"{"type":"hold","atMs":1,"artifactRef":"a","artifactHash":"h","question":"ok?","attempt":1}"#,
+            r#"{"type":"hold","atMs":1,"artifactRef":"a","artifactHash":"h"}"#,
+            r#"{"type":"ack_cancel","atMs":1,"attempt":1}"#,
+            r#"{"type":"cannot_cancel","atMs":1,"reason":"remote job","attempt":1}"#,
+            r#"{"type":"lapse","atMs":1,"attempt":1}"#,
+            r#"{"type":"abandon","atMs":1}"#,
+            r#"{"type":"timeout","atMs":1}"#,
+            r#"{"type":"cancel","atMs":1,"reason":"not needed","actor":"user:ann"}"#,
+            r#"{"type":"decide","atMs":1,"decision":"request_changes","artifactHash":"h","version":4,"reason":"shorter","actor":"user:bo"}"#,
+            r#"{"type":"decide","atMs":1,"decision":"approve","artifactHash":"h","version":0}"#,
+        ] {
+            let event: Event = from_json(e, "event").unwrap();
+            assert_eq!(write(&event), e);
+            assert_eq!(to_json(&event), e);
+        }
+        let view = r#"{"id":"t","state":"waiting_approval","expiresAtMs":1e15,"attempts":2,"maxAttempts":1,"progress":40,"version":7,"error":"e","deadlineAtMs":90000.5,"unknownGraceMs":30000,"continuations":1,"artifactRef":"a","artifactHash":"h","question":"ok?","decision":"request_changes","decisionVersion":4,"decisionReason":"shorter"}"#;
+        let task: TaskView = from_json(view, "task").unwrap();
+        assert_eq!(write(&task), to_json(&task));
+        assert!(write(&task).contains(r#""decisionReason":"shorter""#));
+    }
+}

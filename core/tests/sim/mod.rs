@@ -1,0 +1,370 @@
+//! A seeded world in virtual time for `Follow`: the simulated server
+//! (`server.rs`), a network that drops, delays, duplicates, reorders and
+//! replays answers and cuts streams (`network.rs`), a runtime whose clock
+//! jumps and whose network goes away, and an executor that drives the
+//! follow exactly as the browser executor does.
+
+mod date;
+mod executor;
+mod faults;
+pub mod network;
+mod rng;
+pub mod server;
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+
+use taskwire_core::follow::{Fail, Follow, FollowConfig, Request, RequestId};
+use taskwire_core::{Mirror, TaskView};
+
+pub use network::Faults;
+pub use rng::Rng;
+use server::Server;
+
+/// Something that happens at a moment of true (monotonic) time.
+#[derive(Debug, Clone)]
+pub enum Ev {
+    /// The executor applies the next timeline event on the server.
+    ServerStep,
+    Head {
+        id: RequestId,
+        status: u16,
+        retry_after: Option<String>,
+    },
+    Body {
+        id: RequestId,
+        body: Vec<u8>,
+    },
+    Chunk {
+        id: RequestId,
+        chunk: Vec<u8>,
+    },
+    End {
+        id: RequestId,
+    },
+    Failure {
+        id: RequestId,
+        error: &'static str,
+    },
+    /// An open stream's heartbeat is due.
+    Heartbeat {
+        id: RequestId,
+    },
+    /// A held long-poll's wait is over.
+    HoldOver {
+        id: RequestId,
+    },
+    Timer {
+        generation: u64,
+    },
+    NetworkDown {
+        event: bool,
+    },
+    NetworkUp {
+        event: bool,
+    },
+    Visible,
+    ClockJump {
+        by_ms: f64,
+    },
+    Stop,
+}
+
+/// What the page saw, and when (true time).
+#[derive(Default, Debug)]
+pub struct Seen {
+    pub updates: Vec<TaskView>,
+    pub done: Option<Option<TaskView>>,
+    pub fail: Option<Fail>,
+    pub after_end: usize,
+    pub statuses: Vec<String>,
+    /// Start times of every request sent.
+    pub requests: Vec<f64>,
+    /// Times of the `online` events delivered to the follow.
+    pub online_events: Vec<f64>,
+    /// Times of everything that legitimately triggers a request at once.
+    pub triggers: Vec<f64>,
+    pub stopped_at: Option<f64>,
+    /// Snapshot requests sent.
+    pub snapshots: usize,
+    /// The first output the two JSON writers disagreed on.
+    pub writer_mismatch: Option<String>,
+}
+
+pub struct World {
+    pub rng: Rng,
+    pub t: f64,
+    seq: u64,
+    queue: BinaryHeap<Reverse<(u64, u64, usize)>>,
+    slots: Vec<Option<Ev>>,
+    pub server: Server,
+    pub follow: Follow,
+    pub config: FollowConfig,
+    pub faults: Faults,
+    /// Client clock = true time + offset (it jumps).
+    pub offset: f64,
+    /// The runtime's network reading (`navigator.onLine`).
+    pub online: bool,
+    timer: Option<u64>,
+    generation: u64,
+    /// Requests in flight, as the network sees them.
+    pub flights: HashMap<RequestId, network::Flight>,
+    pub seen: Seen,
+    /// Old answers the network may replay.
+    pub replays: Vec<Vec<u8>>,
+}
+
+/// The client's wall clock starts here (2030-01-01), so that HTTP dates
+/// mean something; it then jumps.
+pub const EPOCH_MS: f64 = 1_893_456_000_000.0;
+
+fn key(t: f64) -> u64 {
+    // Virtual times are ≥ 0 and far below 2^52 ms: µs as an integer key.
+    (t.max(0.0) * 1000.0) as u64
+}
+
+impl World {
+    pub fn new(seed: u64) -> World {
+        let mut rng = Rng::new(seed);
+        let mut server = Server::new(&mut rng);
+        let initial_ms = rng.range(50.0, 1000.0).round();
+        let config = FollowConfig {
+            backoff: taskwire_core::follow::Backoff {
+                initial_ms,
+                max_ms: rng.range(5_000.0, 30_000.0).round().max(initial_ms),
+            },
+            transport: if rng.chance(0.4) {
+                taskwire_core::follow::Transport::Sse
+            } else {
+                taskwire_core::follow::Transport::LongPoll
+            },
+            wait_ms: rng.range(2_000.0, 30_000.0) as u32,
+            seed: rng.next(),
+            ..FollowConfig::default()
+        };
+        let faults = Faults::new(&mut rng);
+        // Sometimes the client comes back from an earlier page: the server
+        // is ahead, and the mirror restored from a version it really had.
+        let mut mirror = Mirror::new(server::TASK).expect("mirror");
+        let mut hint = 0;
+        if rng.chance(0.3) {
+            for _ in 0..rng.below(12) {
+                server.step(&mut rng);
+            }
+            let pick = rng.below(server.views.len() as u64) as usize;
+            match server.views.get(pick) {
+                Some(view) if rng.chance(0.7) => mirror = Mirror::from_snapshot(view.clone()),
+                Some(view) => hint = view.version,
+                None => {}
+            }
+        }
+        let online = !rng.chance(0.1);
+        let follow = Follow::new(config.clone(), mirror, hint, EPOCH_MS, online);
+        let mut world = World {
+            rng,
+            t: 0.0,
+            seq: 0,
+            queue: BinaryHeap::new(),
+            slots: Vec::new(),
+            server,
+            follow,
+            config,
+            faults,
+            offset: EPOCH_MS,
+            online,
+            timer: None,
+            generation: 0,
+            flights: HashMap::new(),
+            seen: Seen::default(),
+            replays: Vec::new(),
+        };
+        world.plan();
+        world.drain();
+        world
+    }
+
+    pub fn now(&self) -> f64 {
+        self.t + self.offset
+    }
+
+    /// Schedules `ev` at true time `t` (never before now); its slot can
+    /// be cancelled.
+    pub fn at(&mut self, t: f64, ev: Ev) -> usize {
+        self.seq += 1;
+        self.slots.push(Some(ev));
+        let slot = self.slots.len() - 1;
+        self.queue
+            .push(Reverse((key(t.max(self.t)), self.seq, slot)));
+        slot
+    }
+
+    pub fn cancel(&mut self, slot: usize) {
+        if let Some(s) = self.slots.get_mut(slot) {
+            *s = None;
+        }
+    }
+
+    /// The server's timeline and the runtime's weather.
+    fn plan(&mut self) {
+        let mut t = 0.0;
+        for _ in 0..self.server.timeline.len() {
+            t += self.rng.range(0.0, 20_000.0);
+            self.at(t, Ev::ServerStep);
+        }
+        let horizon = t + 60_000.0;
+        if !self.online {
+            let back = self.rng.range(0.0, 30_000.0);
+            let event = !self.rng.chance(0.1);
+            self.at(back, Ev::NetworkUp { event });
+        }
+        let mut w = 0.0;
+        while w < horizon {
+            w += self.rng.range(1_000.0, 60_000.0);
+            match self.rng.below(4) {
+                0 => {
+                    let event = !self.rng.chance(0.1);
+                    self.at(w, Ev::NetworkDown { event });
+                    let back = w + self.rng.range(100.0, 40_000.0);
+                    let event = !self.rng.chance(0.1);
+                    self.at(back, Ev::NetworkUp { event });
+                    w = back;
+                }
+                1 => {
+                    self.at(w, Ev::Visible);
+                }
+                2 => {
+                    let by_ms = self.rng.range(-120_000.0, 120_000.0);
+                    self.at(w, Ev::ClockJump { by_ms });
+                }
+                _ => {}
+            }
+        }
+        if self.rng.chance(0.03) {
+            let when = self.rng.range(0.0, horizon);
+            self.at(when, Ev::Stop);
+        }
+    }
+
+    /// Runs until the follow is over or `limit` (true ms) passes.
+    pub fn run(&mut self, limit: f64) {
+        while let Some(Reverse((k, _, slot))) = self.queue.pop() {
+            let t = k as f64 / 1000.0;
+            if t > limit {
+                break;
+            }
+            self.t = self.t.max(t);
+            let Some(ev) = self.slots.get_mut(slot).and_then(Option::take) else {
+                continue;
+            };
+            self.step(ev);
+            if self.follow.is_closed() && self.server.timeline.is_empty() {
+                break;
+            }
+        }
+    }
+
+    fn step(&mut self, ev: Ev) {
+        let now = self.now();
+        if std::env::var_os("FOLLOW_TRACE").is_some() {
+            let shown = format!("{ev:?}");
+            eprintln!("{:>12.1} {}", self.t, shown.get(..160).unwrap_or(&shown));
+        }
+        self.follow.set_online(self.online);
+        match ev {
+            Ev::ServerStep => {
+                if self.server.step(&mut self.rng) {
+                    self.seen.triggers.push(self.t);
+                    self.server_changed();
+                }
+                return;
+            }
+            Ev::Head {
+                id,
+                status,
+                retry_after,
+            } => self
+                .follow
+                .handle_head(now, id, status, retry_after.as_deref()),
+            Ev::Body { id, body } => {
+                self.flights.remove(&id);
+                self.follow.handle_body(now, id, &body)
+            }
+            Ev::Chunk { id, chunk } => self.follow.handle_chunk(now, id, &chunk),
+            Ev::End { id } => {
+                self.flights.remove(&id);
+                self.follow.handle_end(now, id)
+            }
+            Ev::Failure { id, error } => {
+                self.flights.remove(&id);
+                self.follow
+                    .handle_failure(now, id, taskwire_core::follow::Failure::Network(error))
+            }
+            Ev::HoldOver { id } => return self.hold_over(id),
+            Ev::Heartbeat { id } => return network::heartbeat(self, id),
+            Ev::Timer { generation } => {
+                if self.timer != Some(generation) {
+                    return;
+                }
+                self.timer = None;
+                self.follow.handle_timeout(now);
+            }
+            Ev::NetworkDown { event } => {
+                self.online = false;
+                self.faults.down = true;
+                self.strand();
+                if !event {
+                    return;
+                }
+                self.seen.triggers.push(self.t);
+                self.follow.handle_network(now, false);
+            }
+            Ev::NetworkUp { event } => {
+                self.online = true;
+                self.faults.down = false;
+                if !event {
+                    return;
+                }
+                self.seen.triggers.push(self.t);
+                if !self.follow.is_closed() {
+                    self.seen.online_events.push(self.t);
+                }
+                self.follow.handle_network(now, true);
+            }
+            Ev::Visible => {
+                self.seen.triggers.push(self.t);
+                self.follow.handle_visibility(now, true);
+            }
+            Ev::ClockJump { by_ms } => {
+                self.offset += by_ms;
+                return;
+            }
+            Ev::Stop => {
+                if self.seen.stopped_at.is_none() {
+                    self.seen.stopped_at = Some(self.t);
+                }
+                self.follow.stop();
+            }
+        }
+        self.drain();
+    }
+
+    fn send(&mut self, request: Request) {
+        network::send(self, request);
+    }
+
+    fn abort(&mut self, id: RequestId) {
+        network::abort(self, id);
+    }
+
+    fn strand(&mut self) {
+        network::strand(self);
+    }
+
+    fn server_changed(&mut self) {
+        network::server_changed(self);
+    }
+
+    fn hold_over(&mut self, id: RequestId) {
+        network::hold_over(self, id);
+    }
+}
