@@ -320,7 +320,10 @@ async fn a_full_disk_answers_503_storage_unavailable_and_the_server_recovers() {
     assert_eq!(r.header("retry-after"), Some("5"));
     // Writes keep failing the same way, reads still work.
     let task = &acked[0];
-    let cb = json!({"type": "start", "atMs": 1, "worker": "w"}).to_string();
+    let cb = taskwire_server::signature::callback_body(
+        task,
+        &json!({"type": "start", "atMs": 1, "worker": "w"}),
+    );
     let headers = secret().headers("s1", now_secs(), cb.as_bytes());
     let hs: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let r = client::request(

@@ -34,6 +34,7 @@ use tokio::time::Instant;
 
 use super::{check_id, now_secs, task_id, BODY_LIMIT};
 use crate::error::{quoted, ApiError};
+use crate::serve::{body_timed_out, BodyTimedOut};
 use crate::signature::{SignedHeaders, Verifier};
 use crate::store::{Callback, CallbackAnswer};
 use crate::AppState;
@@ -162,7 +163,12 @@ async fn read_body(
             }
             return Ok(kept);
         };
-        let chunk = chunk.map_err(|e| ApiError::invalid(format!("body: {e}")))?;
+        // The serving layer's own body timeout (`--body-timeout-ms`) may
+        // end the stream first: that is a 408 too, not a bad body.
+        let chunk = chunk.map_err(|e| match body_timed_out(&e) {
+            Some(BodyTimedOut(limit)) => ApiError::request_timeout(limit.as_millis()),
+            None => ApiError::invalid(format!("body: {e}")),
+        })?;
         total += chunk.len();
         if total > BODY_LIMIT {
             return Err(ApiError::too_large(BODY_LIMIT));
