@@ -14,8 +14,11 @@
 //!   order per task, so held long-polls and SSE streams wake without
 //!   polling.
 
+mod callback_ref;
 pub mod postgres;
+mod postgres_schema;
 pub mod sqlite;
+mod sqlite_schema;
 
 use std::future::Future;
 use std::pin::Pin;

@@ -24,11 +24,13 @@ use serde_json::Value;
 use taskwire_core::wire::{from_json, to_json};
 use taskwire_core::{
     check_callback, check_delivery_input, decide_delivery, notification_key, plan_resume, Delivery,
-    DeliveryReason, Event, HistoryEntry, Notification, Reason, Receipt, ResumeAnswer, ResumePlan,
-    State, TaskView,
+    DeliveryReason, HistoryEntry, Notification, Reason, Receipt, ResumeAnswer, ResumePlan, State,
+    TaskView,
 };
 use tokio::sync::{oneshot, Semaphore};
 
+use super::callback_ref::{remembered_event, CallbackRef};
+use super::sqlite_schema;
 use super::{
     Callback, CallbackAnswer, Change, Created, NewTask, OutboxEntry, Store, StoreError,
     StoreFuture, TaskRecord, WriteDone,
@@ -56,11 +58,15 @@ CREATE TABLE IF NOT EXISTS history (
     event   TEXT NOT NULL,
     PRIMARY KEY (task_id, version)
 ) WITHOUT ROWID;
+-- A remembered callback id names the history entry holding its event;
+-- `event` only when the history holds another one (see callback_ref.rs).
 CREATE TABLE IF NOT EXISTS callbacks (
     task_id     TEXT NOT NULL,
     callback_id TEXT NOT NULL,
-    event       TEXT NOT NULL,
-    PRIMARY KEY (task_id, callback_id)
+    version     INTEGER,
+    event       TEXT,
+    PRIMARY KEY (task_id, callback_id),
+    CHECK ((version IS NULL) <> (event IS NULL))
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS idempotency (
     tenant  TEXT NOT NULL,
@@ -139,12 +145,24 @@ impl SqliteStore {
     ) -> Result<Self, String> {
         std::fs::create_dir_all(dir).map_err(|e| format!("--data {}: {e}", dir.display()))?;
         let path = dir.join("taskwire.sqlite3");
-        let conn = Connection::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        conn.execute_batch(
-            "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA busy_timeout = 5000;",
-        )
-        .and_then(|()| conn.execute_batch(SCHEMA))
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut conn = Connection::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let shown = path.display().to_string();
+        // The schema version first: a file from a newer server is refused
+        // before anything (even the journal mode) is changed in it.
+        conn.execute_batch("PRAGMA busy_timeout = 5000;")
+            .map_err(|e| format!("{shown}: {e}"))?;
+        let prepared = sqlite_schema::prepare(&mut conn, SCHEMA, &shown)?;
+        conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;")
+            .map_err(|e| format!("{shown}: {e}"))?;
+        if prepared.from != 0 && prepared.from < sqlite_schema::CURRENT {
+            eprintln!(
+                "taskwire-server: {shown}: migrated from schema {} to {} ({} callback events now stored once); \
+                 the space freed is reused for new rows (VACUUM returns it to the file system)",
+                prepared.from,
+                sqlite_schema::CURRENT,
+                prepared.callbacks_referenced
+            );
+        }
         let (jobs, rx) = mpsc::sync_channel(QUEUE);
         let max_batch = max_batch.max(1);
         std::thread::Builder::new()
@@ -495,14 +513,17 @@ fn callback(
 ) -> Result<CallbackAnswer, StoreError> {
     let record =
         load_task(tx, &cb.task_id)?.ok_or_else(|| StoreError::NotFound(cb.task_id.clone()))?;
-    let seen: Option<String> = tx
-        .prepare_cached("SELECT event FROM callbacks WHERE task_id = ?1 AND callback_id = ?2")?
+    let seen: Option<Option<String>> = tx
+        .prepare_cached(
+            "SELECT coalesce(c.event, h.event) FROM callbacks c
+             LEFT JOIN history h ON h.task_id = c.task_id AND h.version = c.version
+             WHERE c.task_id = ?1 AND c.callback_id = ?2",
+        )?
         .query_row(params![cb.task_id, cb.callback_id], |r| r.get(0))
         .optional()?;
     let seen = seen
-        .map(|text| from_json::<Event>(&text, "callbacks.event"))
-        .transpose()
-        .map_err(corrupt)?;
+        .map(|text| remembered_event(text, &cb.task_id, &cb.callback_id))
+        .transpose()?;
     if let Some(outcome) = check_callback(seen.as_ref(), &cb.event) {
         let duplicate_callback = outcome.reason == Reason::DuplicateCallback;
         return Ok(CallbackAnswer::new(
@@ -515,10 +536,11 @@ fn callback(
     let step = view.step(&cb.event);
     if let Some(entry) = step.entry {
         // Only ids whose event changed the task are remembered (core fix 1).
+        let row = CallbackRef::of(&cb.event, &entry);
         tx.prepare_cached(
-            "INSERT INTO callbacks (task_id, callback_id, event) VALUES (?1, ?2, ?3)",
+            "INSERT INTO callbacks (task_id, callback_id, version, event) VALUES (?1, ?2, ?3, ?4)",
         )?
-        .execute(params![cb.task_id, cb.callback_id, to_json(&cb.event)])?;
+        .execute(params![cb.task_id, cb.callback_id, row.version, row.event])?;
         let at_ms = cb.event.at_ms().get();
         commit_change(
             tx,
