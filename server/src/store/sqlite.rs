@@ -326,6 +326,16 @@ impl Store for SqliteStore {
     }
 }
 
+/// Every reader connection's settings. The page cache is small: a read
+/// touches a handful of pages (a primary-key lookup and a range of one
+/// task's history), misses are served from the OS page cache, and with
+/// SQLite's default (2 MB per connection) the 8 readers' caches filled for
+/// tens of minutes as the file grew, which read as RSS rising under a
+/// steady load (server/README.md, "Soak"). The writer keeps the default:
+/// it holds a batch's dirty pages until COMMIT.
+const READER_PRAGMAS: &str =
+    "PRAGMA busy_timeout = 5000; PRAGMA query_only = 1; PRAGMA cache_size = -256;";
+
 /// Reader connections, opened on demand and reused.
 struct Readers {
     path: PathBuf,
@@ -342,7 +352,7 @@ impl Readers {
             Some(c) => c,
             None => {
                 let c = Connection::open(&self.path)?;
-                c.execute_batch("PRAGMA busy_timeout = 5000; PRAGMA query_only = 1;")?;
+                c.execute_batch(READER_PRAGMAS)?;
                 c
             }
         };
