@@ -7,6 +7,10 @@
 //!   watcher receiving it, over T trials (p50/p99).
 //! - `callbacks`: C connections posting signed callbacks for S seconds;
 //!   durable callbacks per second (each answer comes after its commit).
+//! - `fill`: N tasks × 5 callbacks, then the SQLite file's bytes per task
+//!   and per table (`fill.rs`).
+//! - `soak`: steady churn of tasks, callbacks, long-polls and SSE streams
+//!   for M minutes, the server's RSS once a minute (`soak.rs`).
 //!
 //! Several instances (PostgreSQL): `--addr A,B` spreads `callbacks`'
 //! connections over the addresses, and `fanout` holds its watchers on the
@@ -23,6 +27,13 @@ use clap::{Parser, Subcommand};
 use serde_json::json;
 use taskwire_server::client::Conn;
 use taskwire_server::signature::{Secret, DEV_SECRET};
+
+// In a directory of their own: cargo takes every file in src/bin/ for a
+// binary.
+#[path = "taskwire-load/fill.rs"]
+mod fill;
+#[path = "taskwire-load/soak.rs"]
+mod soak;
 
 #[derive(Parser)]
 #[command(
@@ -81,6 +92,20 @@ enum Scenario {
         #[arg(long, default_value_t = 10)]
         seconds: u64,
     },
+    /// N tasks × 5 callbacks, then the database's size per task and table.
+    Fill {
+        /// Tasks to create.
+        #[arg(long, default_value_t = 50_000)]
+        tasks: u64,
+        /// Concurrent connections.
+        #[arg(long, default_value_t = 32)]
+        conns: usize,
+        /// The server's SQLite file (`DIR/taskwire.sqlite3`), to report on.
+        #[arg(long)]
+        db: Option<String>,
+    },
+    /// Steady churn for M minutes; the server's RSS once a minute.
+    Soak(soak::SoakArgs),
 }
 
 type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
@@ -112,6 +137,8 @@ async fn main() -> Res<()> {
         } => hold(ctx, n, tasks, pid, again).await,
         Scenario::Fanout { watchers, trials } => fanout(ctx, watchers, trials).await,
         Scenario::Callbacks { conns, seconds } => callbacks(ctx, conns, seconds).await,
+        Scenario::Fill { tasks, conns, db } => fill::fill(ctx, tasks, conns, db).await,
+        Scenario::Soak(args) => soak::soak(ctx, args).await,
     }
 }
 
