@@ -20,9 +20,12 @@
 //!   ([`quarantine`]) and reported, and the other rows go on.
 
 pub mod callback_ids;
+mod callback_ref;
 pub mod postgres;
+mod postgres_schema;
 pub mod quarantine;
 pub mod sqlite;
+mod sqlite_schema;
 mod sweep;
 
 use std::future::Future;

@@ -66,6 +66,8 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{AsyncMessage, NoTls, Row};
 
+use super::callback_ref::{remembered_event, CallbackRef};
+use super::postgres_schema;
 use super::{
     callback_ids, Callback, CallbackAnswer, Change, Created, NewTask, OutboxEntry, PendingWebhooks,
     RawJson, Store, StoreError, StoreFuture, Swept, TaskRecord, WebhookClaim, WriteDone,
@@ -77,11 +79,11 @@ mod sweep;
 
 use errors::{pg_message, pool_error};
 
-/// The schema (same tables as SQLite). Created under an advisory lock so
-/// instances starting together do not race on `CREATE … IF NOT EXISTS`.
+/// The schema (same tables as SQLite). Run by
+/// [`postgres_schema::prepare`] in one transaction under an advisory lock,
+/// so instances starting together do not race on `CREATE … IF NOT EXISTS`
+/// or on a migration.
 const SCHEMA: &str = "
-BEGIN;
-SELECT pg_advisory_xact_lock(7401551000000000001);
 CREATE TABLE IF NOT EXISTS tasks (
     id            text PRIMARY KEY,
     tenant        text NOT NULL,
@@ -99,11 +101,15 @@ CREATE TABLE IF NOT EXISTS history (
     event   text NOT NULL,
     PRIMARY KEY (task_id, version)
 );
+-- A remembered callback id names the history entry holding its event;
+-- `event` only when the history holds another one (see callback_ref.rs).
 CREATE TABLE IF NOT EXISTS callbacks (
     task_id     text NOT NULL,
     callback_id text NOT NULL,
-    event       text NOT NULL,
-    PRIMARY KEY (task_id, callback_id)
+    version     bigint,
+    event       text,
+    PRIMARY KEY (task_id, callback_id),
+    CONSTRAINT callbacks_event_once CHECK ((version IS NULL) <> (event IS NULL))
 );
 CREATE TABLE IF NOT EXISTS idempotency (
     tenant  text NOT NULL,
@@ -131,11 +137,7 @@ CREATE TABLE IF NOT EXISTS outbox (
 );
 CREATE INDEX IF NOT EXISTS outbox_tenant ON outbox (tenant, seq);
 CREATE INDEX IF NOT EXISTS outbox_pending ON outbox (next_attempt_ms) WHERE NOT sent;
-COMMIT;
 ";
-
-/// The advisory lock [`SCHEMA`] is created under.
-const SCHEMA_LOCK: i64 = 7401551000000000001;
 
 /// The NOTIFY channel.
 pub const CHANNEL: &str = "taskwire";
@@ -290,25 +292,26 @@ impl PostgresStore {
             .build()
             .map_err(|e| format!("--data {shown}: {e}"))?;
         {
-            let client = pool
+            let mut client = pool
                 .get()
                 .await
                 .map_err(|e| format!("--data {shown}: {e}"))?;
-            client
-                .batch_execute(SCHEMA)
+            let schema = format!(
+                "{SCHEMA}{}{}",
+                super::quarantine::POSTGRES_SCHEMA,
+                callback_ids::POSTGRES
+            );
+            let prepared = postgres_schema::prepare(&mut client, &schema)
                 .await
-                .map_err(|e| format!("--data {shown}: schema: {}", pg_message(&e)))?;
-            client
-                .batch_execute(&format!(
-                    "BEGIN; SELECT pg_advisory_xact_lock({SCHEMA_LOCK}); {} COMMIT;",
-                    super::quarantine::POSTGRES_SCHEMA
-                ))
-                .await
-                .map_err(|e| format!("--data {shown}: schema: {}", pg_message(&e)))?;
-            client
-                .batch_execute(callback_ids::POSTGRES)
-                .await
-                .map_err(|e| format!("--data {shown}: schema: {}", pg_message(&e)))?;
+                .map_err(|e| format!("--data {shown}: schema: {e}"))?;
+            if prepared.from != 0 && prepared.from < postgres_schema::CURRENT {
+                eprintln!(
+                    "taskwire-server: {shown}: migrated from schema {} to {} ({} callback events now stored once)",
+                    prepared.from,
+                    postgres_schema::CURRENT,
+                    prepared.callbacks_referenced
+                );
+            }
         }
         let (jobs, rx) = mpsc::channel(QUEUE);
         let rx = Arc::new(AsyncMutex::new(rx));
@@ -521,8 +524,8 @@ struct Batch {
     changed_set: HashSet<String>,
     history: Vec<(String, i64, String)>,
     callbacks: HashMap<(String, String), Event>,
-    /// (task, callback id, event, tenant) of every id remembered.
-    callback_rows: Vec<(String, String, String, String)>,
+    /// (task, callback id, what to store, tenant) of every id remembered.
+    callback_rows: Vec<(String, String, CallbackRef, String)>,
     /// (tenant, callback id) of the batch's callbacks that are remembered
     /// on some task (prefetched, then kept up to date).
     claimed: HashSet<(String, String)>,
@@ -582,8 +585,8 @@ impl Batch {
              WHERE t.id = u.id",
             "INSERT INTO history (task_id, version, event)
              SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[])",
-            "INSERT INTO callbacks (task_id, callback_id, event, tenant)
-             SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])",
+            "INSERT INTO callbacks (task_id, callback_id, version, event, tenant)
+             SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[])",
             "INSERT INTO idempotency (tenant, key, request, task_id)
              SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])",
             "INSERT INTO deliveries (tenant, key, receipt)
@@ -642,7 +645,12 @@ impl Batch {
 
         let cb_task: Vec<&str> = self.callback_rows.iter().map(|c| c.0.as_str()).collect();
         let cb_id: Vec<&str> = self.callback_rows.iter().map(|c| c.1.as_str()).collect();
-        let cb_event: Vec<&str> = self.callback_rows.iter().map(|c| c.2.as_str()).collect();
+        let cb_version: Vec<Option<i64>> = self.callback_rows.iter().map(|c| c.2.version).collect();
+        let cb_event: Vec<Option<&str>> = self
+            .callback_rows
+            .iter()
+            .map(|c| c.2.event.as_deref())
+            .collect();
         let cb_tenant: Vec<&str> = self.callback_rows.iter().map(|c| c.3.as_str()).collect();
 
         let i_tenant: Vec<&str> = self.idempotency.keys().map(|k| k.0.as_str()).collect();
@@ -685,7 +693,10 @@ impl Batch {
             calls.push((2, vec![&h_task, &h_version, &h_event]));
         }
         if !cb_task.is_empty() {
-            calls.push((3, vec![&cb_task, &cb_id, &cb_event, &cb_tenant]));
+            calls.push((
+                3,
+                vec![&cb_task, &cb_id, &cb_version, &cb_event, &cb_tenant],
+            ));
         }
         if !i_tenant.is_empty() {
             calls.push((4, vec![&i_tenant, &i_key, &i_request, &i_task]));
@@ -951,9 +962,10 @@ async fn prefetch(
     // length is known and this is a nested loop over the primary key.
     let seen = tx
         .prepare_cached(
-            "SELECT c.task_id, c.callback_id, c.event
+            "SELECT c.task_id, c.callback_id, coalesce(c.event, h.event)
              FROM unnest($1::text[], $2::text[]) AS k(task_id, callback_id)
-             JOIN callbacks c ON c.task_id = k.task_id AND c.callback_id = k.callback_id",
+             JOIN callbacks c ON c.task_id = k.task_id AND c.callback_id = k.callback_id
+             LEFT JOIN history h ON h.task_id = c.task_id AND h.version = c.version",
         )
         .await?;
     let owners = tx.prepare_cached(callback_ids::POSTGRES_OWNERS).await?;
@@ -981,8 +993,8 @@ async fn prefetch(
     for row in &seen_rows {
         let task: String = row.try_get(0)?;
         let callback: String = row.try_get(1)?;
-        let text: String = row.try_get(2)?;
-        match parse_event(&text) {
+        let text: Option<String> = row.try_get(2)?;
+        match remembered_event(text, &task, &callback) {
             Ok(event) => {
                 b.callbacks.insert((task, callback), event);
             }
@@ -1059,6 +1071,11 @@ async fn create(tx: &Transaction<'_>, b: &mut Batch, task: &NewTask) -> Sql<Crea
     }))
 }
 
+/// The event a remembered callback id first carried (see callback_ref.rs).
+const SEEN_CALLBACK: &str = "SELECT coalesce(c.event, h.event) FROM callbacks c
+     LEFT JOIN history h ON h.task_id = c.task_id AND h.version = c.version
+     WHERE c.task_id = $1 AND c.callback_id = $2";
+
 async fn callback(tx: &Transaction<'_>, b: &mut Batch, cb: &Callback) -> Sql<CallbackAnswer> {
     let key = (cb.task_id.clone(), cb.callback_id.clone());
     if let Some(e) = b.broken.get(&cb.task_id) {
@@ -1080,14 +1097,10 @@ async fn callback(tx: &Transaction<'_>, b: &mut Batch, cb: &Callback) -> Sql<Cal
                 // Prefetched: its callback ids were read with it.
                 None if prefetched => None,
                 None => {
-                    let stmt = tx
-                        .prepare_cached(
-                            "SELECT event FROM callbacks WHERE task_id = $1 AND callback_id = $2",
-                        )
-                        .await?;
+                    let stmt = tx.prepare_cached(SEEN_CALLBACK).await?;
                     let row = tx.query_opt(&stmt, &[&cb.task_id, &cb.callback_id]).await?;
-                    match row.map(|r| r.try_get::<_, String>(0)).transpose()? {
-                        Some(text) => match parse_event(&text) {
+                    match row.map(|r| r.try_get::<_, Option<String>>(0)).transpose()? {
+                        Some(text) => match remembered_event(text, &cb.task_id, &cb.callback_id) {
                             Ok(e) => Some(e),
                             Err(e) => return Ok(Err(e)),
                         },
@@ -1111,11 +1124,7 @@ async fn callback(tx: &Transaction<'_>, b: &mut Batch, cb: &Callback) -> Sql<Cal
                     "SELECT tenant, view, kind, input FROM tasks WHERE id = $1 FOR UPDATE",
                 )
                 .await?;
-            let seen_stmt = tx
-                .prepare_cached(
-                    "SELECT event FROM callbacks WHERE task_id = $1 AND callback_id = $2",
-                )
-                .await?;
+            let seen_stmt = tx.prepare_cached(SEEN_CALLBACK).await?;
             let (row, seen_row) = futures_util::future::try_join(
                 tx.query_opt(&lock, &[&cb.task_id]),
                 tx.query_opt(&seen_stmt, &[&cb.task_id, &cb.callback_id]),
@@ -1129,8 +1138,11 @@ async fn callback(tx: &Transaction<'_>, b: &mut Batch, cb: &Callback) -> Sql<Cal
                 Ok(_) => return Ok(Err(StoreError::NotFound(cb.task_id.clone()))),
                 Err(e) => return Ok(Err(e)),
             };
-            let seen = match seen_row.map(|r| r.try_get::<_, String>(0)).transpose()? {
-                Some(text) => match parse_event(&text) {
+            let seen = match seen_row
+                .map(|r| r.try_get::<_, Option<String>>(0))
+                .transpose()?
+            {
+                Some(text) => match remembered_event(text, &cb.task_id, &cb.callback_id) {
                     Ok(e) => Some(e),
                     Err(e) => return Ok(Err(e)),
                 },
@@ -1164,7 +1176,7 @@ async fn callback(tx: &Transaction<'_>, b: &mut Batch, cb: &Callback) -> Sql<Cal
         b.callback_rows.push((
             cb.task_id.clone(),
             cb.callback_id.clone(),
-            to_json(&cb.event),
+            CallbackRef::of(&cb.event, &entry),
             cb.tenant.clone(),
         ));
         b.change(&view, entry, step.outcome.notify, cb.event.at_ms().get());
@@ -1420,10 +1432,6 @@ fn record(row: &Row, at: usize) -> Result<TaskRecord, StoreError> {
 
 fn parse_view(text: &str) -> Result<TaskView, StoreError> {
     from_json::<TaskView>(text, "tasks.view").map_err(corrupt)
-}
-
-fn parse_event(text: &str) -> Result<Event, StoreError> {
-    from_json::<Event>(text, "callbacks.event").map_err(corrupt)
 }
 
 /// History entries from the rows' `version, event` columns at `at` (a

@@ -31,10 +31,12 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use taskwire_core::wire::{from_json, to_json};
 use taskwire_core::{
     check_callback, check_delivery_input, decide_delivery, notification_key, plan_resume, Delivery,
-    DeliveryReason, Event, HistoryEntry, Reason, Receipt, ResumeAnswer, ResumePlan, TaskView,
+    DeliveryReason, HistoryEntry, Reason, Receipt, ResumeAnswer, ResumePlan, TaskView,
 };
 use tokio::sync::{oneshot, Semaphore};
 
+use super::callback_ref::{remembered_event, CallbackRef};
+use super::sqlite_schema;
 use super::{
     callback_ids, Callback, CallbackAnswer, Change, Created, NewTask, OutboxEntry, PendingWebhooks,
     RawJson, Store, StoreError, StoreFuture, Swept, TaskRecord, WebhookClaim, WriteDone,
@@ -62,12 +64,20 @@ CREATE TABLE IF NOT EXISTS history (
     event   TEXT NOT NULL,
     PRIMARY KEY (task_id, version)
 ) WITHOUT ROWID;
+-- A remembered callback id names the history entry holding its event;
+-- `event` only when the history holds another one (see callback_ref.rs).
 CREATE TABLE IF NOT EXISTS callbacks (
     task_id     TEXT NOT NULL,
     callback_id TEXT NOT NULL,
-    event       TEXT NOT NULL,
-    PRIMARY KEY (task_id, callback_id)
+    version     INTEGER,
+    event       TEXT,
+    -- One task per callback id and tenant (callback_ids.rs); NULL in rows
+    -- from before the column existed, which UNIQUE does not compare.
+    tenant      TEXT,
+    PRIMARY KEY (task_id, callback_id),
+    CHECK ((version IS NULL) <> (event IS NULL))
 ) WITHOUT ROWID;
+CREATE UNIQUE INDEX IF NOT EXISTS callbacks_tenant_callback_id ON callbacks (tenant, callback_id);
 CREATE TABLE IF NOT EXISTS idempotency (
     tenant  TEXT NOT NULL,
     key     TEXT NOT NULL,
@@ -155,14 +165,25 @@ impl SqliteStore {
     ) -> Result<Self, String> {
         std::fs::create_dir_all(dir).map_err(|e| format!("--data {}: {e}", dir.display()))?;
         let path = dir.join("taskwire.sqlite3");
-        let conn = Connection::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        conn.execute_batch(
-            "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA busy_timeout = 5000;",
-        )
-        .and_then(|()| conn.execute_batch(SCHEMA))
-        .and_then(|()| conn.execute_batch(super::quarantine::SQLITE_SCHEMA))
-        .and_then(|()| callback_ids::migrate_sqlite(&conn))
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut conn = Connection::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let shown = path.display().to_string();
+        // The schema version first: a file from a newer server is refused
+        // before anything (even the journal mode) is changed in it.
+        conn.execute_batch("PRAGMA busy_timeout = 5000;")
+            .map_err(|e| format!("{shown}: {e}"))?;
+        let schema = format!("{SCHEMA}{}", super::quarantine::SQLITE_SCHEMA);
+        let prepared = sqlite_schema::prepare(&mut conn, &schema, &shown)?;
+        conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;")
+            .map_err(|e| format!("{shown}: {e}"))?;
+        if prepared.from != 0 && prepared.from < sqlite_schema::CURRENT {
+            eprintln!(
+                "taskwire-server: {shown}: migrated from schema {} to {} ({} callback events now stored once); \
+                 the space freed is reused for new rows (VACUUM returns it to the file system)",
+                prepared.from,
+                sqlite_schema::CURRENT,
+                prepared.callbacks_referenced
+            );
+        }
         let (jobs, rx) = mpsc::sync_channel(QUEUE);
         let max_batch = max_batch.max(1);
         std::thread::Builder::new()
@@ -336,6 +357,16 @@ impl Store for SqliteStore {
     }
 }
 
+/// Every reader connection's settings. The page cache is small: a read
+/// touches a handful of pages (a primary-key lookup and a range of one
+/// task's history), misses are served from the OS page cache, and with
+/// SQLite's default (2 MB per connection) the 8 readers' caches filled for
+/// tens of minutes as the file grew, which read as RSS rising under a
+/// steady load (server/README.md, "Soak"). The writer keeps the default:
+/// it holds a batch's dirty pages until COMMIT.
+const READER_PRAGMAS: &str =
+    "PRAGMA busy_timeout = 5000; PRAGMA query_only = 1; PRAGMA cache_size = -256;";
+
 /// Reader connections, opened on demand and reused.
 struct Readers {
     path: PathBuf,
@@ -352,7 +383,7 @@ impl Readers {
             Some(c) => c,
             None => {
                 let c = Connection::open(&self.path)?;
-                c.execute_batch("PRAGMA busy_timeout = 5000; PRAGMA query_only = 1;")?;
+                c.execute_batch(READER_PRAGMAS)?;
                 c
             }
         };
@@ -531,14 +562,17 @@ fn callback(
     let record = load_task(tx, &cb.task_id)?
         .filter(|r| r.tenant == cb.tenant)
         .ok_or_else(|| StoreError::NotFound(cb.task_id.clone()))?;
-    let seen: Option<String> = tx
-        .prepare_cached("SELECT event FROM callbacks WHERE task_id = ?1 AND callback_id = ?2")?
+    let seen: Option<Option<String>> = tx
+        .prepare_cached(
+            "SELECT coalesce(c.event, h.event) FROM callbacks c
+             LEFT JOIN history h ON h.task_id = c.task_id AND h.version = c.version
+             WHERE c.task_id = ?1 AND c.callback_id = ?2",
+        )?
         .query_row(params![cb.task_id, cb.callback_id], |r| r.get(0))
         .optional()?;
     let seen = seen
-        .map(|text| from_json::<Event>(&text, "callbacks.event"))
-        .transpose()
-        .map_err(corrupt)?;
+        .map(|text| remembered_event(text, &cb.task_id, &cb.callback_id))
+        .transpose()?;
     if let Some(outcome) = check_callback(seen.as_ref(), &cb.event) {
         let duplicate_callback = outcome.reason == Reason::DuplicateCallback;
         return Ok(CallbackAnswer::new(
@@ -555,13 +589,16 @@ fn callback(
     let step = view.step(&cb.event);
     if let Some(entry) = step.entry {
         // Only ids whose event changed the task are remembered (core fix 1).
+        let row = CallbackRef::of(&cb.event, &entry);
         tx.prepare_cached(
-            "INSERT INTO callbacks (task_id, callback_id, event, tenant) VALUES (?1, ?2, ?3, ?4)",
+            "INSERT INTO callbacks (task_id, callback_id, version, event, tenant)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
         )?
         .execute(params![
             cb.task_id,
             cb.callback_id,
-            to_json(&cb.event),
+            row.version,
+            row.event,
             cb.tenant
         ])?;
         let at_ms = cb.event.at_ms().get();
