@@ -68,6 +68,8 @@ mod tests {
         Event::Start {
             at_ms: Millis::new(at, "atMs").unwrap(),
             worker: "w".into(),
+            attempt: None,
+            lease_ms: None,
         }
     }
 

@@ -67,10 +67,12 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::{AsyncMessage, NoTls, Row};
 
 use super::callback_ref::{remembered_event, CallbackRef};
+use super::lifecycle::{due_column, judge_event, lease_column, parse_lease, Judged};
 use super::postgres_schema;
 use super::{
-    callback_ids, Callback, CallbackAnswer, Change, Created, NewTask, OutboxEntry, PendingWebhooks,
-    RawJson, Store, StoreError, StoreFuture, Swept, TaskRecord, WebhookClaim, WriteDone,
+    callback_ids, Acted, Action, Callback, CallbackAnswer, Change, Created, NewTask, OutboxEntry,
+    PendingWebhooks, RawJson, Store, StoreError, StoreFuture, Swept, TaskRecord, WebhookClaim,
+    WriteDone,
 };
 use crate::hub::Hub;
 
@@ -92,9 +94,15 @@ CREATE TABLE IF NOT EXISTS tasks (
     live          boolean NOT NULL,
     expires_at_ms double precision NOT NULL,
     kind          text,
-    input         text
+    input         text,
+    -- The lifecycle (lifecycle.rs): the current attempt's lease, and when
+    -- the sweeper must look at the task next (not the TTL).
+    lease         text,
+    due_at_ms     double precision
 );
 CREATE INDEX IF NOT EXISTS tasks_due ON tasks (expires_at_ms) WHERE live;
+CREATE INDEX IF NOT EXISTS tasks_lifecycle_due ON tasks (due_at_ms)
+    WHERE live AND due_at_ms IS NOT NULL;
 CREATE TABLE IF NOT EXISTS history (
     task_id text NOT NULL,
     version bigint NOT NULL,
@@ -198,6 +206,7 @@ impl Drop for PostgresStore {
 enum Op {
     Create(NewTask),
     Callback(Callback),
+    Act(Action),
     Deliver {
         tenant: String,
         id: String,
@@ -255,6 +264,7 @@ fn order_of(op: &Op) -> LockOrder {
         },
         Op::Deliver { tenant, key, .. } => (0, lock_id(&["delivery", tenant, key]), String::new()),
         Op::Callback(cb) => (1, 0, cb.task_id.clone()),
+        Op::Act(action) => (1, 0, action.task_id.clone()),
     }
 }
 
@@ -379,7 +389,7 @@ impl Store for PostgresStore {
             // read or parsed (no timing difference from an unknown id).
             let stmt = client
                 .prepare_cached(
-                    "SELECT tenant, view, kind, input FROM tasks WHERE id = $1 AND tenant = $2",
+                    "SELECT tenant, view, kind, input, lease FROM tasks WHERE id = $1 AND tenant = $2",
                 )
                 .await?;
             let row = client.query_opt(&stmt, &[&id, &tenant]).await?;
@@ -461,6 +471,11 @@ impl Store for PostgresStore {
         Box::pin(async move { done.await?.callback() })
     }
 
+    fn act(&self, action: Action) -> StoreFuture<'_, Acted> {
+        let done = self.write(Op::Act(action));
+        Box::pin(async move { done.await?.acted() })
+    }
+
     fn deliver(
         &self,
         tenant: String,
@@ -502,6 +517,15 @@ impl Store for PostgresStore {
         Box::pin(sweep::sweep_tasks(self, &super::sweep::TTL, now_ms, limit))
     }
 
+    fn lifecycle_due(&self, now_ms: f64, limit: u32) -> StoreFuture<'_, Swept> {
+        Box::pin(sweep::sweep_tasks(
+            self,
+            &super::sweep::LIFECYCLE,
+            now_ms,
+            limit,
+        ))
+    }
+
     fn pending_webhooks(&self, claim: WebhookClaim) -> StoreFuture<'_, PendingWebhooks> {
         Box::pin(sweep::pending_webhooks(self, claim))
     }
@@ -541,34 +565,43 @@ struct Batch {
 }
 
 impl Batch {
-    /// Records one change: the task's new view, its history entry and,
-    /// for a terminal state, its outbox row.
-    fn change(&mut self, view: &TaskView, entry: HistoryEntry, notify: bool, at_ms: f64) {
-        let Some(rec) = self.tasks.get_mut(&view.id) else {
+    /// Records what core judged for one task (see `lifecycle.rs`): the
+    /// row (view and lease) when anything moved, each history entry, and
+    /// for a terminal change its outbox row at `at_ms`.
+    fn judged(&mut self, record: &TaskRecord, judged: &Judged, at_ms: f64) {
+        if !judged.write {
+            return;
+        }
+        let id = &record.view.id;
+        let Some(rec) = self.tasks.get_mut(id) else {
             return;
         };
-        rec.view = view.clone();
-        if self.changed_set.insert(view.id.clone()) {
-            self.changed.push(view.id.clone());
+        rec.view = record.view.clone();
+        rec.lease = record.lease;
+        if self.changed_set.insert(id.clone()) {
+            self.changed.push(id.clone());
         }
-        self.history.push((
-            view.id.clone(),
-            to_i64(entry.version),
-            to_json(&entry.event),
-        ));
-        if notify {
-            self.outbox.push((
-                rec.tenant.clone(),
-                notification_key(&view.id, view.state, view.version),
-                view.id.clone(),
-                view.state.as_str().to_string(),
-                at_ms,
+        for appended in &judged.appended {
+            let view = &appended.view;
+            self.history.push((
+                id.clone(),
+                to_i64(appended.entry.version),
+                to_json(&appended.entry.event),
             ));
+            if appended.notify {
+                self.outbox.push((
+                    record.tenant.clone(),
+                    notification_key(id, view.state, view.version),
+                    id.clone(),
+                    view.state.as_str().to_string(),
+                    at_ms,
+                ));
+            }
+            self.changes.push(Change {
+                view: view.clone(),
+                entry: appended.entry.clone(),
+            });
         }
-        self.changes.push(Change {
-            view: view.clone(),
-            entry,
-        });
     }
 
     /// Writes everything, NOTIFY included, in one pipelined round of
@@ -577,11 +610,13 @@ impl Batch {
         // Prepare first (statement order does not matter there); then the
         // executions go out in this order and run in it.
         let sql = [
-            "INSERT INTO tasks (id, tenant, view, version, live, expires_at_ms, kind, input)
+            "INSERT INTO tasks (id, tenant, view, version, live, expires_at_ms, kind, input, due_at_ms)
              SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bool[],
-                                  $6::float8[], $7::text[], $8::text[])",
-            "UPDATE tasks t SET view = u.view, version = u.version, live = u.live
-             FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bool[]) AS u(id, view, version, live)
+                                  $6::float8[], $7::text[], $8::text[], $9::float8[])",
+            "UPDATE tasks t SET view = u.view, version = u.version, live = u.live,
+                                lease = u.lease, due_at_ms = u.due_at_ms
+             FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bool[], $5::text[], $6::float8[])
+                  AS u(id, view, version, live, lease, due_at_ms)
              WHERE t.id = u.id",
             "INSERT INTO history (task_id, version, event)
              SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[])",
@@ -623,6 +658,7 @@ impl Batch {
             .iter()
             .map(|r| r.input.as_ref().map(RawJson::as_str))
             .collect();
+        let c_due: Vec<Option<f64>> = created.iter().map(|r| due_column(r)).collect();
 
         let created_set: HashSet<&str> = c_id.iter().copied().collect();
         let updated: Vec<&TaskRecord> = self
@@ -638,6 +674,8 @@ impl Batch {
             .iter()
             .map(|r| !r.view.state.is_terminal())
             .collect();
+        let u_lease: Vec<Option<String>> = updated.iter().map(|r| lease_column(r)).collect();
+        let u_due: Vec<Option<f64>> = updated.iter().map(|r| due_column(r)).collect();
 
         let h_task: Vec<&str> = self.history.iter().map(|h| h.0.as_str()).collect();
         let h_version: Vec<i64> = self.history.iter().map(|h| h.1).collect();
@@ -683,11 +721,15 @@ impl Batch {
                 0,
                 vec![
                     &c_id, &c_tenant, &c_view, &c_version, &c_live, &c_expires, &c_kind, &c_input,
+                    &c_due,
                 ],
             ));
         }
         if !u_id.is_empty() {
-            calls.push((1, vec![&u_id, &u_view, &u_version, &u_live]));
+            calls.push((
+                1,
+                vec![&u_id, &u_view, &u_version, &u_live, &u_lease, &u_due],
+            ));
         }
         if !h_task.is_empty() {
             calls.push((2, vec![&h_task, &h_version, &h_event]));
@@ -909,6 +951,9 @@ async fn run_batch(pool: &Pool, jobs: &[Job]) -> Result<(Results, Batch), BatchE
             Op::Callback(cb) => callback(&tx, &mut batch, cb)
                 .await
                 .map(|r| r.map(WriteDone::Callback)),
+            Op::Act(action) => act(&tx, &mut batch, action)
+                .await
+                .map(|r| r.map(WriteDone::Acted)),
             Op::Deliver {
                 tenant,
                 id,
@@ -954,7 +999,7 @@ async fn prefetch(
     ids.dedup();
     let lock = tx
         .prepare_cached(
-            "SELECT id, tenant, view, kind, input FROM tasks
+            "SELECT id, tenant, view, kind, input, lease FROM tasks
              WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE",
         )
         .await?;
@@ -1062,6 +1107,7 @@ async fn create(tx: &Transaction<'_>, b: &mut Batch, task: &NewTask) -> Sql<Crea
         view: task.view.clone(),
         kind: task.kind.clone(),
         input: task.input.clone(),
+        lease: None,
     };
     b.tasks.insert(task.view.id.clone(), record.clone());
     b.created.push(task.view.id.clone());
@@ -1121,7 +1167,7 @@ async fn callback(tx: &Transaction<'_>, b: &mut Batch, cb: &Callback) -> Sql<Cal
             // the wait).
             let lock = tx
                 .prepare_cached(
-                    "SELECT tenant, view, kind, input FROM tasks WHERE id = $1 FOR UPDATE",
+                    "SELECT tenant, view, kind, input, lease FROM tasks WHERE id = $1 FOR UPDATE",
                 )
                 .await?;
             let seen_stmt = tx.prepare_cached(SEEN_CALLBACK).await?;
@@ -1167,21 +1213,56 @@ async fn callback(tx: &Transaction<'_>, b: &mut Batch, cb: &Callback) -> Sql<Cal
     if b.claimed.contains(&owner_key) {
         return Ok(Err(StoreError::CallbackIdReused(cb.callback_id.clone())));
     }
-    let mut view = record.view;
-    let step = view.step(&cb.event);
-    if let Some(entry) = step.entry {
+    let mut record = record;
+    let judged = judge_event(&mut record, &cb.event);
+    if let Some(first) = judged.appended.first() {
         // Only ids whose event changed the task are remembered (core fix 1).
         b.callbacks.insert(key, cb.event.clone());
         b.claimed.insert(owner_key);
         b.callback_rows.push((
             cb.task_id.clone(),
             cb.callback_id.clone(),
-            CallbackRef::of(&cb.event, &entry),
+            CallbackRef::of(&cb.event, &first.entry),
             cb.tenant.clone(),
         ));
-        b.change(&view, entry, step.outcome.notify, cb.event.at_ms().get());
     }
-    Ok(Ok(CallbackAnswer::new(step.outcome, false, &view)))
+    b.judged(&record, &judged, cb.event.at_ms().get());
+    Ok(Ok(CallbackAnswer::new(judged.outcome, false, &record.view)))
+}
+
+/// A person's request (`cancel`, `decide`) on the tenant's task: the row
+/// locked (or already held by this transaction), judged, recorded.
+async fn act(tx: &Transaction<'_>, b: &mut Batch, action: &Action) -> Sql<Acted> {
+    let mut record = match b.tasks.get(&action.task_id) {
+        Some(rec) if rec.tenant == action.tenant => rec.clone(),
+        Some(_) => return Ok(Err(StoreError::NotFound(action.task_id.clone()))),
+        None => {
+            let lock = tx
+                .prepare_cached(
+                    "SELECT tenant, view, kind, input, lease FROM tasks
+                     WHERE id = $1 AND tenant = $2 FOR UPDATE",
+                )
+                .await?;
+            let Some(row) = tx
+                .query_opt(&lock, &[&action.task_id, &action.tenant])
+                .await?
+            else {
+                return Ok(Err(StoreError::NotFound(action.task_id.clone())));
+            };
+            let rec = match record(&row, 0) {
+                Ok(r) => r,
+                Err(e) => return Ok(Err(e)),
+            };
+            b.tasks.insert(action.task_id.clone(), rec.clone());
+            rec
+        }
+    };
+    let judged = judge_event(&mut record, &action.event);
+    b.judged(&record, &judged, action.event.at_ms().get());
+    Ok(Ok(Acted {
+        answer: CallbackAnswer::new(judged.outcome, false, &record.view),
+        task: record.view,
+    }))
 }
 
 async fn deliver(
@@ -1249,7 +1330,9 @@ async fn deliver(
 /// query: another tenant's row is never read or parsed.
 async fn load_own(tx: &Transaction<'_>, tenant: &str, id: &str) -> Sql<Option<TaskRecord>> {
     let stmt = tx
-        .prepare_cached("SELECT tenant, view, kind, input FROM tasks WHERE id = $1 AND tenant = $2")
+        .prepare_cached(
+            "SELECT tenant, view, kind, input, lease FROM tasks WHERE id = $1 AND tenant = $2",
+        )
         .await?;
     let row = tx.query_opt(&stmt, &[&id, &tenant]).await?;
     Ok(row.map(|r| record(&r, 0)).transpose())
@@ -1418,6 +1501,7 @@ fn record(row: &Row, at: usize) -> Result<TaskRecord, StoreError> {
     let view: String = row.try_get(at + 1)?;
     let kind: Option<String> = row.try_get(at + 2)?;
     let input: Option<String> = row.try_get(at + 3)?;
+    let lease: Option<String> = row.try_get(at + 4)?;
     let input = input
         .map(RawJson::parse)
         .transpose()
@@ -1427,6 +1511,7 @@ fn record(row: &Row, at: usize) -> Result<TaskRecord, StoreError> {
         view: parse_view(&view)?,
         kind,
         input,
+        lease: parse_lease(lease.as_deref())?,
     })
 }
 

@@ -13,6 +13,8 @@
 //! 1. `callbacks.event` held a copy of every remembered callback's event.
 //! 2. `callbacks.version` names the history entry holding it; `event` only
 //!    where the history recorded something else (an expiry).
+//! 3. `tasks.lease` and `tasks.due_at_ms`, the task lifecycle (NULL for
+//!    older tasks: no lease, no deadline).
 //!
 //! An instance of an older server must not run against a migrated
 //! database: it would read the NULL events of new rows as an error. Stop
@@ -21,7 +23,7 @@
 use deadpool_postgres::Object;
 
 /// The schema version this server writes.
-pub const CURRENT: i32 = 2;
+pub const CURRENT: i32 = 3;
 
 /// Serializes schema work across instances (any fixed id).
 const LOCK: i64 = 7_401_551_000_000_000_001;
@@ -72,6 +74,14 @@ pub async fn prepare(client: &mut Object, schema: &str) -> Result<Prepared, Stri
         ));
     }
     let mut callbacks_referenced = 0;
+    if (1..3).contains(&from) {
+        tx.batch_execute(
+            "ALTER TABLE tasks ADD COLUMN IF NOT EXISTS lease text,
+                              ADD COLUMN IF NOT EXISTS due_at_ms double precision",
+        )
+        .await
+        .map_err(fail)?;
+    }
     if from == 1 {
         callbacks_referenced = callbacks_1_to_2(&tx).await.map_err(fail)?;
     }

@@ -17,11 +17,15 @@
 //!    recorded as `expire` (core's `Recorded::Expiry`), so that callback
 //!    keeps its own event and `version` is NULL. A repeated `webhook-id`
 //!    is judged against exactly the event it first carried, as before.
+//! 3. `tasks.lease` and `tasks.due_at_ms`: the task lifecycle (leases,
+//!    grace periods, execution deadlines; `lifecycle.rs`). Added as NULL
+//!    columns: a task of an older file has no lease and no deadline, so
+//!    nothing is due for it but its TTL, exactly as before.
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
 
 /// The schema version this server writes.
-pub const CURRENT: i64 = 2;
+pub const CURRENT: i64 = 3;
 
 /// What [`prepare`] found and did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,6 +56,13 @@ pub fn prepare(conn: &mut Connection, schema: &str, path: &str) -> Result<Prepar
         0 if table_exists(&tx, "callbacks").map_err(fail)? => 1,
         v => v,
     };
+    if (1..3).contains(&from) {
+        tx.execute_batch(
+            "ALTER TABLE tasks ADD COLUMN lease TEXT;
+             ALTER TABLE tasks ADD COLUMN due_at_ms REAL;",
+        )
+        .map_err(fail)?;
+    }
     if from == 1 {
         // The old table steps aside (with its indexes, which would keep
         // their names and stop the script from creating them on the new

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod judge;
+pub mod lifecycle;
 pub mod pg;
 pub mod raw;
 
