@@ -3,8 +3,34 @@
 // is precise (discriminated unions, string-literal reasons, no `any`);
 // tests/js/types.test.ts compiles against it with `tsc --noEmit` in CI.
 
-/** Where a task is in its life; the last three are terminal. */
-export type State = "queued" | "running" | "succeeded" | "failed" | "expired";
+/**
+ * Where a task is in its life (PROTOCOL.md, Wire types and Lifecycle). The
+ * first five are seed 000's; the terminal ones are `TerminalState`.
+ */
+export type State =
+  | "queued"
+  | "running"
+  | "succeeded"
+  | "failed"
+  | "expired"
+  /** A cancel was asked while a worker holds the task; it must acknowledge. */
+  | "cancelling"
+  /** The worker said the cancel cannot take effect: still live. */
+  | "cancel_ineffective"
+  | "cancelled"
+  /** Held for a person's decision on an artifact. */
+  | "waiting_approval"
+  /** The worker's lease lapsed: the work may still be running. */
+  | "unknown"
+  /** The execution deadline passed. */
+  | "timed_out";
+
+/** The states a task never leaves (one notification each). */
+export type TerminalState = "succeeded" | "failed" | "expired" | "cancelled" | "timed_out";
+
+// ---- executor events (signed callbacks) -----------------------------------
+// Each may carry `attempt`, the fencing token: an event of another attempt
+// than the task's current one is `stale-attempt` and changes nothing.
 
 /** A worker picked the task up. */
 export interface StartEvent {
@@ -12,9 +38,13 @@ export interface StartEvent {
   /** When it happened (ms, finite, ≥ 0). */
   atMs: number;
   worker: string;
+  /** The attempt this start opens: the task's `attempts + 1`. */
+  attempt?: number;
+  /** Opens a lease this long (ms): the attempt is alive until `atMs + leaseMs`. */
+  leaseMs?: number;
 }
 
-/** The running attempt reports progress. */
+/** The running attempt reports progress (and renews its lease). */
 export interface ProgressEvent {
   type: "progress";
   atMs: number;
@@ -22,6 +52,7 @@ export interface ProgressEvent {
   progress: number;
   /** The executor's own resume point (opaque). */
   cursor: string;
+  attempt?: number;
 }
 
 /** The running attempt produced its result. */
@@ -32,6 +63,7 @@ export interface SucceedEvent {
   resultRef: string;
   /** Content hash of the result (not blank): same hash = same result. */
   resultHash: string;
+  attempt?: number;
 }
 
 /** The running attempt failed. */
@@ -41,7 +73,89 @@ export interface FailEvent {
   error: string;
   /** Whether another attempt may help. */
   retryable: boolean;
+  attempt?: number;
 }
+
+/** The attempt is alive: renews its lease, never a version on its own. */
+export interface HeartbeatEvent {
+  type: "heartbeat";
+  atMs: number;
+  attempt?: number;
+  /** A new lease length (ms); else the current one's. */
+  leaseMs?: number;
+}
+
+/** The attempt pauses for a person's decision on an artifact. */
+export interface HoldEvent {
+  type: "hold";
+  atMs: number;
+  /** Where the artifact is (not blank). */
+  artifactRef: string;
+  /** Its content hash (not blank): a decision must name it. */
+  artifactHash: string;
+  /** What the person is asked. */
+  question?: string;
+  attempt?: number;
+}
+
+/** The executor stopped after a cancel request. */
+export interface AckCancelEvent {
+  type: "ack_cancel";
+  atMs: number;
+  attempt?: number;
+}
+
+/** The executor cannot stop the work. */
+export interface CannotCancelEvent {
+  type: "cannot_cancel";
+  atMs: number;
+  reason?: string;
+  attempt?: number;
+}
+
+/** What an executor reports (signed callbacks). */
+export type ExecutorEvent =
+  | StartEvent
+  | ProgressEvent
+  | SucceedEvent
+  | FailEvent
+  | HeartbeatEvent
+  | HoldEvent
+  | AckCancelEvent
+  | CannotCancelEvent;
+
+// ---- people's events (POST …/cancel and …/decisions) ----------------------
+
+/** A person asks to stop the task. */
+export interface CancelEvent {
+  type: "cancel";
+  atMs: number;
+  reason?: string;
+  /** Who asked, as the server authenticated them (e.g. `tenant:acme`). */
+  actor?: string;
+}
+
+/** What a person decides on a held artifact. */
+export type Decision = "approve" | "request_changes" | "reject";
+
+/** A person's decision on the held artifact. */
+export interface DecideEvent {
+  type: "decide";
+  atMs: number;
+  decision: Decision;
+  /** The artifact decided on: must be the held one. */
+  artifactHash: string;
+  /** The task version the decision was made on: must be the current one. */
+  version: number;
+  reason?: string;
+  /** Who decided, as the server authenticated them. */
+  actor?: string;
+}
+
+/** What people ask of a task. */
+export type PersonEvent = CancelEvent | DecideEvent;
+
+// ---- system events (the server's sweepers) --------------------------------
 
 /** The time to live ran out. */
 export interface ExpireEvent {
@@ -49,8 +163,30 @@ export interface ExpireEvent {
   atMs: number;
 }
 
+/** The attempt's lease ran out (recorded at the lease's end). */
+export interface LapseEvent {
+  type: "lapse";
+  atMs: number;
+  attempt?: number;
+}
+
+/** An `unknown` task's grace period ran out (recorded when it did). */
+export interface AbandonEvent {
+  type: "abandon";
+  atMs: number;
+}
+
+/** The execution deadline passed (recorded at `deadlineAtMs`). */
+export interface TimeoutEvent {
+  type: "timeout";
+  atMs: number;
+}
+
+/** What the server records by itself. */
+export type SystemEvent = ExpireEvent | LapseEvent | AbandonEvent | TimeoutEvent;
+
 /** One report about a task, discriminated by `type`. */
-export type TaskEvent = StartEvent | ProgressEvent | SucceedEvent | FailEvent | ExpireEvent;
+export type TaskEvent = ExecutorEvent | PersonEvent | SystemEvent;
 
 /** One change: the version it produced and the event that produced it. */
 export interface HistoryEntry {
@@ -70,9 +206,25 @@ export interface TaskView {
   progress: number;
   /** Number of changes so far. */
   version: number;
+  /** Where the result is (also kept, for compensation, on a task cancelled after its work finished). */
   resultRef?: string;
   resultHash?: string;
   error?: string;
+  /** The execution deadline, when the task has one: past it, `timed_out`. */
+  deadlineAtMs?: number;
+  /** How long an `unknown` task waits before it is re-queued (absent: it waits). */
+  unknownGraceMs?: number;
+  /** Attempts re-queued by a decision (they do not count against `maxAttempts`). */
+  continuations?: number;
+  /** The held artifact (of the last `hold`). */
+  artifactRef?: string;
+  artifactHash?: string;
+  /** What the person was asked. */
+  question?: string;
+  /** The last decision on that artifact, the version it was made on, and why. */
+  decision?: Decision;
+  decisionVersion?: number;
+  decisionReason?: string;
 }
 
 /** A task with its full history (`history[i].version === i + 1`). */
@@ -90,6 +242,12 @@ export interface CreateTaskInput {
   ttlMs: number;
   /** Allowed starts, an integer ≥ 1. */
   maxAttempts: number;
+  /** Execution deadline from `nowMs` (ms, finite, > 0): past it the task is `timed_out`. */
+  deadlineMs?: number;
+  /** How long an `unknown` task waits before it is re-queued (ms, finite, ≥ 0); none: it waits. */
+  unknownGraceMs?: number;
+  /** `false`: an `unknown` task is never re-queued automatically (default true). */
+  autoRequeue?: boolean;
 }
 
 /** Why an event did or did not change a task. */
@@ -110,7 +268,29 @@ export type Reason =
   | "result-conflict"
   | "terminal-conflict"
   | "duplicate-callback"
-  | "callback-conflict";
+  | "callback-conflict"
+  // the lifecycle's (PROTOCOL.md §Lifecycle)
+  | "stale-attempt"
+  | "heartbeat"
+  | "recovered"
+  | "lease-lapsed"
+  | "not-due"
+  | "timed-out"
+  | "duplicate-timeout"
+  | "held"
+  | "duplicate-hold"
+  | "cancel-requested"
+  | "cancelled"
+  | "duplicate-cancel"
+  | "cancel-acknowledged"
+  | "cancel-ineffective"
+  | "not-cancelling"
+  | "succeeded-after-cancel"
+  | "approved"
+  | "changes-requested"
+  | "rejected"
+  | "stale-decision"
+  | "duplicate-decision";
 
 /** What an event did, and the task after it. */
 export interface Transition<T extends TaskView = Task> {
@@ -124,10 +304,31 @@ export interface Transition<T extends TaskView = Task> {
   reason: Reason;
 }
 
+/** The current attempt's lease: operational, not versioned (a heartbeat moves it). */
+export interface Lease {
+  /** The attempt that holds it. */
+  attempt: number;
+  /** The attempt counts as alive strictly before this time. */
+  expiresAtMs: number;
+  /** How far each report extends it. */
+  leaseMs: number;
+}
+
 /** `TaskBook.apply`'s answer; the task comes without history (O(1)). */
 export interface CallbackResult extends Transition<TaskView> {
   /** The callback id was already applied to this task with this event. */
   duplicateCallback: boolean;
+  /** The current attempt's lease after the event, when one runs. */
+  lease?: Lease;
+}
+
+/** One step `TaskBook.sweepDue` took. */
+export interface Swept {
+  taskId: string;
+  /** The task's state after the step. */
+  state: State;
+  /** `lease-lapsed`, `requeued`, `failed`, `cancelled` or `timed-out` (or `expired` when the TTL came first). */
+  reason: Reason;
 }
 
 /** Nothing new since the cursor. */
@@ -179,7 +380,7 @@ export type Delivery =
 /** A task reached a terminal state ("go and look": no result inside). */
 export interface Notification {
   taskId: string;
-  state: "succeeded" | "failed" | "expired";
+  state: TerminalState;
   atMs: number;
 }
 
@@ -290,7 +491,10 @@ export class TaskBook {
   create(input: CreateTaskInput): Task;
   /** The task with its history. */
   get(id: string): Task | undefined;
-  /** Applies an executor's event, at most once per callback id. */
+  /**
+   * Applies an event, at most once per callback id: an executor's, a
+   * person's (with the `actor` the caller authenticated) or a sweeper's.
+   */
   apply(taskId: string, event: TaskEvent, callbackId?: string): CallbackResult;
   /** Answers a client that last saw version `cursor`. */
   resume(taskId: string, cursor: number): ResumeAnswer;
@@ -298,8 +502,15 @@ export class TaskBook {
   resumeJson(taskId: string, cursor: number): string;
   /** Hands a result over, at most once per key. */
   deliverResult(taskId: string, key: string, nowMs: number): Delivery;
-  /** Expires every live task whose deadline has passed; returns their ids. */
+  /** Expires every live task whose TTL has passed; returns their ids. */
   expireDue(nowMs: number): string[];
+  /**
+   * Takes every lifecycle step due by `nowMs`: a lapsed lease makes its
+   * task `unknown`, a grace period that ran out re-queues or fails it, a
+   * passed execution deadline times it out. Each step is recorded at the
+   * time it fell due; run it after `expireDue`, on the same timer.
+   */
+  sweepDue(nowMs: number): Swept[];
   /** Takes every notification out of the outbox. */
   drainNotifications(): Notification[];
   /** The number of tasks. */
@@ -361,6 +572,41 @@ export interface CreateTaskRequest {
   maxAttempts: number;
   kind?: string;
   input?: unknown;
+  /** Execution deadline from creation (ms, > 0): past it the task is `timed_out`. */
+  deadlineMs?: number;
+  /** How long an `unknown` task waits before it is re-queued (ms, ≥ 0; the server's default otherwise). */
+  unknownGraceMs?: number;
+  /** `false`: an `unknown` task is never re-queued automatically. */
+  autoRequeue?: boolean;
+}
+
+/** Options of `TaskClient.cancel`. */
+export interface CancelOptions {
+  /** Why, recorded with the cancel. */
+  reason?: string;
+}
+
+/** Options of `TaskClient.decide`: the decision and what it was made on. */
+export interface DecideOptions {
+  decision: Decision;
+  /** The held artifact's hash (the task's `artifactHash`). */
+  artifactHash: string;
+  /** The task version the decision was made on (the task's `version`). */
+  version: number;
+  reason?: string;
+}
+
+/**
+ * The server's answer to a cancel or a decision. `changed: false` says why
+ * nothing happened (`duplicate-cancel`, `stale-decision`,
+ * `terminal-conflict`, …).
+ */
+export interface ActionAnswer {
+  changed: boolean;
+  duplicate: boolean;
+  reason: Reason;
+  /** The task as it is now. */
+  task: TaskView;
 }
 
 /** A task as the server returns it on creation. */
@@ -444,6 +690,21 @@ export class TaskClient {
   createTask(request: CreateTaskRequest, options?: { idempotencyKey?: string }): Promise<CreatedTask>;
   /** POST /v1/tasks/{id}/deliveries: the same key returns the same receipt. */
   deliver(taskId: string, key: string): Promise<Receipt>;
+  /**
+   * POST /v1/tasks/{id}/cancel: `cancelled` at once without a worker,
+   * `cancelling` while one runs. Safe to retry (and retried on network
+   * errors, 429 and 5xx): a repeat is `duplicate-cancel`.
+   */
+  cancel(taskId: string, options?: CancelOptions): Promise<ActionAnswer>;
+  /**
+   * POST /v1/tasks/{id}/decisions: approve, request changes to, or reject
+   * the held artifact. Safe to retry: a repeat is `duplicate-decision`.
+   *
+   * @example
+   * const { task } = update; // state "waiting_approval"
+   * await client.decide(task.id, { decision: "approve", artifactHash: task.artifactHash!, version: task.version });
+   */
+  decide(taskId: string, options: DecideOptions): Promise<ActionAnswer>;
   /** Follows a task until it is terminal, stopped, or refused. */
   watch(taskId: string, options?: WatchOptions): Watch;
 }
