@@ -78,13 +78,7 @@ pub fn deliver(http: Rc<Http>, backoff: Backoff, task_id: &str, key: String) -> 
 }
 
 /// `POST /v1/tasks/{id}/{action}` (`cancel`, `decisions`) with a JSON body.
-pub fn act(
-    http: Rc<Http>,
-    backoff: Backoff,
-    task_id: &str,
-    action: &str,
-    body: String,
-) -> Promise {
+pub fn act(http: Rc<Http>, backoff: Backoff, task_id: &str, action: &str, body: String) -> Promise {
     let mut url = String::from(http.base.trim_end_matches('/'));
     url.push_str("/v1/tasks/");
     encode_segment(task_id, &mut url);

@@ -169,7 +169,13 @@ impl ClientCore {
     /// "artifactHash", "version", "reason"?}`, JSON text); resolves like
     /// `cancel`. A repeat is `duplicate-decision`, so retries are safe.
     pub fn decide(&self, task_id: &str, body: String) -> Promise {
-        exchange::act(Rc::clone(&self.http), self.backoff, task_id, "decisions", body)
+        exchange::act(
+            Rc::clone(&self.http),
+            self.backoff,
+            task_id,
+            "decisions",
+            body,
+        )
     }
 
     /// Starts following a task. `options`: `{taskId, cursor?, storage?,
