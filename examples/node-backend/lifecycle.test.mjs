@@ -72,6 +72,11 @@ describe("lifecycle across a restart", () => {
     await ok(callback(base, renewed.id, { type: "start", atMs: t, worker: "w", attempt: 1, leaseMs: 2000 }));
     const beat = await ok(callback(base, renewed.id, { type: "heartbeat", atMs: t + 100, attempt: 1, leaseMs: 2500 }));
     assert.deepEqual([beat.changed, beat.reason, beat.version], [false, "heartbeat", 1]);
+    // The lease is operational state, not part of the TaskView on the wire.
+    for (const path of [`/v1/tasks/${renewed.id}`, `/v1/tasks/${renewed.id}/resume?cursor=0&snapshot=1`]) {
+      const { json } = await call(base, "GET", path);
+      assert.equal("lease" in (json.task ?? json), false, `${path}: ${JSON.stringify(json)}`);
+    }
 
     const ids = [cancelled.id, timed.id, silent.id];
     const before = await observe(base, ids);

@@ -348,8 +348,9 @@ export class Store {
     }
   }
 
+  /** The TaskView: no history, and no lease (operational, not versioned: not on the wire). */
   #view(taskId) {
-    const { history, ...view } = this.#book.get(taskId);
+    const { history, lease, ...view } = this.#book.get(taskId);
     return view;
   }
 
