@@ -64,6 +64,20 @@ export function personEvent(route, bytes, tenant, nowMs) {
   return { ...fields, type, atMs: nowMs, actor: `tenant:${tenant}` };
 }
 
+/** A throwaway task events are checked against, before the task they are for is looked up. */
+let probe;
+
+/**
+ * Checks an event field by field with the core (400 naming the field)
+ * without applying it anywhere: the reference server reads an event
+ * before it looks at the task, so a malformed one is 400 even for a task
+ * that is not the caller's.
+ */
+export function checkEvent(event) {
+  probe ??= createTask({ id: "probe", nowMs: 0, ttlMs: 1, maxAttempts: 1 });
+  applyEvent(probe, event);
+}
+
 /** The answer both routes give every judged request: 200, core's reason, the task now. */
 export function actionAnswer(result) {
   return { changed: result.changed, duplicate: result.duplicate, reason: result.reason, task: result.task };
@@ -86,8 +100,6 @@ const NOT_AN_EXECUTORS = {
   timeout: "the server's sweeper, when a lease, grace period or deadline runs out",
 };
 
-/** A throwaway task the events refused below are validated against (400 before 422). */
-let probe;
 
 /**
  * A person's request (`cancel`, `decide`) in a signed callback would let
@@ -100,8 +112,7 @@ let probe;
 export function refuseIfNotAnExecutors(event) {
   const instead = Object.hasOwn(NOT_AN_EXECUTORS, event.type) ? NOT_AN_EXECUTORS[event.type] : undefined;
   if (instead === undefined) return;
-  probe ??= createTask({ id: "probe", nowMs: 0, ttlMs: 1, maxAttempts: 1 });
-  applyEvent(probe, event); // throws invalid-request for a malformed event
+  checkEvent(event); // a malformed one is 400
   throw new HttpError(422, "not-an-executor-event", `event.type: ${quoted(event.type)} is not an executor's event (it comes from ${instead})`);
 }
 

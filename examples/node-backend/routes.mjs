@@ -28,6 +28,7 @@ import {
   LIFECYCLE_CREATE_FIELDS,
   actionAnswer,
   asBodyError,
+  checkEvent,
   isTerminal,
   lifecycleFields,
   personEvent,
@@ -349,14 +350,13 @@ function act(route) {
     const tenant = tenantOf(req, config);
     const bytes = await readBody(req);
     const event = personEvent(route, bytes, tenant, Date.now());
-    const id = ownTask(store, tenant, rawId);
-    let result;
     try {
-      result = store.act(id, event);
+      checkEvent(event);
     } catch (err) {
       throw asBodyError(err);
     }
-    sendJson(res, 200, actionAnswer(result));
+    const id = ownTask(store, tenant, rawId);
+    sendJson(res, 200, actionAnswer(store.act(id, event)));
   };
 }
 
