@@ -135,6 +135,7 @@ for (const [name, variant] of Object.entries(VARIANTS)) {
   }
 }
 copyFileSync(join(root, "js/index.d.ts"), join(dist, "index.d.ts"));
+copyFileSync(join(root, "js/wire.d.ts"), join(dist, "wire.d.ts"));
 copyFileSync(join(root, "js/client.d.ts"), join(dist, "client.d.ts"));
 writeFileSync(join(dist, "size.json"), JSON.stringify(report, null, 2) + "\n");
 if (failed) process.exit(1);
