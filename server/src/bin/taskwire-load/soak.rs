@@ -112,16 +112,7 @@ pub async fn soak(ctx: Arc<Ctx>, args: SoakArgs) -> Res<()> {
     let mut slopes = Vec::new();
     println!(
         "{:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6} {:>7} {:>7}",
-        "min",
-        "rss MB",
-        "anon",
-        "shmem",
-        "tasks/s",
-        "cb/s",
-        "polls/s",
-        "sse/s",
-        "errors",
-        "behind"
+        "min", "rss MB", "anon", "shmem", "tasks/s", "cb/s", "polls/s", "sse/s", "errors", "behind"
     );
     for pass in 1..=args.passes.max(1) {
         let samples = pass_once(&ctx, &args, pass).await?;
