@@ -24,7 +24,16 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use taskwire_core::{plan_resume, HistoryEntry, ResumeAnswer, ResumePlan, TaskView};
 use tokio::sync::{watch, Notify};
 
-use crate::store::Change;
+/// A committed change, as the hub hands it to waiters. The stores make
+/// them after each commit ([`Hub::publish`]); defined here, so that the hub
+/// needs nothing from the stores.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    /// The task after the change.
+    pub view: TaskView,
+    /// The history entry the change appended.
+    pub entry: HistoryEntry,
+}
 
 /// The latest committed state of one task, as far as this process knows.
 #[derive(Debug, Clone, PartialEq)]
