@@ -16,7 +16,9 @@ use serde_json::Value;
 use taskwire_core::{Notification, State};
 use tokio_postgres::Row;
 
-use super::{hub_publish, to_i64, Batch, PostgresStore};
+use super::batch::{hub_publish, Batch};
+use super::read::to_i64;
+use super::PostgresStore;
 use crate::store::lifecycle::Judged;
 use crate::store::quarantine::not_quarantined;
 use crate::store::sweep::{step_due_row, DueRow, TaskSweep};

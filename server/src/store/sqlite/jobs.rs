@@ -12,11 +12,12 @@ use taskwire_core::{
 
 use super::read::{load_own_task, load_task};
 use super::{corrupt, to_i64};
+use crate::hub::Change;
 use crate::store::callback_ref::{remembered_event, CallbackRef};
 use crate::store::lifecycle::{due_column, judge_event, lease_column, Judged};
 use crate::store::{
-    callback_ids, Acted, Action, Callback, CallbackAnswer, Change, Created, NewTask, RawJson,
-    StoreError, TaskRecord,
+    callback_ids, Acted, Action, Callback, CallbackAnswer, Created, NewTask, RawJson, StoreError,
+    TaskRecord,
 };
 
 pub(super) fn create(tx: &Connection, task: NewTask) -> Result<Created, StoreError> {
