@@ -22,6 +22,7 @@
 mod callback;
 pub mod callback_ids;
 mod callback_ref;
+mod decide;
 mod error;
 pub(crate) mod lifecycle;
 mod outbox;

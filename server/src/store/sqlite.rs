@@ -36,9 +36,10 @@ use std::sync::mpsc::{self, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 
 use rusqlite::{params, Connection, OptionalExtension};
-use taskwire_core::{plan_resume, Delivery, ResumeAnswer, ResumePlan};
+use taskwire_core::{Delivery, ResumeAnswer};
 use tokio::sync::{oneshot, Semaphore};
 
+use super::decide::resume_plan;
 use super::sqlite_schema;
 use super::sweep::{LIFECYCLE, TTL};
 use super::{
@@ -173,19 +174,8 @@ impl Store for SqliteStore {
             let view = load_own_task(&tx, &tenant, &id)?
                 .ok_or_else(|| StoreError::NotFound(id.clone()))?
                 .view;
-            let plan = if force_snapshot {
-                ResumePlan::Snapshot
-            } else {
-                plan_resume(view.version, cursor, retention)
-            };
-            Ok(match plan {
-                ResumePlan::CaughtUp => ResumeAnswer::CaughtUp { task: Some(view) },
-                ResumePlan::Snapshot => ResumeAnswer::Snapshot { task: view },
-                ResumePlan::Delta => ResumeAnswer::Delta {
-                    events: history_after(&tx, &id, cursor)?,
-                    task: Some(view),
-                },
-            })
+            resume_plan(view.version, cursor, retention, force_snapshot)
+                .answer(view, || history_after(&tx, &id, cursor))
         })
     }
 

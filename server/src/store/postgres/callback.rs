@@ -3,13 +3,12 @@
 //! each callback judged on what this transaction holds.
 
 use deadpool_postgres::Transaction;
-use taskwire_core::{check_callback, Reason};
 
 use super::batch::Batch;
 use super::read::record;
 use super::writer::{Job, Op, Sql};
-use crate::store::callback_ref::{remembered_event, CallbackRef};
-use crate::store::lifecycle::judge_event;
+use crate::store::callback_ref::remembered_event;
+use crate::store::decide::{judge_callback, CallbackStep};
 use crate::store::{callback_ids, Callback, CallbackAnswer, StoreError};
 
 /// Locks the rows of every task the batch's callbacks are about, in id
@@ -176,34 +175,32 @@ pub(super) async fn callback(
             (rec, seen)
         }
     };
-    if let Some(outcome) = check_callback(seen.as_ref(), &cb.event) {
-        let duplicate_callback = outcome.reason == Reason::DuplicateCallback;
-        return Ok(Ok(CallbackAnswer::new(
-            outcome,
-            duplicate_callback,
-            &record.view,
-        )));
-    }
     // Every callback of the batch had its (tenant, id) prefetched, and
     // ids remembered since are added below. A row another transaction
     // commits meanwhile makes the INSERT fail: the batch runs again.
     let owner_key = (cb.tenant.clone(), cb.callback_id.clone());
-    if b.claimed.contains(&owner_key) {
-        return Ok(Err(StoreError::CallbackIdReused(cb.callback_id.clone())));
-    }
     let mut record = record;
-    let judged = judge_event(&mut record, &cb.event);
-    if let Some(first) = judged.appended.first() {
-        // Only ids whose event changed the task are remembered (core fix 1).
+    let owned_elsewhere = || Ok(b.claimed.contains(&owner_key));
+    let (judged, remember, answer) =
+        match judge_callback(&mut record, cb, seen.as_ref(), owned_elsewhere) {
+            Ok(CallbackStep::Answered(answer)) => return Ok(Ok(answer)),
+            Ok(CallbackStep::Judged {
+                judged,
+                remember,
+                answer,
+            }) => (judged, remember, answer),
+            Err(e) => return Ok(Err(e)),
+        };
+    if let Some(row) = remember {
         b.callbacks.insert(key, cb.event.clone());
         b.claimed.insert(owner_key);
         b.callback_rows.push((
             cb.task_id.clone(),
             cb.callback_id.clone(),
-            CallbackRef::of(&cb.event, &first.entry),
+            row,
             cb.tenant.clone(),
         ));
     }
     b.judged(&record, &judged, cb.event.at_ms().get());
-    Ok(Ok(CallbackAnswer::new(judged.outcome, false, &record.view)))
+    Ok(Ok(answer))
 }

@@ -3,11 +3,14 @@
 
 use deadpool_postgres::Transaction;
 use taskwire_core::wire::from_json;
-use taskwire_core::{check_delivery_input, decide_delivery, Delivery, DeliveryReason, Receipt};
+use taskwire_core::{Delivery, Receipt};
 
 use super::batch::Batch;
 use super::read::{corrupt, load_own, record};
 use super::writer::{lock_id, Sql};
+use crate::store::decide::{
+    check_key, delivery_input, judge_delivery, receipt_to_store, replayed, KeyCheck,
+};
 use crate::store::lifecycle::judge_event;
 use crate::store::{Acted, Action, CallbackAnswer, Created, NewTask, StoreError, TaskRecord};
 
@@ -38,26 +41,19 @@ pub(super) async fn create(tx: &Transaction<'_>, b: &mut Batch, task: &NewTask) 
                 }
             }
         };
-        if let Some((seen_request, task_id)) = seen {
-            if !idem.same_as(&seen_request) {
-                return Ok(Err(StoreError::IdempotencyKeyReused(key.clone())));
+        match check_key(idem, seen) {
+            Err(e) => return Ok(Err(e)),
+            Ok(KeyCheck::Replay(task_id)) => {
+                let record = match b.tasks.get(&task_id) {
+                    Some(r) => Some(r.clone()),
+                    None => match load_own(tx, &task.tenant, &task_id).await? {
+                        Ok(r) => r,
+                        Err(e) => return Ok(Err(e)),
+                    },
+                };
+                return Ok(replayed(&task_id, record));
             }
-            let record = match b.tasks.get(&task_id) {
-                Some(r) => Some(r.clone()),
-                None => match load_own(tx, &task.tenant, &task_id).await? {
-                    Ok(r) => r,
-                    Err(e) => return Ok(Err(e)),
-                },
-            };
-            return Ok(match record {
-                Some(record) => Ok(Created {
-                    record,
-                    created: false,
-                }),
-                None => Err(StoreError::Internal(format!(
-                    "idempotency row points at missing task {task_id}"
-                ))),
-            });
+            Ok(KeyCheck::Create) => {}
         }
         b.idempotency
             .insert(ik, (request.clone(), task.view.id.clone()));
@@ -120,9 +116,9 @@ pub(super) async fn deliver(
     key: &str,
     now_ms: f64,
 ) -> Sql<Delivery> {
-    let (checked, now) = match check_delivery_input(key, now_ms) {
+    let (checked, now) = match delivery_input(key, now_ms) {
         Ok(x) => x,
-        Err(e) => return Ok(Err(StoreError::Invalid(e))),
+        Err(e) => return Ok(Err(e)),
     };
     let dk = (tenant.to_string(), key.to_string());
     let existing = match b.deliveries.get(&dk) {
@@ -158,16 +154,11 @@ pub(super) async fn deliver(
         },
     };
     let task = task.map(|r| r.view);
-    let delivery = match decide_delivery(existing.as_ref(), id, task.as_ref(), &checked, now) {
+    let delivery = match judge_delivery(existing.as_ref(), id, task.as_ref(), &checked, now) {
         Ok(d) => d,
-        Err(e) => {
-            return Ok(Err(match e.code {
-                taskwire_core::ErrorCode::NotFound => StoreError::NotFound(id.to_string()),
-                _ => StoreError::Invalid(e),
-            }))
-        }
+        Err(e) => return Ok(Err(e)),
     };
-    if let (DeliveryReason::Delivered, Some(receipt)) = (delivery.reason, &delivery.receipt) {
+    if let Some(receipt) = receipt_to_store(&delivery) {
         b.deliveries.insert(dk, receipt.clone());
     }
     Ok(Ok(delivery))

@@ -4,11 +4,12 @@
 
 use deadpool_postgres::{GenericClient, Transaction};
 use taskwire_core::wire::from_json;
-use taskwire_core::{plan_resume, HistoryEntry, ResumeAnswer, ResumePlan, TaskView};
+use taskwire_core::{HistoryEntry, ResumeAnswer, TaskView};
 use tokio_postgres::Row;
 
 use super::writer::Sql;
 use super::{sweep, PostgresStore};
+use crate::store::decide::resume_plan;
 use crate::store::lifecycle::parse_lease;
 use crate::store::{OutboxEntry, RawJson, StoreError, TaskRecord};
 
@@ -73,19 +74,7 @@ pub(super) async fn resume(
         return Err(StoreError::NotFound(id));
     }
     let view = parse_view(&first.try_get::<_, String>(1)?)?;
-    let plan = if force_snapshot {
-        ResumePlan::Snapshot
-    } else {
-        plan_resume(view.version, cursor, retention)
-    };
-    Ok(match plan {
-        ResumePlan::CaughtUp => ResumeAnswer::CaughtUp { task: Some(view) },
-        ResumePlan::Snapshot => ResumeAnswer::Snapshot { task: view },
-        ResumePlan::Delta => ResumeAnswer::Delta {
-            events: entries(&rows, 2)?,
-            task: Some(view),
-        },
-    })
+    resume_plan(view.version, cursor, retention, force_snapshot).answer(view, || entries(&rows, 2))
 }
 
 /// The tenant that owns task `id`, if it exists.
