@@ -67,14 +67,20 @@ pub(crate) enum CallbackStep {
     /// Answered from the id alone: seen on this task, with this event (a
     /// duplicate callback) or another (a conflict). Nothing to write.
     Answered(CallbackAnswer),
-    /// Core judged the event: write `judged` (see [`super::lifecycle`]),
-    /// and when the event changed the task remember the id as `remember`
-    /// (written before the task row); then answer `answer`.
-    Judged {
-        judged: Judged,
-        remember: Option<CallbackRef>,
-        answer: CallbackAnswer,
-    },
+    /// Core judged the event: write it, then answer.
+    Judged(JudgedCallback),
+}
+
+/// A callback core judged: what the store writes and answers.
+#[derive(Debug, Clone)]
+pub(crate) struct JudgedCallback {
+    /// The task row's change (see [`super::lifecycle`]).
+    pub judged: Judged,
+    /// The id to remember, when the event changed the task (written
+    /// before the task row).
+    pub remember: Option<CallbackRef>,
+    /// The answer, once written.
+    pub answer: CallbackAnswer,
 }
 
 /// The callback sequence on the facts a store read: the tenant's task
@@ -107,11 +113,11 @@ pub(crate) fn judge_callback(
         .first()
         .map(|first| CallbackRef::of(&callback.event, &first.entry));
     let answer = CallbackAnswer::new(judged.outcome, false, &record.view);
-    Ok(CallbackStep::Judged {
+    Ok(CallbackStep::Judged(JudgedCallback {
         judged,
         remember,
         answer,
-    })
+    }))
 }
 
 /// Core's check of a delivery's own input (the key, the time): a bad one

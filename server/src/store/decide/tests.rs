@@ -109,11 +109,11 @@ fn an_id_owned_by_another_task_is_refused_before_core_steps() {
 #[test]
 fn a_changing_callback_is_judged_and_its_id_remembered_by_reference() {
     let mut r = record();
-    let Ok(CallbackStep::Judged {
+    let Ok(CallbackStep::Judged(JudgedCallback {
         judged,
         remember,
         answer,
-    }) = judge_callback(&mut r, &callback(start()), None, || Ok(false))
+    })) = judge_callback(&mut r, &callback(start()), None, || Ok(false))
     else {
         panic!("a new callback is judged")
     };
@@ -131,12 +131,10 @@ fn a_changing_callback_is_judged_and_its_id_remembered_by_reference() {
     assert_eq!(r.view.version, 1, "the record moved in place");
     // The same start again changes nothing: its id is not remembered.
     let again = callback(start());
-    let Ok(CallbackStep::Judged {
-        remember, answer, ..
-    }) = judge_callback(&mut r, &again, None, || Ok(false))
-    else {
+    let Ok(CallbackStep::Judged(step)) = judge_callback(&mut r, &again, None, || Ok(false)) else {
         panic!("judged")
     };
+    let (remember, answer) = (step.remember, step.answer);
     assert_eq!(remember, None);
     assert!(!answer.changed && answer.duplicate);
 }

@@ -181,17 +181,12 @@ pub(super) async fn callback(
     let owner_key = (cb.tenant.clone(), cb.callback_id.clone());
     let mut record = record;
     let owned_elsewhere = || Ok(b.claimed.contains(&owner_key));
-    let (judged, remember, answer) =
-        match judge_callback(&mut record, cb, seen.as_ref(), owned_elsewhere) {
-            Ok(CallbackStep::Answered(answer)) => return Ok(Ok(answer)),
-            Ok(CallbackStep::Judged {
-                judged,
-                remember,
-                answer,
-            }) => (judged, remember, answer),
-            Err(e) => return Ok(Err(e)),
-        };
-    if let Some(row) = remember {
+    let step = match judge_callback(&mut record, cb, seen.as_ref(), owned_elsewhere) {
+        Ok(CallbackStep::Answered(answer)) => return Ok(Ok(answer)),
+        Ok(CallbackStep::Judged(step)) => step,
+        Err(e) => return Ok(Err(e)),
+    };
+    if let Some(row) = step.remember {
         b.callbacks.insert(key, cb.event.clone());
         b.claimed.insert(owner_key);
         b.callback_rows.push((
@@ -201,6 +196,6 @@ pub(super) async fn callback(
             cb.tenant.clone(),
         ));
     }
-    b.judged(&record, &judged, cb.event.at_ms().get());
-    Ok(Ok(answer))
+    b.judged(&record, &step.judged, cb.event.at_ms().get());
+    Ok(Ok(step.answer))
 }

@@ -13,8 +13,7 @@ use crate::store::decide::resume_plan;
 use crate::store::lifecycle::parse_lease;
 use crate::store::{OutboxEntry, RawJson, StoreError, TaskRecord};
 
-/// The tenant's task. The tenant is in the query: another tenant's row is
-/// never read or parsed (no timing difference from an unknown id).
+/// The tenant's task ([`crate::store::Store::get`]).
 pub(super) async fn get(
     store: &PostgresStore,
     tenant: String,
@@ -34,7 +33,7 @@ pub(super) async fn get(
         .ok_or(StoreError::NotFound(id))
 }
 
-/// A resume answer, read in one statement (see [`Store::resume`]).
+/// A resume answer, read in one statement ([`crate::store::Store::resume`]).
 pub(super) async fn resume(
     store: &PostgresStore,
     tenant: String,

@@ -89,16 +89,11 @@ pub(super) fn callback(
         .transpose()?;
     let owned_elsewhere =
         || Ok(callback_ids::sqlite_owner(tx, &cb.tenant, &cb.callback_id)?.is_some());
-    let (judged, remember, answer) =
-        match judge_callback(&mut record, &cb, seen.as_ref(), owned_elsewhere)? {
-            CallbackStep::Answered(answer) => return Ok(answer),
-            CallbackStep::Judged {
-                judged,
-                remember,
-                answer,
-            } => (judged, remember, answer),
-        };
-    if let Some(row) = remember {
+    let step = match judge_callback(&mut record, &cb, seen.as_ref(), owned_elsewhere)? {
+        CallbackStep::Answered(answer) => return Ok(answer),
+        CallbackStep::Judged(step) => step,
+    };
+    if let Some(row) = step.remember {
         tx.prepare_cached(
             "INSERT INTO callbacks (task_id, callback_id, version, event, tenant)
              VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -112,8 +107,8 @@ pub(super) fn callback(
         ])?;
     }
     let at_ms = cb.event.at_ms().get();
-    write_judged(tx, &record, &judged, at_ms, changes, outbox)?;
-    Ok(answer)
+    write_judged(tx, &record, &step.judged, at_ms, changes, outbox)?;
+    Ok(step.answer)
 }
 
 /// A person's request (`cancel`, `decide`) on the tenant's task. No
