@@ -29,6 +29,7 @@ mod outbox;
 pub mod postgres;
 mod postgres_schema;
 pub mod quarantine;
+mod rows;
 pub mod sqlite;
 mod sqlite_schema;
 mod sweep;

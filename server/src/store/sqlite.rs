@@ -40,6 +40,7 @@ use taskwire_core::{Delivery, ResumeAnswer};
 use tokio::sync::{oneshot, Semaphore};
 
 use super::decide::resume_plan;
+use super::rows::to_i64;
 use super::sqlite_schema;
 use super::sweep::{LIFECYCLE, TTL};
 use super::{
@@ -275,13 +276,4 @@ impl Store for SqliteStore {
         });
         Box::pin(async move { done.await.map(drop) })
     }
-}
-
-/// Counters are ≤ 2^53 − 1 (core enforces it), so they fit SQLite's i64.
-fn to_i64(n: u64) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
-}
-
-fn corrupt(e: taskwire_core::Error) -> StoreError {
-    StoreError::Corrupt(format!("stored row does not parse: {}", e.message))
 }

@@ -9,12 +9,12 @@ use taskwire_core::wire::to_json;
 use taskwire_core::{notification_key, Event, Receipt};
 use tokio_postgres::types::ToSql;
 
-use super::read::to_i64;
 use super::writer::lock_id;
 use super::CHANNEL;
 use crate::hub::{Change, Hub};
 use crate::store::callback_ref::CallbackRef;
 use crate::store::lifecycle::{due_column, lease_column, Judged};
+use crate::store::rows::to_i64;
 use crate::store::{RawJson, StoreError, TaskRecord};
 
 /// NOTIFY payloads must stay under 8,000 bytes.

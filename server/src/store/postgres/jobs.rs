@@ -6,12 +6,13 @@ use taskwire_core::wire::from_json;
 use taskwire_core::{Delivery, Receipt};
 
 use super::batch::Batch;
-use super::read::{corrupt, load_own, record};
+use super::read::{load_own, record};
 use super::writer::{lock_id, Sql};
 use crate::store::decide::{
     check_key, delivery_input, judge_delivery, receipt_to_store, replayed, KeyCheck,
 };
 use crate::store::lifecycle::judge_event;
+use crate::store::rows::corrupt;
 use crate::store::{Acted, Action, CallbackAnswer, Created, NewTask, StoreError, TaskRecord};
 
 pub(super) async fn create(tx: &Transaction<'_>, b: &mut Batch, task: &NewTask) -> Sql<Created> {

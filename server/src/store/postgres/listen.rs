@@ -13,9 +13,10 @@ use tokio::task::JoinHandle;
 use tokio_postgres::{AsyncMessage, NoTls};
 
 use super::errors::pg_message;
-use super::read::{entries, parse_view, to_i64};
+use super::read::{entries, parse_view};
 use super::CHANNEL;
 use crate::hub::Hub;
+use crate::store::rows::to_i64;
 use crate::store::StoreError;
 
 /// The LISTEN connection is checked when it has been quiet this long.

@@ -11,6 +11,7 @@ use super::writer::Sql;
 use super::{sweep, PostgresStore};
 use crate::store::decide::resume_plan;
 use crate::store::lifecycle::parse_lease;
+use crate::store::rows::{corrupt, history_entry, to_i64};
 use crate::store::{OutboxEntry, RawJson, StoreError, TaskRecord};
 
 /// The tenant's task ([`crate::store::Store::get`]).
@@ -156,21 +157,8 @@ pub(super) fn entries(rows: &[Row], at: usize) -> Result<Vec<HistoryEntry>, Stor
         let version: Option<i64> = row.try_get(at)?;
         let event: Option<String> = row.try_get(at + 1)?;
         if let (Some(version), Some(event)) = (version, event) {
-            out.push(HistoryEntry {
-                version: u64::try_from(version)
-                    .map_err(|_| StoreError::Internal("history.version < 0".into()))?,
-                event: from_json(&event, "history.event").map_err(corrupt)?,
-            });
+            out.push(history_entry(version, &event)?);
         }
     }
     Ok(out)
-}
-
-/// Counters are ≤ 2^53 − 1 (core enforces it), so they fit a bigint.
-pub(super) fn to_i64(n: u64) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
-}
-
-pub(super) fn corrupt(e: taskwire_core::Error) -> StoreError {
-    StoreError::Corrupt(format!("stored row does not parse: {}", e.message))
 }

@@ -8,7 +8,6 @@ use taskwire_core::wire::{from_json, to_json};
 use taskwire_core::{notification_key, Delivery, Receipt};
 
 use super::read::{load_own_task, load_task};
-use super::{corrupt, to_i64};
 use crate::hub::Change;
 use crate::store::callback_ref::remembered_event;
 use crate::store::decide::{
@@ -16,6 +15,7 @@ use crate::store::decide::{
     CallbackStep, KeyCheck,
 };
 use crate::store::lifecycle::{due_column, judge_event, lease_column, Judged};
+use crate::store::rows::{corrupt, to_i64};
 use crate::store::{
     callback_ids, Acted, Action, Callback, CallbackAnswer, Created, NewTask, RawJson, StoreError,
     TaskRecord,

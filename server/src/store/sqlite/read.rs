@@ -8,8 +8,8 @@ use rusqlite::{params, Connection, OptionalExtension};
 use taskwire_core::wire::from_json;
 use taskwire_core::{HistoryEntry, TaskView};
 
-use super::{corrupt, to_i64};
 use crate::store::lifecycle::parse_lease;
+use crate::store::rows::{corrupt, history_entry, to_i64};
 use crate::store::{RawJson, StoreError, TaskRecord};
 
 /// `tenant, view, kind, input, lease`.
@@ -83,11 +83,7 @@ pub(super) fn history_after(
     let mut out = Vec::new();
     for row in rows {
         let (version, event) = row?;
-        out.push(HistoryEntry {
-            version: u64::try_from(version)
-                .map_err(|_| StoreError::Internal("history.version < 0".into()))?,
-            event: from_json(&event, "history.event").map_err(corrupt)?,
-        });
+        out.push(history_entry(version, &event)?);
     }
     Ok(out)
 }

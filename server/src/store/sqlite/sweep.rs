@@ -10,9 +10,9 @@ use serde_json::Value;
 use taskwire_core::{Notification, State};
 
 use super::jobs::write_judged;
-use super::to_i64;
 use crate::hub::Change;
 use crate::store::quarantine::not_quarantined;
+use crate::store::rows::to_i64;
 use crate::store::sweep::{step_due_row, DueRow, TaskSweep};
 use crate::store::{OutboxEntry, Quarantined, StoreError, Swept, WebhookClaim};
 
