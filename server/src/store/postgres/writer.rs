@@ -24,6 +24,7 @@ use crate::store::{callback_ids, Action, Callback, NewTask, StoreError, WriteDon
 // is queued, so boxing would add an allocation per create to save a few
 // hundred bytes per queued write.
 #[allow(clippy::large_enum_variant)]
+/// What a queued write asks for.
 pub(super) enum Op {
     Create(NewTask),
     Callback(Callback),
@@ -39,6 +40,8 @@ pub(super) enum Op {
 /// Where a job's first blocking lock sits in the global lock order.
 pub(super) type LockOrder = (u8, i64, String);
 
+/// One queued write: the job, where it sorts in the lock order, and where
+/// its answer goes.
 pub(super) struct Job {
     pub(super) op: Op,
     pub(super) order: LockOrder,
@@ -58,6 +61,9 @@ pub(super) fn lock_id(parts: &[&str]) -> i64 {
     i64::from_be_bytes(b)
 }
 
+/// Where a job sorts in the global lock order (see the module docs of
+/// `postgres.rs`): key-locked creates and deliveries first, then
+/// callbacks and requests by task id, then creates without a key.
 pub(super) fn order_of(op: &Op) -> LockOrder {
     match op {
         Op::Create(task) => match &task.idempotency {

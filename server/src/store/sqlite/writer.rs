@@ -20,6 +20,7 @@ use crate::store::{Action, Callback, NewTask, StoreError, WriteDone};
 // is queued, so boxing would add an allocation per create to save a few
 // hundred bytes per queued write.
 #[allow(clippy::large_enum_variant)]
+/// What a queued write asks for.
 pub(super) enum Op {
     Create(NewTask),
     Callback(Callback),
@@ -47,6 +48,7 @@ pub(super) enum Op {
     },
 }
 
+/// One queued write and where its answer goes.
 pub(super) struct Job {
     pub(super) op: Op,
     pub(super) reply: oneshot::Sender<Result<WriteDone, StoreError>>,
