@@ -55,6 +55,29 @@ pub enum ResumePlan {
     Snapshot,
 }
 
+impl ResumePlan {
+    /// The answer this plan gives for a task now at `view`, the one place
+    /// an answer is built from a plan (the book, both server stores and the
+    /// server's hub). `delta` runs for [`ResumePlan::Delta`] only and
+    /// fetches the entries above the cursor, oldest first: a store reads
+    /// them, the hub takes them from memory and fails when memory lacks
+    /// some. Its error is the answer's.
+    pub fn answer<E>(
+        self,
+        view: TaskView,
+        delta: impl FnOnce() -> Result<Vec<HistoryEntry>, E>,
+    ) -> Result<ResumeAnswer, E> {
+        Ok(match self {
+            ResumePlan::CaughtUp => ResumeAnswer::CaughtUp { task: Some(view) },
+            ResumePlan::Delta => ResumeAnswer::Delta {
+                events: delta()?,
+                task: Some(view),
+            },
+            ResumePlan::Snapshot => ResumeAnswer::Snapshot { task: view },
+        })
+    }
+}
+
 /// Decides the answer for a client at `cursor` when the task is at
 /// `version`.
 ///
@@ -205,6 +228,36 @@ mod tests {
         assert_eq!(plan_resume(5, 6, 8), Snapshot);
         // Retention 0: every gap is a snapshot.
         assert_eq!(plan_resume(1, 0, 0), Snapshot);
+    }
+
+    #[test]
+    fn a_plan_builds_its_answer_and_fetches_entries_for_a_delta_only() {
+        let task = crate::create_task(&crate::CreateTask::new("t", 0.0, 1e9, 1)).unwrap();
+        let view = task.view().clone();
+        let untouched = || -> Result<Vec<HistoryEntry>, ()> { panic!("fetched for no delta") };
+        assert_eq!(
+            ResumePlan::CaughtUp.answer(view.clone(), untouched),
+            Ok(ResumeAnswer::CaughtUp {
+                task: Some(view.clone())
+            })
+        );
+        assert_eq!(
+            ResumePlan::Snapshot.answer(view.clone(), untouched),
+            Ok(ResumeAnswer::Snapshot { task: view.clone() })
+        );
+        let entry = HistoryEntry {
+            version: 1,
+            event: from_json(r#"{"type":"expire","atMs":1}"#, "event").unwrap(),
+        };
+        assert_eq!(
+            ResumePlan::Delta.answer(view.clone(), || Ok::<_, ()>(vec![entry.clone()])),
+            Ok(ResumeAnswer::Delta {
+                events: vec![entry],
+                task: Some(view.clone())
+            })
+        );
+        // The fetch's error is the answer's (the hub's memory lacks entries).
+        assert_eq!(ResumePlan::Delta.answer(view, || Err("gap")), Err("gap"));
     }
 
     #[test]

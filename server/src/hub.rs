@@ -21,10 +21,19 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use taskwire_core::{plan_resume, HistoryEntry, ResumeAnswer, ResumePlan, TaskView};
+use taskwire_core::{plan_resume, HistoryEntry, ResumeAnswer, TaskView};
 use tokio::sync::{watch, Notify};
 
-use crate::store::Change;
+/// A committed change, as the hub hands it to waiters. The stores make
+/// them after each commit ([`Hub::publish`]); defined here, so that the hub
+/// needs nothing from the stores.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    /// The task after the change.
+    pub view: TaskView,
+    /// The history entry the change appended.
+    pub entry: HistoryEntry,
+}
 
 /// The latest committed state of one task, as far as this process knows.
 #[derive(Debug, Clone, PartialEq)]
@@ -333,28 +342,21 @@ impl Drop for Subscription {
 /// `plan_resume`); `None` when memory lacks entries the delta needs.
 pub fn answer_from(latest: &Latest, cursor: u64, retention: u64) -> Option<ResumeAnswer> {
     let view = &latest.view;
-    match plan_resume(view.version, cursor, retention) {
-        ResumePlan::CaughtUp => Some(ResumeAnswer::CaughtUp {
-            task: Some(view.clone()),
-        }),
-        ResumePlan::Snapshot => Some(ResumeAnswer::Snapshot { task: view.clone() }),
-        ResumePlan::Delta => {
-            let first = latest.recent.front()?.version;
-            if first > cursor + 1 {
-                return None;
-            }
-            let events: Vec<HistoryEntry> = latest
-                .recent
-                .iter()
-                .filter(|e| e.version > cursor)
-                .cloned()
-                .collect();
-            Some(ResumeAnswer::Delta {
-                events,
-                task: Some(view.clone()),
-            })
+    let from_memory = || {
+        let first = latest.recent.front().ok_or(())?.version;
+        if first > cursor + 1 {
+            return Err(());
         }
-    }
+        Ok(latest
+            .recent
+            .iter()
+            .filter(|e| e.version > cursor)
+            .cloned()
+            .collect())
+    };
+    plan_resume(view.version, cursor, retention)
+        .answer(view.clone(), from_memory)
+        .ok()
 }
 
 #[cfg(test)]

@@ -28,7 +28,7 @@ use crate::delivery::{check_delivery_input, decide_delivery, Delivery, DeliveryR
 use crate::event::Event;
 use crate::hash::FxHashMap;
 use crate::lease::Lease;
-use crate::resume::{plan_resume, ResumeAnswer, ResumePlan, DEFAULT_RETENTION_VERSIONS};
+use crate::resume::{plan_resume, ResumeAnswer, DEFAULT_RETENTION_VERSIONS};
 use crate::task::{create_task, CreateTask, State, Task};
 use crate::transition::{Outcome, Reason};
 use crate::value::{cmp_js, Millis, NonBlank};
@@ -280,16 +280,8 @@ impl Book {
     /// the number of entries returned.
     pub fn resume(&self, task_id: &str, cursor: u64) -> Result<ResumeAnswer, Error> {
         let task = self.get(task_id).ok_or_else(|| Error::not_found(task_id))?;
-        let view = Some(task.view().clone());
-        Ok(match plan_resume(task.version, cursor, self.retention) {
-            ResumePlan::CaughtUp => ResumeAnswer::CaughtUp { task: view },
-            ResumePlan::Delta => ResumeAnswer::Delta {
-                events: task.history_after(cursor).to_vec(),
-                task: view,
-            },
-            ResumePlan::Snapshot => ResumeAnswer::Snapshot {
-                task: task.view().clone(),
-            },
+        plan_resume(task.version, cursor, self.retention).answer(task.view().clone(), || {
+            Ok(task.history_after(cursor).to_vec())
         })
     }
 

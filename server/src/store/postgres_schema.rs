@@ -25,6 +25,72 @@ use deadpool_postgres::Object;
 /// The schema version this server writes.
 pub const CURRENT: i32 = 3;
 
+/// The schema (same tables as SQLite). Run by
+/// [`prepare`] in one transaction under an advisory lock,
+/// so instances starting together do not race on `CREATE … IF NOT EXISTS`
+/// or on a migration.
+pub const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS tasks (
+    id            text PRIMARY KEY,
+    tenant        text NOT NULL,
+    view          text NOT NULL,
+    version       bigint NOT NULL,
+    live          boolean NOT NULL,
+    expires_at_ms double precision NOT NULL,
+    kind          text,
+    input         text,
+    -- The lifecycle (lifecycle.rs): the current attempt's lease, and when
+    -- the sweeper must look at the task next (not the TTL).
+    lease         text,
+    due_at_ms     double precision
+);
+CREATE INDEX IF NOT EXISTS tasks_due ON tasks (expires_at_ms) WHERE live;
+CREATE INDEX IF NOT EXISTS tasks_lifecycle_due ON tasks (due_at_ms)
+    WHERE live AND due_at_ms IS NOT NULL;
+CREATE TABLE IF NOT EXISTS history (
+    task_id text NOT NULL,
+    version bigint NOT NULL,
+    event   text NOT NULL,
+    PRIMARY KEY (task_id, version)
+);
+-- A remembered callback id names the history entry holding its event;
+-- `event` only when the history holds another one (see callback_ref.rs).
+CREATE TABLE IF NOT EXISTS callbacks (
+    task_id     text NOT NULL,
+    callback_id text NOT NULL,
+    version     bigint,
+    event       text,
+    PRIMARY KEY (task_id, callback_id),
+    CONSTRAINT callbacks_event_once CHECK ((version IS NULL) <> (event IS NULL))
+);
+CREATE TABLE IF NOT EXISTS idempotency (
+    tenant  text NOT NULL,
+    key     text NOT NULL,
+    request text NOT NULL,
+    task_id text NOT NULL,
+    PRIMARY KEY (tenant, key)
+);
+CREATE TABLE IF NOT EXISTS deliveries (
+    tenant  text NOT NULL,
+    key     text NOT NULL,
+    receipt text NOT NULL,
+    PRIMARY KEY (tenant, key)
+);
+CREATE TABLE IF NOT EXISTS outbox (
+    seq             bigserial PRIMARY KEY,
+    tenant          text NOT NULL,
+    key             text NOT NULL UNIQUE,
+    task_id         text NOT NULL,
+    state           text NOT NULL,
+    at_ms           double precision NOT NULL,
+    sent            boolean NOT NULL DEFAULT false,
+    attempts        integer NOT NULL DEFAULT 0,
+    next_attempt_ms double precision NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS outbox_tenant ON outbox (tenant, seq);
+CREATE INDEX IF NOT EXISTS outbox_pending ON outbox (next_attempt_ms) WHERE NOT sent;
+";
+
 /// Serializes schema work across instances (any fixed id).
 const LOCK: i64 = 7_401_551_000_000_000_001;
 

@@ -19,98 +19,37 @@
 //! row on its own and quarantine a bad one (`sqlite/sweep.rs`); errors
 //! are sorted into unavailable, corrupt and internal in
 //! `sqlite/errors.rs`.
+//!
+//! **Files.** This file: opening the file and the [`Store`] methods, which
+//! queue a job for the writer or run a read. The writer thread is in
+//! `sqlite/writer.rs`, its jobs in `sqlite/jobs.rs`, row reads and the
+//! reader pool in `sqlite/read.rs`.
 
 mod errors;
+mod jobs;
 mod read;
 mod sweep;
-mod write;
+mod writer;
 
-use std::path::{Path, PathBuf};
-use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
+use std::path::Path;
+use std::sync::mpsc::{self, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
-use taskwire_core::{plan_resume, Delivery, ResumeAnswer, ResumePlan};
+use rusqlite::{params, Connection, OptionalExtension};
+use taskwire_core::{Delivery, ResumeAnswer};
 use tokio::sync::{oneshot, Semaphore};
 
+use super::decide::resume_plan;
+use super::rows::to_i64;
 use super::sqlite_schema;
-use super::sweep::{TaskSweep, LIFECYCLE, TTL};
+use super::sweep::{LIFECYCLE, TTL};
 use super::{
-    Acted, Action, Callback, CallbackAnswer, Change, Created, NewTask, OutboxEntry,
-    PendingWebhooks, Store, StoreError, StoreFuture, Swept, TaskRecord, WebhookClaim, WriteDone,
+    Acted, Action, Callback, CallbackAnswer, Created, NewTask, OutboxEntry, PendingWebhooks, Store,
+    StoreError, StoreFuture, Swept, TaskRecord, WebhookClaim, WriteDone,
 };
 use crate::hub::Hub;
-use read::{history_after, load_own_task};
-use write::{act, callback, create, deliver};
-
-/// The schema. `view` holds the task's `TaskView` as JSON (parsed back
-/// through core, which re-checks its invariants); the other task columns
-/// exist for indexes and queries.
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS tasks (
-    id            TEXT PRIMARY KEY,
-    tenant        TEXT NOT NULL,
-    view          TEXT NOT NULL,
-    version       INTEGER NOT NULL,
-    live          INTEGER NOT NULL,
-    expires_at_ms REAL NOT NULL,
-    kind          TEXT,
-    input         TEXT,
-    -- The lifecycle (lifecycle.rs): the current attempt's lease, and when
-    -- the sweeper must look at the task next (not the TTL).
-    lease         TEXT,
-    due_at_ms     REAL
-);
-CREATE INDEX IF NOT EXISTS tasks_due ON tasks (expires_at_ms) WHERE live = 1;
-CREATE INDEX IF NOT EXISTS tasks_lifecycle_due ON tasks (due_at_ms)
-    WHERE live = 1 AND due_at_ms IS NOT NULL;
-CREATE TABLE IF NOT EXISTS history (
-    task_id TEXT NOT NULL,
-    version INTEGER NOT NULL,
-    event   TEXT NOT NULL,
-    PRIMARY KEY (task_id, version)
-) WITHOUT ROWID;
--- A remembered callback id names the history entry holding its event;
--- `event` only when the history holds another one (see callback_ref.rs).
-CREATE TABLE IF NOT EXISTS callbacks (
-    task_id     TEXT NOT NULL,
-    callback_id TEXT NOT NULL,
-    version     INTEGER,
-    event       TEXT,
-    -- One task per callback id and tenant (callback_ids.rs); NULL in rows
-    -- from before the column existed, which UNIQUE does not compare.
-    tenant      TEXT,
-    PRIMARY KEY (task_id, callback_id),
-    CHECK ((version IS NULL) <> (event IS NULL))
-) WITHOUT ROWID;
-CREATE UNIQUE INDEX IF NOT EXISTS callbacks_tenant_callback_id ON callbacks (tenant, callback_id);
-CREATE TABLE IF NOT EXISTS idempotency (
-    tenant  TEXT NOT NULL,
-    key     TEXT NOT NULL,
-    request TEXT NOT NULL,
-    task_id TEXT NOT NULL,
-    PRIMARY KEY (tenant, key)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS deliveries (
-    tenant  TEXT NOT NULL,
-    key     TEXT NOT NULL,
-    receipt TEXT NOT NULL,
-    PRIMARY KEY (tenant, key)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS outbox (
-    seq             INTEGER PRIMARY KEY AUTOINCREMENT,
-    tenant          TEXT NOT NULL,
-    key             TEXT NOT NULL UNIQUE,
-    task_id         TEXT NOT NULL,
-    state           TEXT NOT NULL,
-    at_ms           REAL NOT NULL,
-    sent            INTEGER NOT NULL DEFAULT 0,
-    attempts        INTEGER NOT NULL DEFAULT 0,
-    next_attempt_ms REAL NOT NULL DEFAULT 0
-);
-CREATE INDEX IF NOT EXISTS outbox_tenant ON outbox (tenant, seq);
-CREATE INDEX IF NOT EXISTS outbox_pending ON outbox (next_attempt_ms) WHERE sent = 0;
-";
+use read::{history_after, load_own_task, Readers};
+use writer::{writer, Job, Op};
 
 /// Writes queued beyond this answer 503 instead of growing memory.
 const QUEUE: usize = 16_384;
@@ -123,43 +62,6 @@ pub struct SqliteStore {
     readers: Arc<Readers>,
     read_permits: Arc<Semaphore>,
     retention: u64,
-}
-
-// A task view (in `NewTask`/`Created`) makes one variant ~400 bytes since
-// the lifecycle fields (issue 11); each value lives only while its write
-// is queued, so boxing would add an allocation per create to save a few
-// hundred bytes per queued write.
-#[allow(clippy::large_enum_variant)]
-enum Op {
-    Create(NewTask),
-    Callback(Callback),
-    Act(Action),
-    Deliver {
-        tenant: String,
-        id: String,
-        key: String,
-        now_ms: f64,
-    },
-    SweepDue {
-        sweep: &'static TaskSweep,
-        now_ms: f64,
-        limit: u32,
-    },
-    Webhook {
-        seq: u64,
-        sent: bool,
-        next_attempt_ms: f64,
-    },
-    /// Outbox rows a reader found unparseable: `seq` and why.
-    QuarantineOutbox {
-        rows: Vec<(i64, String)>,
-        now_ms: f64,
-    },
-}
-
-struct Job {
-    op: Op,
-    reply: oneshot::Sender<Result<WriteDone, StoreError>>,
 }
 
 impl SqliteStore {
@@ -179,7 +81,11 @@ impl SqliteStore {
         // before anything (even the journal mode) is changed in it.
         conn.execute_batch("PRAGMA busy_timeout = 5000;")
             .map_err(|e| format!("{shown}: {e}"))?;
-        let schema = format!("{SCHEMA}{}", super::quarantine::SQLITE_SCHEMA);
+        let schema = format!(
+            "{}{}",
+            sqlite_schema::SCHEMA,
+            super::quarantine::SQLITE_SCHEMA
+        );
         let prepared = sqlite_schema::prepare(&mut conn, &schema, &shown)?;
         conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;")
             .map_err(|e| format!("{shown}: {e}"))?;
@@ -269,19 +175,8 @@ impl Store for SqliteStore {
             let view = load_own_task(&tx, &tenant, &id)?
                 .ok_or_else(|| StoreError::NotFound(id.clone()))?
                 .view;
-            let plan = if force_snapshot {
-                ResumePlan::Snapshot
-            } else {
-                plan_resume(view.version, cursor, retention)
-            };
-            Ok(match plan {
-                ResumePlan::CaughtUp => ResumeAnswer::CaughtUp { task: Some(view) },
-                ResumePlan::Snapshot => ResumeAnswer::Snapshot { task: view },
-                ResumePlan::Delta => ResumeAnswer::Delta {
-                    events: history_after(&tx, &id, cursor)?,
-                    task: Some(view),
-                },
-            })
+            resume_plan(view.version, cursor, retention, force_snapshot)
+                .answer(view, || history_after(&tx, &id, cursor))
         })
     }
 
@@ -381,160 +276,4 @@ impl Store for SqliteStore {
         });
         Box::pin(async move { done.await.map(drop) })
     }
-}
-
-/// Every reader connection's settings. The page cache is small: a read
-/// touches a handful of pages (a primary-key lookup and a range of one
-/// task's history), misses are served from the OS page cache, and with
-/// SQLite's default (2 MB per connection) the 8 readers' caches filled for
-/// tens of minutes as the file grew, which read as RSS rising under a
-/// steady load (server/README.md, "Soak"). The writer keeps the default:
-/// it holds a batch's dirty pages until COMMIT.
-const READER_PRAGMAS: &str =
-    "PRAGMA busy_timeout = 5000; PRAGMA query_only = 1; PRAGMA cache_size = -256;";
-
-/// Reader connections, opened on demand and reused.
-struct Readers {
-    path: PathBuf,
-    pool: Mutex<Vec<Connection>>,
-}
-
-impl Readers {
-    fn with<T>(
-        &self,
-        f: impl FnOnce(&mut Connection) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        let pooled = self.pool.lock().unwrap_or_else(|p| p.into_inner()).pop();
-        let mut conn = match pooled {
-            Some(c) => c,
-            None => {
-                let c = Connection::open(&self.path)?;
-                c.execute_batch(READER_PRAGMAS)?;
-                c
-            }
-        };
-        let out = f(&mut conn);
-        self.pool
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(conn);
-        out
-    }
-}
-
-/// The writer thread: group commit (see the module docs).
-fn writer(mut conn: Connection, rx: Receiver<Job>, hub: Arc<Hub>, max_batch: usize) {
-    while let Ok(first) = rx.recv() {
-        let mut batch = vec![first];
-        while batch.len() < max_batch {
-            match rx.try_recv() {
-                Ok(job) => batch.push(job),
-                Err(_) => break,
-            }
-        }
-        let mut changes = Vec::new();
-        let mut outbox = false;
-        let results = commit_batch(&mut conn, &mut batch, &mut changes, &mut outbox);
-        match results {
-            Ok(results) => {
-                // Durable now: wake watchers, then answer.
-                hub.publish(&changes);
-                if outbox {
-                    hub.outbox.notify_one();
-                }
-                for (job, result) in batch.into_iter().zip(results) {
-                    let _ = job.reply.send(result);
-                }
-            }
-            Err(e) => {
-                for job in batch {
-                    let _ = job.reply.send(Err(e.clone()));
-                }
-            }
-        }
-    }
-}
-
-/// Runs a batch in one transaction, one savepoint per job. Returns each
-/// job's result once the COMMIT succeeded.
-fn commit_batch(
-    conn: &mut Connection,
-    batch: &mut [Job],
-    changes: &mut Vec<Change>,
-    outbox: &mut bool,
-) -> Result<Vec<Result<WriteDone, StoreError>>, StoreError> {
-    let mut tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let mut results = Vec::with_capacity(batch.len());
-    for job in batch.iter_mut() {
-        let op = std::mem::replace(
-            &mut job.op,
-            Op::SweepDue {
-                sweep: &TTL,
-                now_ms: 0.0,
-                limit: 0,
-            },
-        );
-        let mut job_changes = Vec::new();
-        let mut job_outbox = false;
-        let sp = tx.savepoint()?;
-        let result = run(&sp, op, &mut job_changes, &mut job_outbox);
-        if result.is_ok() {
-            sp.commit()?;
-            changes.append(&mut job_changes);
-            *outbox |= job_outbox;
-        } else {
-            // Rolls back this job alone. After a full disk or an I/O error
-            // SQLite may have rolled back the whole transaction, the jobs
-            // before this one included: then none of the batch may be
-            // answered as committed.
-            drop(sp);
-            if let (true, Err(e)) = (tx.is_autocommit(), &result) {
-                return Err(e.clone());
-            }
-        }
-        results.push(result);
-    }
-    tx.commit()?;
-    Ok(results)
-}
-
-fn run(
-    tx: &Connection,
-    op: Op,
-    changes: &mut Vec<Change>,
-    outbox: &mut bool,
-) -> Result<WriteDone, StoreError> {
-    match op {
-        Op::Create(task) => create(tx, task).map(WriteDone::Created),
-        Op::Callback(cb) => callback(tx, cb, changes, outbox).map(WriteDone::Callback),
-        Op::Act(action) => act(tx, action, changes, outbox).map(WriteDone::Acted),
-        Op::Deliver {
-            tenant,
-            id,
-            key,
-            now_ms,
-        } => deliver(tx, &tenant, &id, &key, now_ms).map(WriteDone::Delivery),
-        Op::SweepDue {
-            sweep,
-            now_ms,
-            limit,
-        } => sweep::sweep_tasks(tx, sweep, now_ms, limit, changes, outbox).map(WriteDone::Expired),
-        Op::Webhook {
-            seq,
-            sent,
-            next_attempt_ms,
-        } => sweep::record_attempt(tx, seq, sent, next_attempt_ms).map(|()| WriteDone::Unit),
-        Op::QuarantineOutbox { rows, now_ms } => {
-            sweep::quarantine_outbox(tx, rows, now_ms).map(WriteDone::Quarantined)
-        }
-    }
-}
-
-/// Counters are ≤ 2^53 − 1 (core enforces it), so they fit SQLite's i64.
-fn to_i64(n: u64) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
-}
-
-fn corrupt(e: taskwire_core::Error) -> StoreError {
-    StoreError::Corrupt(format!("stored row does not parse: {}", e.message))
 }

@@ -27,6 +27,75 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
 /// The schema version this server writes.
 pub const CURRENT: i64 = 3;
 
+/// The schema. `view` holds the task's `TaskView` as JSON (parsed back
+/// through core, which re-checks its invariants); the other task columns
+/// exist for indexes and queries.
+pub const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS tasks (
+    id            TEXT PRIMARY KEY,
+    tenant        TEXT NOT NULL,
+    view          TEXT NOT NULL,
+    version       INTEGER NOT NULL,
+    live          INTEGER NOT NULL,
+    expires_at_ms REAL NOT NULL,
+    kind          TEXT,
+    input         TEXT,
+    -- The lifecycle (lifecycle.rs): the current attempt's lease, and when
+    -- the sweeper must look at the task next (not the TTL).
+    lease         TEXT,
+    due_at_ms     REAL
+);
+CREATE INDEX IF NOT EXISTS tasks_due ON tasks (expires_at_ms) WHERE live = 1;
+CREATE INDEX IF NOT EXISTS tasks_lifecycle_due ON tasks (due_at_ms)
+    WHERE live = 1 AND due_at_ms IS NOT NULL;
+CREATE TABLE IF NOT EXISTS history (
+    task_id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    event   TEXT NOT NULL,
+    PRIMARY KEY (task_id, version)
+) WITHOUT ROWID;
+-- A remembered callback id names the history entry holding its event;
+-- `event` only when the history holds another one (see callback_ref.rs).
+CREATE TABLE IF NOT EXISTS callbacks (
+    task_id     TEXT NOT NULL,
+    callback_id TEXT NOT NULL,
+    version     INTEGER,
+    event       TEXT,
+    -- One task per callback id and tenant (callback_ids.rs); NULL in rows
+    -- from before the column existed, which UNIQUE does not compare.
+    tenant      TEXT,
+    PRIMARY KEY (task_id, callback_id),
+    CHECK ((version IS NULL) <> (event IS NULL))
+) WITHOUT ROWID;
+CREATE UNIQUE INDEX IF NOT EXISTS callbacks_tenant_callback_id ON callbacks (tenant, callback_id);
+CREATE TABLE IF NOT EXISTS idempotency (
+    tenant  TEXT NOT NULL,
+    key     TEXT NOT NULL,
+    request TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    PRIMARY KEY (tenant, key)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS deliveries (
+    tenant  TEXT NOT NULL,
+    key     TEXT NOT NULL,
+    receipt TEXT NOT NULL,
+    PRIMARY KEY (tenant, key)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS outbox (
+    seq             INTEGER PRIMARY KEY AUTOINCREMENT,
+    tenant          TEXT NOT NULL,
+    key             TEXT NOT NULL UNIQUE,
+    task_id         TEXT NOT NULL,
+    state           TEXT NOT NULL,
+    at_ms           REAL NOT NULL,
+    sent            INTEGER NOT NULL DEFAULT 0,
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    next_attempt_ms REAL NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS outbox_tenant ON outbox (tenant, seq);
+CREATE INDEX IF NOT EXISTS outbox_pending ON outbox (next_attempt_ms) WHERE sent = 0;
+";
+
 /// What [`prepare`] found and did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Prepared {

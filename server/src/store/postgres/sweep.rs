@@ -16,9 +16,11 @@ use serde_json::Value;
 use taskwire_core::{Notification, State};
 use tokio_postgres::Row;
 
-use super::{hub_publish, to_i64, Batch, PostgresStore};
+use super::batch::{hub_publish, Batch};
+use super::PostgresStore;
 use crate::store::lifecycle::Judged;
 use crate::store::quarantine::not_quarantined;
+use crate::store::rows::to_i64;
 use crate::store::sweep::{step_due_row, DueRow, TaskSweep};
 use crate::store::{
     OutboxEntry, PendingWebhooks, Quarantined, StoreError, Swept, TaskRecord, WebhookClaim,

@@ -1,12 +1,15 @@
 //! Reading task rows and history, on the writer's transaction or a
-//! reader's connection.
+//! reader's connection; the pool of reader connections.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
 
 use rusqlite::{params, Connection, OptionalExtension};
 use taskwire_core::wire::from_json;
 use taskwire_core::{HistoryEntry, TaskView};
 
-use super::{corrupt, to_i64};
 use crate::store::lifecycle::parse_lease;
+use crate::store::rows::{corrupt, history_entry, to_i64};
 use crate::store::{RawJson, StoreError, TaskRecord};
 
 /// `tenant, view, kind, input, lease`.
@@ -80,11 +83,46 @@ pub(super) fn history_after(
     let mut out = Vec::new();
     for row in rows {
         let (version, event) = row?;
-        out.push(HistoryEntry {
-            version: u64::try_from(version)
-                .map_err(|_| StoreError::Internal("history.version < 0".into()))?,
-            event: from_json(&event, "history.event").map_err(corrupt)?,
-        });
+        out.push(history_entry(version, &event)?);
     }
     Ok(out)
+}
+
+/// Every reader connection's settings. The page cache is small: a read
+/// touches a handful of pages (a primary-key lookup and a range of one
+/// task's history), misses are served from the OS page cache, and with
+/// SQLite's default (2 MB per connection) the 8 readers' caches filled for
+/// tens of minutes as the file grew, which read as RSS rising under a
+/// steady load (server/README.md, "Soak"). The writer keeps the default:
+/// it holds a batch's dirty pages until COMMIT.
+const READER_PRAGMAS: &str =
+    "PRAGMA busy_timeout = 5000; PRAGMA query_only = 1; PRAGMA cache_size = -256;";
+
+/// Reader connections, opened on demand and reused.
+pub(super) struct Readers {
+    pub(super) path: PathBuf,
+    pub(super) pool: Mutex<Vec<Connection>>,
+}
+
+impl Readers {
+    pub(super) fn with<T>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let pooled = self.pool.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let mut conn = match pooled {
+            Some(c) => c,
+            None => {
+                let c = Connection::open(&self.path)?;
+                c.execute_batch(READER_PRAGMAS)?;
+                c
+            }
+        };
+        let out = f(&mut conn);
+        self.pool
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(conn);
+        out
+    }
 }

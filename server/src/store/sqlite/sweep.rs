@@ -9,11 +9,12 @@ use rusqlite::{params, Connection};
 use serde_json::Value;
 use taskwire_core::{Notification, State};
 
-use super::to_i64;
-use super::write::write_judged;
+use super::jobs::write_judged;
+use crate::hub::Change;
 use crate::store::quarantine::not_quarantined;
+use crate::store::rows::to_i64;
 use crate::store::sweep::{step_due_row, DueRow, TaskSweep};
-use crate::store::{Change, OutboxEntry, Quarantined, StoreError, Swept, WebhookClaim};
+use crate::store::{OutboxEntry, Quarantined, StoreError, Swept, WebhookClaim};
 
 /// Why one row of a sweep failed.
 enum RowFault {

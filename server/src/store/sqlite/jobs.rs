@@ -5,18 +5,20 @@
 
 use rusqlite::{params, Connection, OptionalExtension};
 use taskwire_core::wire::{from_json, to_json};
-use taskwire_core::{
-    check_callback, check_delivery_input, decide_delivery, notification_key, Delivery,
-    DeliveryReason, Reason, Receipt,
-};
+use taskwire_core::{notification_key, Delivery, Receipt};
 
 use super::read::{load_own_task, load_task};
-use super::{corrupt, to_i64};
-use crate::store::callback_ref::{remembered_event, CallbackRef};
+use crate::hub::Change;
+use crate::store::callback_ref::remembered_event;
+use crate::store::decide::{
+    check_key, delivery_input, judge_callback, judge_delivery, receipt_to_store, replayed,
+    CallbackStep, KeyCheck,
+};
 use crate::store::lifecycle::{due_column, judge_event, lease_column, Judged};
+use crate::store::rows::{corrupt, to_i64};
 use crate::store::{
-    callback_ids, Acted, Action, Callback, CallbackAnswer, Change, Created, NewTask, RawJson,
-    StoreError, TaskRecord,
+    callback_ids, Acted, Action, Callback, CallbackAnswer, Created, NewTask, RawJson, StoreError,
+    TaskRecord,
 };
 
 pub(super) fn create(tx: &Connection, task: NewTask) -> Result<Created, StoreError> {
@@ -29,17 +31,8 @@ pub(super) fn create(tx: &Connection, task: NewTask) -> Result<Created, StoreErr
                 Ok((r.get(0)?, r.get(1)?))
             })
             .optional()?;
-        if let Some((seen_request, task_id)) = seen {
-            if !idem.same_as(&seen_request) {
-                return Err(StoreError::IdempotencyKeyReused(idem.key.clone()));
-            }
-            let record = load_own_task(tx, &task.tenant, &task_id)?.ok_or_else(|| {
-                StoreError::Internal(format!("idempotency row points at missing task {task_id}"))
-            })?;
-            return Ok(Created {
-                record,
-                created: false,
-            });
+        if let KeyCheck::Replay(task_id) = check_key(idem, seen)? {
+            return replayed(&task_id, load_own_task(tx, &task.tenant, &task_id)?);
         }
         tx.prepare_cached(
             "INSERT INTO idempotency (tenant, key, request, task_id) VALUES (?1, ?2, ?3, ?4)",
@@ -94,22 +87,13 @@ pub(super) fn callback(
     let seen = seen
         .map(|text| remembered_event(text, &cb.task_id, &cb.callback_id))
         .transpose()?;
-    if let Some(outcome) = check_callback(seen.as_ref(), &cb.event) {
-        let duplicate_callback = outcome.reason == Reason::DuplicateCallback;
-        return Ok(CallbackAnswer::new(
-            outcome,
-            duplicate_callback,
-            &record.view,
-        ));
-    }
-    if callback_ids::sqlite_owner(tx, &cb.tenant, &cb.callback_id)?.is_some() {
-        // Not this task's (that would have been `seen`): another one's.
-        return Err(StoreError::CallbackIdReused(cb.callback_id));
-    }
-    let judged = judge_event(&mut record, &cb.event);
-    if let Some(first) = judged.appended.first() {
-        // Only ids whose event changed the task are remembered (core fix 1).
-        let row = CallbackRef::of(&cb.event, &first.entry);
+    let owned_elsewhere =
+        || Ok(callback_ids::sqlite_owner(tx, &cb.tenant, &cb.callback_id)?.is_some());
+    let step = match judge_callback(&mut record, &cb, seen.as_ref(), owned_elsewhere)? {
+        CallbackStep::Answered(answer) => return Ok(answer),
+        CallbackStep::Judged(step) => step,
+    };
+    if let Some(row) = step.remember {
         tx.prepare_cached(
             "INSERT INTO callbacks (task_id, callback_id, version, event, tenant)
              VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -123,8 +107,8 @@ pub(super) fn callback(
         ])?;
     }
     let at_ms = cb.event.at_ms().get();
-    write_judged(tx, &record, &judged, at_ms, changes, outbox)?;
-    Ok(CallbackAnswer::new(judged.outcome, false, &record.view))
+    write_judged(tx, &record, &step.judged, at_ms, changes, outbox)?;
+    Ok(step.answer)
 }
 
 /// A person's request (`cancel`, `decide`) on the tenant's task. No
@@ -212,7 +196,7 @@ pub(super) fn deliver(
     key: &str,
     now_ms: f64,
 ) -> Result<Delivery, StoreError> {
-    let (key, now) = check_delivery_input(key, now_ms).map_err(StoreError::Invalid)?;
+    let (key, now) = delivery_input(key, now_ms)?;
     let existing: Option<String> = tx
         .prepare_cached("SELECT receipt FROM deliveries WHERE tenant = ?1 AND key = ?2")?
         .query_row(params![tenant, key.as_str()], |r| r.get(0))
@@ -222,14 +206,8 @@ pub(super) fn deliver(
         .transpose()
         .map_err(corrupt)?;
     let task = load_own_task(tx, tenant, id)?.map(|r| r.view);
-    let delivery =
-        decide_delivery(existing.as_ref(), id, task.as_ref(), &key, now).map_err(|e| {
-            match e.code {
-                taskwire_core::ErrorCode::NotFound => StoreError::NotFound(id.to_string()),
-                _ => StoreError::Invalid(e),
-            }
-        })?;
-    if let (DeliveryReason::Delivered, Some(receipt)) = (delivery.reason, &delivery.receipt) {
+    let delivery = judge_delivery(existing.as_ref(), id, task.as_ref(), &key, now)?;
+    if let Some(receipt) = receipt_to_store(&delivery) {
         tx.prepare_cached("INSERT INTO deliveries (tenant, key, receipt) VALUES (?1, ?2, ?3)")?
             .execute(params![tenant, key.as_str(), to_json(receipt)])?;
     }

@@ -1,0 +1,47 @@
+//! Why a store call failed: [`StoreError`], which `error.rs` turns into
+//! the HTTP answer (code and status).
+
+use taskwire_core::Error as CoreError;
+
+/// Why a store call failed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StoreError {
+    /// No such task for this tenant (or at all).
+    NotFound(String),
+    /// Rejected by a core rule (`invalid-request`).
+    Invalid(CoreError),
+    /// The idempotency key was used with another create body.
+    IdempotencyKeyReused(String),
+    /// The callback id is remembered on another task of the tenant.
+    CallbackIdReused(String),
+    /// Too many writes queued: try again shortly (503).
+    Overloaded,
+    /// The storage cannot serve now, through no fault of the request: disk
+    /// full, read-only or failing, the file cannot be opened, locked by
+    /// another process, the database connection lost or shutting down.
+    /// A 503 `storage-unavailable`: retrying later can succeed.
+    Unavailable(String),
+    /// A stored row does not parse, or a write breaks a constraint (the
+    /// rows disagree): corruption, a 500. Sweeps quarantine such a row
+    /// ([`super::quarantine`]) instead of failing.
+    Corrupt(String),
+    /// Anything else the database refused: a bug, a 500.
+    Internal(String),
+}
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreError::NotFound(id) => write!(f, "no task {id}"),
+            StoreError::Invalid(e) => f.write_str(&e.message),
+            StoreError::IdempotencyKeyReused(key) => write!(f, "idempotency key {key} reused"),
+            StoreError::CallbackIdReused(id) => {
+                write!(f, "callback id {id} is remembered on another task")
+            }
+            StoreError::Overloaded => f.write_str("too many writes queued"),
+            StoreError::Unavailable(m) | StoreError::Corrupt(m) | StoreError::Internal(m) => {
+                f.write_str(m)
+            }
+        }
+    }
+}

@@ -1,0 +1,282 @@
+//! The writes of one transaction ([`Batch`]): gathered in memory while the
+//! batch's jobs run, then written in a few set-based statements, NOTIFY
+//! included, just before the COMMIT.
+
+use std::collections::{HashMap, HashSet};
+
+use deadpool_postgres::Transaction;
+use taskwire_core::wire::to_json;
+use taskwire_core::{notification_key, Event, Receipt};
+use tokio_postgres::types::ToSql;
+
+use super::writer::lock_id;
+use super::CHANNEL;
+use crate::hub::{Change, Hub};
+use crate::store::callback_ref::CallbackRef;
+use crate::store::lifecycle::{due_column, lease_column, Judged};
+use crate::store::rows::to_i64;
+use crate::store::{RawJson, StoreError, TaskRecord};
+
+/// NOTIFY payloads must stay under 8,000 bytes.
+const PAYLOAD: usize = 7_000;
+
+/// The writes of one transaction, gathered while its jobs run (later jobs
+/// see earlier ones through it) and written in a few set-based statements
+/// at the end.
+#[derive(Default)]
+pub(super) struct Batch {
+    /// Tasks this transaction holds (locked, or created by it), as they are
+    /// now.
+    pub(super) tasks: HashMap<String, TaskRecord>,
+    pub(super) created: Vec<String>,
+    pub(super) changed: Vec<String>,
+    pub(super) changed_set: HashSet<String>,
+    pub(super) history: Vec<(String, i64, String)>,
+    pub(super) callbacks: HashMap<(String, String), Event>,
+    /// (task, callback id, what to store, tenant) of every id remembered.
+    pub(super) callback_rows: Vec<(String, String, CallbackRef, String)>,
+    /// (tenant, callback id) of the batch's callbacks that are remembered
+    /// on some task (prefetched, then kept up to date).
+    pub(super) claimed: HashSet<(String, String)>,
+    pub(super) idempotency: HashMap<(String, String), (String, String)>,
+    pub(super) deliveries: HashMap<(String, String), Receipt>,
+    pub(super) outbox: Vec<(String, String, String, String, f64)>,
+    pub(super) changes: Vec<Change>,
+    /// Tasks whose row (or absence) and callback ids were read up front
+    /// for the batch's callbacks (see [`prefetch`]).
+    pub(super) prefetched: HashSet<String>,
+    /// Prefetched rows that did not parse.
+    pub(super) broken: HashMap<String, StoreError>,
+}
+
+impl Batch {
+    /// Records what core judged for one task (see `lifecycle.rs`): the
+    /// row (view and lease) when anything moved, each history entry, and
+    /// for a terminal change its outbox row at `at_ms`.
+    pub(super) fn judged(&mut self, record: &TaskRecord, judged: &Judged, at_ms: f64) {
+        if !judged.write {
+            return;
+        }
+        let id = &record.view.id;
+        let Some(rec) = self.tasks.get_mut(id) else {
+            return;
+        };
+        rec.view = record.view.clone();
+        rec.lease = record.lease;
+        if self.changed_set.insert(id.clone()) {
+            self.changed.push(id.clone());
+        }
+        for appended in &judged.appended {
+            let view = &appended.view;
+            self.history.push((
+                id.clone(),
+                to_i64(appended.entry.version),
+                to_json(&appended.entry.event),
+            ));
+            if appended.notify {
+                self.outbox.push((
+                    record.tenant.clone(),
+                    notification_key(id, view.state, view.version),
+                    id.clone(),
+                    view.state.as_str().to_string(),
+                    at_ms,
+                ));
+            }
+            self.changes.push(Change {
+                view: view.clone(),
+                entry: appended.entry.clone(),
+            });
+        }
+    }
+
+    /// Writes everything, NOTIFY included, in one pipelined round of
+    /// statements (the caller COMMITs).
+    pub(super) async fn flush(&self, tx: &Transaction<'_>) -> Result<(), tokio_postgres::Error> {
+        // Prepare first (statement order does not matter there); then the
+        // executions go out in this order and run in it.
+        let sql = [
+            "INSERT INTO tasks (id, tenant, view, version, live, expires_at_ms, kind, input, due_at_ms)
+             SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bool[],
+                                  $6::float8[], $7::text[], $8::text[], $9::float8[])",
+            "UPDATE tasks t SET view = u.view, version = u.version, live = u.live,
+                                lease = u.lease, due_at_ms = u.due_at_ms
+             FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bool[], $5::text[], $6::float8[])
+                  AS u(id, view, version, live, lease, due_at_ms)
+             WHERE t.id = u.id",
+            "INSERT INTO history (task_id, version, event)
+             SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[])",
+            "INSERT INTO callbacks (task_id, callback_id, version, event, tenant)
+             SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[])",
+            "INSERT INTO idempotency (tenant, key, request, task_id)
+             SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])",
+            "INSERT INTO deliveries (tenant, key, receipt)
+             SELECT * FROM unnest($1::text[], $2::text[], $3::text[])",
+            // Function scans run in array order: the locks are taken sorted.
+            "SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS l(k)",
+            "INSERT INTO outbox (tenant, key, task_id, state, at_ms)
+             SELECT t, k, i, s, a FROM unnest($1::text[], $2::text[], $3::text[], $4::text[],
+                                              $5::float8[]) WITH ORDINALITY AS u(t, k, i, s, a, n)
+             ORDER BY n",
+            "SELECT pg_notify($1, $2)",
+        ];
+        let mut stmts = Vec::with_capacity(sql.len());
+        for s in sql {
+            stmts.push(tx.prepare_cached(s).await?);
+        }
+
+        let created: Vec<&TaskRecord> = self
+            .created
+            .iter()
+            .filter_map(|id| self.tasks.get(id))
+            .collect();
+        let c_id: Vec<&str> = created.iter().map(|r| r.view.id.as_str()).collect();
+        let c_tenant: Vec<&str> = created.iter().map(|r| r.tenant.as_str()).collect();
+        let c_view: Vec<String> = created.iter().map(|r| to_json(&r.view)).collect();
+        let c_version: Vec<i64> = created.iter().map(|r| to_i64(r.view.version)).collect();
+        let c_live: Vec<bool> = created
+            .iter()
+            .map(|r| !r.view.state.is_terminal())
+            .collect();
+        let c_expires: Vec<f64> = created.iter().map(|r| r.view.expires_at_ms).collect();
+        let c_kind: Vec<Option<&str>> = created.iter().map(|r| r.kind.as_deref()).collect();
+        let c_input: Vec<Option<&str>> = created
+            .iter()
+            .map(|r| r.input.as_ref().map(RawJson::as_str))
+            .collect();
+        let c_due: Vec<Option<f64>> = created.iter().map(|r| due_column(r)).collect();
+
+        let created_set: HashSet<&str> = c_id.iter().copied().collect();
+        let updated: Vec<&TaskRecord> = self
+            .changed
+            .iter()
+            .filter(|id| !created_set.contains(id.as_str()))
+            .filter_map(|id| self.tasks.get(id))
+            .collect();
+        let u_id: Vec<&str> = updated.iter().map(|r| r.view.id.as_str()).collect();
+        let u_view: Vec<String> = updated.iter().map(|r| to_json(&r.view)).collect();
+        let u_version: Vec<i64> = updated.iter().map(|r| to_i64(r.view.version)).collect();
+        let u_live: Vec<bool> = updated
+            .iter()
+            .map(|r| !r.view.state.is_terminal())
+            .collect();
+        let u_lease: Vec<Option<String>> = updated.iter().map(|r| lease_column(r)).collect();
+        let u_due: Vec<Option<f64>> = updated.iter().map(|r| due_column(r)).collect();
+
+        let h_task: Vec<&str> = self.history.iter().map(|h| h.0.as_str()).collect();
+        let h_version: Vec<i64> = self.history.iter().map(|h| h.1).collect();
+        let h_event: Vec<&str> = self.history.iter().map(|h| h.2.as_str()).collect();
+
+        let cb_task: Vec<&str> = self.callback_rows.iter().map(|c| c.0.as_str()).collect();
+        let cb_id: Vec<&str> = self.callback_rows.iter().map(|c| c.1.as_str()).collect();
+        let cb_version: Vec<Option<i64>> = self.callback_rows.iter().map(|c| c.2.version).collect();
+        let cb_event: Vec<Option<&str>> = self
+            .callback_rows
+            .iter()
+            .map(|c| c.2.event.as_deref())
+            .collect();
+        let cb_tenant: Vec<&str> = self.callback_rows.iter().map(|c| c.3.as_str()).collect();
+
+        let i_tenant: Vec<&str> = self.idempotency.keys().map(|k| k.0.as_str()).collect();
+        let i_key: Vec<&str> = self.idempotency.keys().map(|k| k.1.as_str()).collect();
+        let i_request: Vec<&str> = self.idempotency.values().map(|v| v.0.as_str()).collect();
+        let i_task: Vec<&str> = self.idempotency.values().map(|v| v.1.as_str()).collect();
+
+        let d_tenant: Vec<&str> = self.deliveries.keys().map(|k| k.0.as_str()).collect();
+        let d_key: Vec<&str> = self.deliveries.keys().map(|k| k.1.as_str()).collect();
+        let d_receipt: Vec<String> = self.deliveries.values().map(to_json).collect();
+
+        let mut tenant_locks: Vec<i64> = self
+            .outbox
+            .iter()
+            .map(|o| lock_id(&["outbox", &o.0]))
+            .collect();
+        tenant_locks.sort_unstable();
+        tenant_locks.dedup();
+        let o_tenant: Vec<&str> = self.outbox.iter().map(|o| o.0.as_str()).collect();
+        let o_key: Vec<&str> = self.outbox.iter().map(|o| o.1.as_str()).collect();
+        let o_task: Vec<&str> = self.outbox.iter().map(|o| o.2.as_str()).collect();
+        let o_state: Vec<&str> = self.outbox.iter().map(|o| o.3.as_str()).collect();
+        let o_at: Vec<f64> = self.outbox.iter().map(|o| o.4).collect();
+
+        let payloads = notify_payloads(&self.changes);
+
+        let mut calls: Vec<(usize, Vec<&(dyn ToSql + Sync)>)> = Vec::new();
+        if !c_id.is_empty() {
+            calls.push((
+                0,
+                vec![
+                    &c_id, &c_tenant, &c_view, &c_version, &c_live, &c_expires, &c_kind, &c_input,
+                    &c_due,
+                ],
+            ));
+        }
+        if !u_id.is_empty() {
+            calls.push((
+                1,
+                vec![&u_id, &u_view, &u_version, &u_live, &u_lease, &u_due],
+            ));
+        }
+        if !h_task.is_empty() {
+            calls.push((2, vec![&h_task, &h_version, &h_event]));
+        }
+        if !cb_task.is_empty() {
+            calls.push((
+                3,
+                vec![&cb_task, &cb_id, &cb_version, &cb_event, &cb_tenant],
+            ));
+        }
+        if !i_tenant.is_empty() {
+            calls.push((4, vec![&i_tenant, &i_key, &i_request, &i_task]));
+        }
+        if !d_tenant.is_empty() {
+            calls.push((5, vec![&d_tenant, &d_key, &d_receipt]));
+        }
+        if !o_key.is_empty() {
+            calls.push((6, vec![&tenant_locks]));
+            calls.push((7, vec![&o_tenant, &o_key, &o_task, &o_state, &o_at]));
+        }
+        let channel = CHANNEL;
+        for p in &payloads {
+            calls.push((8, vec![&channel, p]));
+        }
+        // try_join_all polls in order: each execution is sent, in order,
+        // on its first poll; the server runs them in that order.
+        let futures = calls
+            .iter()
+            .map(|(i, params)| tx.execute(&stmts[*i], params.as_slice()));
+        futures_util::future::try_join_all(futures).await?;
+        Ok(())
+    }
+}
+
+/// NOTIFY payloads: lines of `version taskId`, the last version per task,
+/// split to stay under the payload limit.
+fn notify_payloads(changes: &[Change]) -> Vec<String> {
+    let mut last: HashMap<&str, u64> = HashMap::new();
+    let mut order = Vec::new();
+    for c in changes {
+        if last.insert(c.view.id.as_str(), c.view.version).is_none() {
+            order.push(c.view.id.as_str());
+        }
+    }
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    for id in order {
+        let line = format!("{} {id}\n", last[id]);
+        if !cur.is_empty() && cur.len() + line.len() > PAYLOAD {
+            out.push(std::mem::take(&mut cur));
+        }
+        cur.push_str(&line);
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+pub(super) fn hub_publish(hub: &Hub, batch: &Batch) {
+    hub.publish(&batch.changes);
+    if !batch.outbox.is_empty() {
+        hub.outbox.notify_one();
+    }
+}

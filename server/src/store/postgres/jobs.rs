@@ -1,0 +1,166 @@
+//! The writer's other jobs, each in the batch's transaction: a create
+//! (idempotent under its key), a person's request, a delivery.
+
+use deadpool_postgres::Transaction;
+use taskwire_core::wire::from_json;
+use taskwire_core::{Delivery, Receipt};
+
+use super::batch::Batch;
+use super::read::{load_own, record};
+use super::writer::{lock_id, Sql};
+use crate::store::decide::{
+    check_key, delivery_input, judge_delivery, receipt_to_store, replayed, KeyCheck,
+};
+use crate::store::lifecycle::judge_event;
+use crate::store::rows::corrupt;
+use crate::store::{Acted, Action, CallbackAnswer, Created, NewTask, StoreError, TaskRecord};
+
+pub(super) async fn create(tx: &Transaction<'_>, b: &mut Batch, task: &NewTask) -> Sql<Created> {
+    if let Some(idem) = &task.idempotency {
+        let (key, request) = (&idem.key, &idem.request);
+        let ik = (task.tenant.clone(), key.clone());
+        let seen = match b.idempotency.get(&ik) {
+            Some(v) => Some(v.clone()),
+            None => {
+                let lock = tx
+                    .prepare_cached("SELECT pg_advisory_xact_lock($1)")
+                    .await?;
+                let select = tx
+                    .prepare_cached(
+                        "SELECT request, task_id FROM idempotency WHERE tenant = $1 AND key = $2",
+                    )
+                    .await?;
+                let id = lock_id(&["idem", &task.tenant, key]);
+                let (_, row) = futures_util::future::try_join(
+                    tx.execute(&lock, &[&id]),
+                    tx.query_opt(&select, &[&task.tenant, key]),
+                )
+                .await?;
+                match row {
+                    Some(r) => Some((r.try_get(0)?, r.try_get(1)?)),
+                    None => None,
+                }
+            }
+        };
+        match check_key(idem, seen) {
+            Err(e) => return Ok(Err(e)),
+            Ok(KeyCheck::Replay(task_id)) => {
+                let record = match b.tasks.get(&task_id) {
+                    Some(r) => Some(r.clone()),
+                    None => match load_own(tx, &task.tenant, &task_id).await? {
+                        Ok(r) => r,
+                        Err(e) => return Ok(Err(e)),
+                    },
+                };
+                return Ok(replayed(&task_id, record));
+            }
+            Ok(KeyCheck::Create) => {}
+        }
+        b.idempotency
+            .insert(ik, (request.clone(), task.view.id.clone()));
+    }
+    let record = TaskRecord {
+        tenant: task.tenant.clone(),
+        view: task.view.clone(),
+        kind: task.kind.clone(),
+        input: task.input.clone(),
+        lease: None,
+    };
+    b.tasks.insert(task.view.id.clone(), record.clone());
+    b.created.push(task.view.id.clone());
+    Ok(Ok(Created {
+        record,
+        created: true,
+    }))
+}
+
+/// A person's request (`cancel`, `decide`) on the tenant's task: the row
+/// locked (or already held by this transaction), judged, recorded.
+pub(super) async fn act(tx: &Transaction<'_>, b: &mut Batch, action: &Action) -> Sql<Acted> {
+    let mut record = match b.tasks.get(&action.task_id) {
+        Some(rec) if rec.tenant == action.tenant => rec.clone(),
+        Some(_) => return Ok(Err(StoreError::NotFound(action.task_id.clone()))),
+        None => {
+            let lock = tx
+                .prepare_cached(
+                    "SELECT tenant, view, kind, input, lease FROM tasks
+                     WHERE id = $1 AND tenant = $2 FOR UPDATE",
+                )
+                .await?;
+            let Some(row) = tx
+                .query_opt(&lock, &[&action.task_id, &action.tenant])
+                .await?
+            else {
+                return Ok(Err(StoreError::NotFound(action.task_id.clone())));
+            };
+            let rec = match record(&row, 0) {
+                Ok(r) => r,
+                Err(e) => return Ok(Err(e)),
+            };
+            b.tasks.insert(action.task_id.clone(), rec.clone());
+            rec
+        }
+    };
+    let judged = judge_event(&mut record, &action.event);
+    b.judged(&record, &judged, action.event.at_ms().get());
+    Ok(Ok(Acted {
+        answer: CallbackAnswer::new(judged.outcome, false, &record.view),
+        task: record.view,
+    }))
+}
+
+pub(super) async fn deliver(
+    tx: &Transaction<'_>,
+    b: &mut Batch,
+    tenant: &str,
+    id: &str,
+    key: &str,
+    now_ms: f64,
+) -> Sql<Delivery> {
+    let (checked, now) = match delivery_input(key, now_ms) {
+        Ok(x) => x,
+        Err(e) => return Ok(Err(e)),
+    };
+    let dk = (tenant.to_string(), key.to_string());
+    let existing = match b.deliveries.get(&dk) {
+        Some(r) => Some(r.clone()),
+        None => {
+            let lock = tx
+                .prepare_cached("SELECT pg_advisory_xact_lock($1)")
+                .await?;
+            let select = tx
+                .prepare_cached("SELECT receipt FROM deliveries WHERE tenant = $1 AND key = $2")
+                .await?;
+            let lid = lock_id(&["delivery", tenant, key]);
+            let (_, row) = futures_util::future::try_join(
+                tx.execute(&lock, &[&lid]),
+                tx.query_opt(&select, &[&tenant, &key]),
+            )
+            .await?;
+            match row.map(|r| r.try_get::<_, String>(0)).transpose()? {
+                Some(text) => match from_json::<Receipt>(&text, "deliveries.receipt") {
+                    Ok(r) => Some(r),
+                    Err(e) => return Ok(Err(corrupt(e))),
+                },
+                None => None,
+            }
+        }
+    };
+    // A succeeded task never changes again: no lock needed to read it.
+    let task = match b.tasks.get(id) {
+        Some(r) => Some(r.clone()).filter(|r| r.tenant == tenant),
+        None => match load_own(tx, tenant, id).await? {
+            Ok(r) => r,
+            Err(e) => return Ok(Err(e)),
+        },
+    };
+    let task = task.map(|r| r.view);
+    let delivery = match judge_delivery(existing.as_ref(), id, task.as_ref(), &checked, now) {
+        Ok(d) => d,
+        Err(e) => return Ok(Err(e)),
+    };
+    if let Some(receipt) = receipt_to_store(&delivery) {
+        b.deliveries.insert(dk, receipt.clone());
+    }
+    Ok(Ok(delivery))
+}
