@@ -290,6 +290,14 @@ async function events({ req, res, query, rawId, store, config }) {
   else if (query.get("cursor") !== null) cursor = parseInteger("cursor", query.get("cursor"));
   else cursor = 0;
 
+  const first = store.resume(id, cursor);
+  if (first.mode === "caught-up" && isTerminal(first.task.state)) {
+    // The cursor is the terminal version: nothing will ever follow. 204
+    // is what tells a standard EventSource to stop reconnecting.
+    res.writeHead(204, { "cache-control": "no-store" });
+    res.end();
+    return;
+  }
   res.writeHead(200, {
     "content-type": "text/event-stream",
     "cache-control": "no-store",
@@ -319,7 +327,7 @@ async function events({ req, res, query, rawId, store, config }) {
     unwatch();
   };
   res.on("close", close);
-  send(store.resume(id, cursor));
+  send(first);
 }
 
 // ---- POST /v1/tasks/{id}/callbacks ---------------------------------------------
