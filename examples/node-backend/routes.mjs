@@ -233,13 +233,15 @@ async function getTask({ req, res, rawId, store, config }) {
 
 async function resume({ req, res, query, rawId, store, config }) {
   const tenant = tenantOf(req, config);
-  const id = ownTask(store, tenant, rawId);
+  // PROTOCOL.md §Conventions, "Error precedence": the parameters are
+  // judged before the task is looked up (400 before 404).
   const cursorText = query.get("cursor");
   if (cursorText === null) throw invalid("cursor: query parameter is required");
   const cursor = parseInteger("cursor", cursorText);
   const waitText = query.get("waitMs");
   const waitMs = waitText === null ? 0 : parseInteger("waitMs", waitText, MAX_WAIT_MS);
   const snapshot = flag(query, "snapshot");
+  const id = ownTask(store, tenant, rawId);
 
   const answer = store.resume(id, cursor, snapshot);
   const worthHolding = waitMs > 0 && answer.mode === "caught-up" && !isTerminal(answer.task.state);
@@ -283,12 +285,12 @@ const isTerminal = (state) => state === "succeeded" || state === "failed" || sta
 
 async function events({ req, res, query, rawId, store, config }) {
   const tenant = tenantOf(req, config);
-  const id = ownTask(store, tenant, rawId);
   const lastEventId = header(req, "last-event-id");
   let cursor;
   if (lastEventId !== undefined) cursor = parseInteger("Last-Event-ID", lastEventId.trim());
   else if (query.get("cursor") !== null) cursor = parseInteger("cursor", query.get("cursor"));
   else cursor = 0;
+  const id = ownTask(store, tenant, rawId); // after the cursor: 400 before 404
 
   const first = store.resume(id, cursor);
   if (first.mode === "caught-up" && isTerminal(first.task.state)) {

@@ -29,11 +29,15 @@ import errors from './checks/errors.mjs';
 import ttl from './checks/ttl.mjs';
 import vectors from './checks/vectors.mjs';
 import cors from './checks/cors.mjs';
+import precedence from './checks/precedence.mjs';
+import parameters from './checks/parameters.mjs';
 
 /** Every section, in PROTOCOL.md order. */
 export const SECTIONS = [
   seed,
   errors,
+  precedence,
+  parameters,
   resume,
   longPoll,
   sse,
