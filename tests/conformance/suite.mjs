@@ -31,6 +31,9 @@ import vectors from './checks/vectors.mjs';
 import cors from './checks/cors.mjs';
 import precedence from './checks/precedence.mjs';
 import parameters from './checks/parameters.mjs';
+import judgement from './checks/judgement.mjs';
+import expiry from './checks/expiry.mjs';
+import corsHeaders from './checks/cors-headers.mjs';
 
 /** Every section, in PROTOCOL.md order. */
 export const SECTIONS = [
@@ -43,6 +46,8 @@ export const SECTIONS = [
   sse,
   create,
   callbacks,
+  judgement,
+  expiry,
   signatures,
   binding,
   delivery,
@@ -50,6 +55,7 @@ export const SECTIONS = [
   isolation,
   ttl,
   cors,
+  corsHeaders,
   vectors,
 ];
 
