@@ -62,3 +62,31 @@ test('checkConfig: defaults and refusals', () => {
   assert.equal(checkConfig({ ...base, retention: '2' }).retention, 2);
   assert.throws(() => checkConfig({ ...base, tokenB: 't' }), /another tenant/);
 });
+
+test('every section names a PROTOCOL.md heading that exists (the rule a failing check prints)', async () => {
+  const { readFileSync } = await import('node:fs');
+  const { SECTIONS } = await import('./suite.mjs');
+  const text = readFileSync(new URL('../../PROTOCOL.md', import.meta.url), 'utf8');
+  const paths = new Set();
+  let top = null;
+  for (const line of text.split('\n')) {
+    const h2 = /^## (.+)$/.exec(line);
+    const h3 = /^### (.+)$/.exec(line);
+    if (h2) paths.add((top = h2[1].trim()));
+    else if (h3 && top) paths.add(`${top} › ${h3[1].trim()}`);
+  }
+  for (const section of SECTIONS) {
+    assert.ok(paths.has(section.protocol), `section "${section.section}" names PROTOCOL.md §${section.protocol}, which is not a heading`);
+  }
+});
+
+test('transitions: literal tasks are built with events when some sequence reaches them', async () => {
+  const { recipe } = await import('./checks/transitions.mjs');
+  const task = (fields) => ({ id: 'f', expiresAtMs: 1000, maxAttempts: 2, progress: 0, attempts: 0, version: 0, ...fields });
+  assert.deepEqual(recipe(task({ state: 'queued' })), []);
+  assert.deepEqual(recipe(task({ state: 'running', attempts: 2, progress: 40 })).map((e) => e.type), ['start', 'fail', 'start', 'progress']);
+  assert.deepEqual(recipe(task({ state: 'expired' })).map((e) => e.type), ['expire']);
+  // A queued task out of attempts (what not-startable needs) is out of reach.
+  assert.equal(recipe(task({ state: 'queued', attempts: 2 })), null);
+  assert.equal(recipe(task({ state: 'succeeded', attempts: 1, progress: 40 })), null);
+});

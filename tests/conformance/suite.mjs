@@ -34,8 +34,13 @@ import parameters from './checks/parameters.mjs';
 import judgement from './checks/judgement.mjs';
 import expiry from './checks/expiry.mjs';
 import corsHeaders from './checks/cors-headers.mjs';
+import transitions from './checks/transitions.mjs';
 
-/** Every section, in PROTOCOL.md order. */
+/**
+ * Every section, in PROTOCOL.md order. `protocol` is the PROTOCOL.md
+ * heading it enforces ("Heading" or "Heading › Subheading");
+ * self.test.mjs checks that each one exists.
+ */
 export const SECTIONS = [
   seed,
   errors,
@@ -57,6 +62,7 @@ export const SECTIONS = [
   cors,
   corsHeaders,
   vectors,
+  transitions,
 ];
 
 const DEFAULT_TIMEOUT_MS = 30_000;
@@ -73,11 +79,11 @@ export function registerConformance(options, { feedStart } = {}) {
       shared.feedStart ??= await checkBackend(config);
     });
     for (const section of SECTIONS) {
-      describe(section.section, { concurrency: true }, () => {
+      describe(`${section.section} (PROTOCOL.md §${section.protocol})`, { concurrency: true }, () => {
         for (const check of section.checks) {
           const skip = skipReason(check, config);
           test(check.name, { timeout: check.timeoutMs ?? DEFAULT_TIMEOUT_MS, skip }, () =>
-            runCheck(check, config, shared),
+            runCheck(check, section.protocol, config, shared),
           );
         }
       });
@@ -92,22 +98,29 @@ function skipReason(check, config) {
   return false;
 }
 
-async function runCheck(check, config, shared) {
+async function runCheck(check, protocol, config, shared) {
   const ctx = makeContext(config, shared);
   try {
     await check.run(ctx);
   } catch (err) {
-    throw withTranscript(err, ctx.transcript);
+    // The message names the rule broken: its PROTOCOL.md section and the check.
+    throw withTranscript(err, ctx.transcript, `PROTOCOL.md §${protocol}: ${check.name}`);
   } finally {
     ctx.transcript.abortAll();
   }
 }
 
-/** Appends the check's HTTP exchanges to the error the reporter prints. */
-function withTranscript(err, transcript) {
-  if (!(err instanceof Error) || transcript.entries.length === 0) return err;
+/**
+ * Puts `rule` (when given) before the message and the check's HTTP
+ * exchanges after it, in the error the reporter prints.
+ */
+function withTranscript(err, transcript, rule) {
+  if (!(err instanceof Error) || (transcript.entries.length === 0 && !rule)) return err;
   const frames = (err.stack ?? '').split('\n').filter((l) => /^\s+at /.test(l));
-  err.message = `${err.message}\n\n── HTTP exchanges (latest last) ──\n${transcript.describe()}\n`;
+  if (rule) err.message = `${rule}\n${err.message}`;
+  if (transcript.entries.length > 0) {
+    err.message = `${err.message}\n\n── HTTP exchanges (latest last) ──\n${transcript.describe()}\n`;
+  }
   err.stack = [`${err.name}: ${err.message}`, ...frames].join('\n');
   return err;
 }

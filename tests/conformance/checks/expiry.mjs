@@ -9,14 +9,16 @@ import assert from 'node:assert/strict';
 import { assertMatches, assertResumeResponse } from '../lib/match.mjs';
 import { expire, fail, progress, start, succeed } from '../lib/events.mjs';
 import { waitFor } from '../lib/scenarios.mjs';
+import { shortLivedTask } from '../lib/short-ttl.mjs';
 
-const TTL_MS = 1500;
 const LAG_MS = 6000;
 
+const BUSY = [start(10), fail(20, 'quota', true), start(30), progress(40, 40)];
+
 /** A task with attempts 2, progress 40 and error "quota" (version 4). */
-async function busyTask({ a, exec }, ttlMs = 3_600_000) {
-  const task = await a.createTask({ ttlMs, maxAttempts: 3 });
-  await exec.drive(task.id, [start(10), fail(20, 'quota', true), start(30), progress(40, 40)]);
+async function busyTask({ a, exec }) {
+  const task = await a.createTask({ ttlMs: 3_600_000, maxAttempts: 3 });
+  await exec.drive(task.id, BUSY);
   return task;
 }
 
@@ -68,10 +70,10 @@ export default {
     {
       name: "the backend's own expiry at the TTL: entry at expiresAtMs, notification at the backend's clock then (≥ expiresAtMs), progress and error kept",
       async run(ctx) {
-        const task = await busyTask(ctx, TTL_MS);
+        const { task } = await shortLivedTask(ctx, { maxAttempts: 3, events: BUSY });
         const res = await ctx.a.resume(task.id, { cursor: 4, waitMs: 20_000 });
         const answer = assertResumeResponse(res, undefined, 'held resume');
-        assert.equal(answer.task.state, 'expired', `not expired ${TTL_MS + LAG_MS} ms after creation with ttlMs ${TTL_MS}`);
+        assert.equal(answer.task.state, 'expired', 'not expired by the backend within 20 s of a short TTL');
         await assertExpiredKeepingFields(ctx.a, task, 'after expiry at the TTL');
         const n = await notificationOf(ctx.a, ctx.feedStart.a, task.id);
         assert.ok(n.atMs >= task.expiresAtMs && n.atMs <= task.expiresAtMs + LAG_MS,
@@ -81,11 +83,10 @@ export default {
     {
       name: 'a task that ended before its TTL is left alone: still succeeded, one notification',
       async run(ctx) {
-        const task = await ctx.a.createTask({ ttlMs: TTL_MS, maxAttempts: 1 });
-        await ctx.exec.drive(task.id, [start(10), succeed(20, 'blob://kept', 'sha256:kept')]);
+        const { task, ttlMs } = await shortLivedTask(ctx, { events: [start(10), succeed(20, 'blob://kept', 'sha256:kept')] });
         // Past the TTL, with the expiry of another task as proof that the
         // backend's timer ran in between.
-        const witness = await ctx.a.createTask({ ttlMs: TTL_MS, maxAttempts: 1 });
+        const witness = await ctx.a.createTask({ ttlMs, maxAttempts: 1 });
         const woke = assertResumeResponse(await ctx.a.resume(witness.id, { cursor: 0, waitMs: 20_000 }), undefined, 'held resume');
         assert.equal(woke.task.state, 'expired', 'the witness task expired');
         assertMatches(await ctx.a.task(task.id), { state: 'succeeded', version: 2, resultRef: 'blob://kept' }, 'the task after its TTL');

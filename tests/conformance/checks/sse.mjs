@@ -82,6 +82,7 @@ async function withStreams(body) {
 
 export default {
   section: 'Events stream (SSE)',
+  protocol: 'Events stream (SSE)',
   checks: [
     {
       name: 'Last-Event-ID starts the stream; each change follows as a delta; the stream ends after a terminal state',

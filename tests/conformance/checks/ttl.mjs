@@ -30,6 +30,7 @@ async function notificationsFor(a, feedStart, id) {
 
 export default {
   section: 'Expiry (TTL)',
+  protocol: 'Wire types › State machine rules',
   checks: [
     {
       name: 'a queued task with a short ttl expires by itself, wakes a held request and notifies once',
