@@ -79,7 +79,9 @@ export function registerConformance(options, { feedStart } = {}) {
       shared.feedStart ??= await checkBackend(config);
     });
     for (const section of SECTIONS) {
-      describe(`${section.section} (PROTOCOL.md §${section.protocol})`, { concurrency: true }, () => {
+      // A section may run fewer checks at once (`concurrency`), so that
+      // its many small checks do not crowd the timing checks of the others.
+      describe(`${section.section} (PROTOCOL.md §${section.protocol})`, { concurrency: section.concurrency ?? true }, () => {
         for (const check of section.checks) {
           const skip = skipReason(check, config);
           test(check.name, { timeout: check.timeoutMs ?? DEFAULT_TIMEOUT_MS, skip }, () =>

@@ -26,6 +26,7 @@ async function lastEntry(a, id) {
 export default {
   section: 'State machine rules: order of judgement',
   protocol: 'Wire types › State machine rules',
+  concurrency: 3,
   checks: [
     {
       name: '1. validation first: an invalid event is 400 even under a remembered callback id, and an invalid late event does not expire the task',

@@ -18,6 +18,7 @@ const raw = (http, path) => http.request('GET', path);
 export default {
   section: 'Numbers in parameters and headers',
   protocol: 'Conventions › Numbers in parameters and headers',
+  concurrency: 3,
   checks: [
     {
       name: 'cursor, waitMs, after, limit: ASCII digits only (3.0, 1e1, +3, -0, spaces, empty: 400 naming the parameter); leading zeros are fine',
