@@ -286,10 +286,9 @@ const isTerminal = (state) => state === "succeeded" || state === "failed" || sta
 async function events({ req, res, query, rawId, store, config }) {
   const tenant = tenantOf(req, config);
   const lastEventId = header(req, "last-event-id");
-  let cursor;
-  if (lastEventId !== undefined) cursor = parseInteger("Last-Event-ID", lastEventId.trim());
-  else if (query.get("cursor") !== null) cursor = parseInteger("cursor", query.get("cursor"));
-  else cursor = 0;
+  // ?cursor= is judged even when Last-Event-ID wins over it.
+  const queryCursor = query.get("cursor") === null ? 0 : parseInteger("cursor", query.get("cursor"));
+  const cursor = lastEventId === undefined ? queryCursor : parseInteger("Last-Event-ID", lastEventId.trim());
   const id = ownTask(store, tenant, rawId); // after the cursor: 400 before 404
 
   const first = store.resume(id, cursor);

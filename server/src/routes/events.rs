@@ -44,6 +44,9 @@ pub async fn events(
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     let id = task_id(path)?;
+    // `?cursor=` is judged even when `Last-Event-ID` wins over it: a bad
+    // parameter is a 400 whatever else the request carries.
+    let query_cursor = Query::parse(raw.as_deref()).int("cursor", MAX_SAFE_INTEGER)?;
     let cursor = match headers.get("last-event-id") {
         Some(v) => {
             let text = v
@@ -51,9 +54,7 @@ pub async fn events(
                 .map_err(|_| ApiError::invalid("Last-Event-ID: must be an integer"))?;
             parse_int("Last-Event-ID", text.trim(), MAX_SAFE_INTEGER)?
         }
-        None => Query::parse(raw.as_deref())
-            .int("cursor", MAX_SAFE_INTEGER)?
-            .unwrap_or(0),
+        None => query_cursor.unwrap_or(0),
     };
     // Subscribed before the read, so a commit in between still wakes it.
     let sub = state.hub.subscribe(&id, &tenant);

@@ -207,12 +207,14 @@ export default {
       },
     },
     {
-      name: 'errors come before the stream: 404 unknown task, 401 without a bearer, 400 bad cursor',
+      name: 'errors come before the stream: 404 unknown task, 401 without a bearer, 400 bad cursor (even next to a Last-Event-ID)',
       async run(ctx) {
         const task = await runningTask(ctx);
         assertError(await ctx.a.events('no-such-task-5d1e', {}), 404, 'not-found');
         assertError(await ctx.a.events(task.id, { token: null }), 401, 'unauthorized');
         assertError(await ctx.a.events(task.id, { cursor: -1 }), 400, 'invalid-request', 'cursor');
+        // Judged even when Last-Event-ID wins over it.
+        assertError(await ctx.a.events(task.id, { cursor: 2 ** 53, lastEventId: 1 }), 400, 'invalid-request', 'cursor');
       },
     },
   ],
