@@ -70,6 +70,16 @@ async fn a_stream_at_the_terminal_version_is_answered_204_after_auth_and_ownersh
         "not-found",
         "taskId",
     );
+    // `?cursor=` is judged even when `Last-Event-ID` wins over it.
+    let r = h
+        .req(
+            "GET",
+            &format!("{path}?cursor=x"),
+            &stream_request(Some("2")),
+            "",
+        )
+        .await;
+    assert_error(&r, 400, "invalid-request", "cursor");
     let bad = stream_request(Some("2.0"));
     assert_error(
         &h.req("GET", &path, &bad, "").await,
