@@ -288,7 +288,7 @@ async function events({ req, res, query, rawId, store, config }) {
   const lastEventId = header(req, "last-event-id");
   // ?cursor= is judged even when Last-Event-ID wins over it.
   const queryCursor = query.get("cursor") === null ? 0 : parseInteger("cursor", query.get("cursor"));
-  const cursor = lastEventId === undefined ? queryCursor : parseInteger("Last-Event-ID", lastEventId.trim());
+  let cursor = lastEventId === undefined ? queryCursor : parseInteger("Last-Event-ID", lastEventId.trim());
   const id = ownTask(store, tenant, rawId); // after the cursor: 400 before 404
 
   const first = store.resume(id, cursor);
