@@ -118,7 +118,10 @@ def _sign_callback(case):
     if negative_headers or not isinstance(callback_id, str):
         return
     body = case.body
-    if isinstance(body, dict) and not negative_at(case, ParameterLocation.BODY):
+    # The body names the path's task, so that the event itself is judged.
+    # A negative body keeps its own `taskId` when it has one (that may be
+    # what was made invalid); schemathesis revalidates what a hook changed.
+    if isinstance(body, dict) and (not negative_at(case, ParameterLocation.BODY) or "taskId" not in body):
         body = {**body, "taskId": case.path_parameters.get("id")}
     try:
         # Exactly the bytes requests will send for this body (the transport

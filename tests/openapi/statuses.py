@@ -1,6 +1,8 @@
 """docs/openapi.yaml against a running reference server, status by status.
 
-Every status the description documents for an operation is produced by
+First the document itself: a valid OpenAPI 3.1 description (the OAS 3.1
+meta-schema that schemathesis ships), and each of its schemas a valid
+JSON Schema 2020-12. Then every status the description documents for an operation is produced by
 one request below, and its answer validates against the documented
 schema and headers. Statuses the server gives only when something is
 wrong on its side (500, 503 storage-unavailable) cannot be produced on
@@ -234,9 +236,22 @@ def recipes():
     }
 
 
+def document_errors():
+    """The description against the OAS 3.1 meta-schema, its schemas against JSON Schema 2020-12."""
+    from schemathesis.specs.openapi.definitions import OPENAPI_31
+
+    errors = [f"docs/openapi.yaml is not valid OpenAPI 3.1: {e}" for e in jsonschema_rs.validator_for(OPENAPI_31).iter_errors(doc)]
+    for name, schema in doc["components"]["schemas"].items():
+        try:
+            jsonschema_rs.meta.validate(schema)
+        except jsonschema_rs.ValidationError as e:
+            errors.append(f"components.schemas.{name} is not valid JSON Schema: {e}")
+    return errors
+
+
 def main():
+    failures = document_errors()
     table = recipes()
-    failures = []
     produced = 0
     for path, item in doc["paths"].items():
         for method, op in item.items():
