@@ -53,7 +53,7 @@ test('changes(n): one changing event per version, retrying past progress 99', ()
 
 test('checkConfig: defaults and refusals', () => {
   const base = { baseUrl: 'http://127.0.0.1:8080/', token: 't', secret: 'whsec_c2VjcmV0' };
-  assert.deepEqual(checkConfig(base), { baseUrl: 'http://127.0.0.1:8080', token: 't', tokenB: null, secret: 'whsec_c2VjcmV0', secretB: null, retention: 8, corsOrigin: null });
+  assert.deepEqual(checkConfig(base), { baseUrl: 'http://127.0.0.1:8080', token: 't', tokenB: null, secret: 'whsec_c2VjcmV0', secretB: null, retention: 8, corsOrigin: null, concurrency: 32 });
   assert.throws(() => checkConfig({ ...base, secretB: 'whsec_Yg==' }), /--token-b/);
   assert.throws(() => checkConfig({ ...base, tokenB: 'u', secretB: base.secret }), /another secret/);
   assert.equal(checkConfig({ ...base, tokenB: 'u', secretB: 'whsec_Yg==' }).secretB, 'whsec_Yg==');
@@ -61,6 +61,27 @@ test('checkConfig: defaults and refusals', () => {
   assert.throws(() => checkConfig({ ...base, retention: '1' }), /retention/);
   assert.equal(checkConfig({ ...base, retention: '2' }).retention, 2);
   assert.throws(() => checkConfig({ ...base, tokenB: 't' }), /another tenant/);
+  assert.equal(checkConfig({ ...base, concurrency: '4' }).concurrency, 4);
+  assert.throws(() => checkConfig({ ...base, concurrency: '0' }), /concurrency/);
+});
+
+test('Slots: at most n at once, in arrival order', async () => {
+  const { Slots } = await import('./suite.mjs');
+  const slots = new Slots(2);
+  const order = [];
+  let running = 0;
+  let peak = 0;
+  await Promise.all([1, 2, 3, 4, 5].map(async (n) => {
+    await slots.acquire();
+    running += 1;
+    peak = Math.max(peak, running);
+    order.push(n);
+    await new Promise((r) => setTimeout(r, 5));
+    running -= 1;
+    slots.release();
+  }));
+  assert.equal(peak, 2);
+  assert.deepEqual(order, [1, 2, 3, 4, 5]);
 });
 
 test('every section names a PROTOCOL.md heading that exists (the rule a failing check prints)', async () => {

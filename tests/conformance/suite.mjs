@@ -66,6 +66,34 @@ export const SECTIONS = [
 ];
 
 const DEFAULT_TIMEOUT_MS = 30_000;
+/** node:test's own timeout: a check may wait for a slot first (its own timeout starts with the slot). */
+const QUEUED_TIMEOUT_MS = 30 * 60_000;
+
+/**
+ * At most `n` holders at once, served in arrival order. The checks share
+ * one: all of them at once would hold hundreds of connections and slow
+ * every request, failing the timing checks of a backend that is only busy.
+ */
+export class Slots {
+  constructor(n) {
+    this.free = n;
+    this.waiting = [];
+  }
+
+  async acquire() {
+    if (this.free > 0) {
+      this.free -= 1;
+      return;
+    }
+    await new Promise((resolve) => this.waiting.push(resolve));
+  }
+
+  release() {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.free += 1;
+  }
+}
 
 /**
  * Registers the checks. `feedStart` is what `checkBackend` returned, when
@@ -73,7 +101,7 @@ const DEFAULT_TIMEOUT_MS = 30_000;
  */
 export function registerConformance(options, { feedStart } = {}) {
   const config = checkConfig(options);
-  const shared = { feedStart };
+  const shared = { feedStart, slots: new Slots(config.concurrency) };
   return describe(`taskwire conformance: ${config.baseUrl}`, { concurrency: true }, () => {
     before(async () => {
       shared.feedStart ??= await checkBackend(config);
@@ -84,7 +112,7 @@ export function registerConformance(options, { feedStart } = {}) {
       describe(`${section.section} (PROTOCOL.md §${section.protocol})`, { concurrency: section.concurrency ?? true }, () => {
         for (const check of section.checks) {
           const skip = skipReason(check, config);
-          test(check.name, { timeout: check.timeoutMs ?? DEFAULT_TIMEOUT_MS, skip }, () =>
+          test(check.name, { timeout: QUEUED_TIMEOUT_MS, skip }, () =>
             runCheck(check, section.protocol, config, shared),
           );
         }
@@ -101,14 +129,22 @@ function skipReason(check, config) {
 }
 
 async function runCheck(check, protocol, config, shared) {
+  await shared.slots.acquire();
   const ctx = makeContext(config, shared);
+  const timeoutMs = check.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  let timer;
   try {
-    await check.run(ctx);
+    const timedOut = new Promise((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`the check did not finish within ${timeoutMs} ms`)), timeoutMs);
+    });
+    await Promise.race([check.run(ctx), timedOut]);
   } catch (err) {
     // The message names the rule broken: its PROTOCOL.md section and the check.
     throw withTranscript(err, ctx.transcript, `PROTOCOL.md §${protocol}: ${check.name}`);
   } finally {
+    clearTimeout(timer);
     ctx.transcript.abortAll();
+    shared.slots.release();
   }
 }
 
