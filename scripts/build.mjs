@@ -12,9 +12,10 @@ const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const dist = join(root, "dist");
 // Hard limit of the page budget: what a page loads (.wasm + the JS
 // entry, glue and API, minified by a bundler), gzipped. Ratcheted to just
-// above what the page costs now (50.3 KB); the target is 40 KB (issue 10),
-// not reached yet: docs/package.md lists what is left.
-const LIMIT_GZIP = 52 * 1024;
+// above what the page costs now (53.1 KB: 50.3 KB, then +2.8 KB for the
+// lifecycle of issue 11, which the page's mirror replays); the target is
+// 40 KB (issue 10), not reached yet: docs/package.md lists what is left.
+const LIMIT_GZIP = 54 * 1024;
 
 function run(cmd, args, opts = {}) {
   execFileSync(cmd, args, { cwd: root, stdio: "inherit", ...opts });

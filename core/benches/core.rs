@@ -20,28 +20,27 @@ fn stream(n: usize) -> Vec<Event> {
             0 => Event::Start {
                 at_ms: ms(i),
                 worker: "w".into(),
+                attempt: None,
+                lease_ms: None,
             },
             99 => Event::Fail {
                 at_ms: ms(i),
                 error: "retry".into(),
                 retryable: true,
+                attempt: None,
             },
             p => Event::Progress {
                 at_ms: ms(i),
                 progress: Percent::new(p as f64, "p").unwrap(),
                 cursor: String::new(),
+                attempt: None,
             },
         })
         .collect()
 }
 
 fn input(id: &str) -> CreateTask {
-    CreateTask {
-        id: id.into(),
-        now_ms: 0.0,
-        ttl_ms: 1e15,
-        max_attempts: 1 << 40,
-    }
+    CreateTask::new(id, 0.0, 1e15, 1 << 40)
 }
 
 fn book_with(n: usize, retention: u64) -> Book {

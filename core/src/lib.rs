@@ -11,9 +11,14 @@
 //!
 //! ## Map
 //! - [`create_task`], [`apply_event`], [`expire_task`]: the pure state
-//!   machine ([`transition`] documents the rules).
+//!   machine ([`transition`] documents the rules and the full lifecycle:
+//!   cancel, hold for approval, leases, `unknown`, the execution
+//!   deadline).
+//! - [`TaskView::step_with`] and the sweeper steps
+//!   ([`TaskView::sweep_step`], [`TaskView::next_due`]): what a store
+//!   calls, given the stored [`Lease`]; a [`Step`] says what to write.
 //! - [`Book`]: many tasks with callback dedup, the notification outbox,
-//!   resume and idempotent delivery.
+//!   resume, idempotent delivery and both sweepers.
 //! - [`plan_resume`], [`ResumeAnswer`]: what a reconnecting client gets.
 //! - [`Mirror`]: one task as a client knows it; rejects stale answers.
 //! - [`Follow`]: a client's watch loop (requests, backoff, SSE fallback,
@@ -50,6 +55,59 @@
 //!     passed, each with its one notification.
 //! 11. Creation inputs whose `expiresAtMs` would not be finite are rejected.
 //!
+//! ## The lifecycle beyond the seed (issue 11)
+//! Seeds 001 to 004 describe cancellation, approval, leases and unknown
+//! outcomes; [`transition`] ports their rules. Where a rule had to be
+//! decided beyond them, or departs from them, this is why (each a bug a
+//! user would otherwise hit):
+//! 1. **`cancel_ineffective`, a sixth new state.** When the executor says
+//!    a cancel cannot take effect (`cannot_cancel`), staying `cancelling`
+//!    would tell the page "stopping" about work that goes on, and a
+//!    terminal state would claim it ended (002 §八). The task stays live;
+//!    whatever the work does next ends it `cancelled`.
+//! 2. **Any end after a cancel is `cancelled`**, a retryable `fail`
+//!    included: otherwise a task the user cancelled is re-queued and runs
+//!    again. A `succeed` after a cancel keeps its result for compensation
+//!    (`succeeded-after-cancel`) and delivery refuses it (`not-succeeded`).
+//!    A lease that lapses after a cancel cancels at once, as a cancel of
+//!    an `unknown` task does.
+//! 3. **`approve` and `request_changes` grant one more start**
+//!    (`continuations`): `maxAttempts` budgets failures, so a task with
+//!    `maxAttempts: 1` could otherwise never continue after its approval
+//!    and would sit queued until its TTL. `reject` fails the task
+//!    (`error: "rejected: …"`).
+//! 4. **One `decide` event** carries `decision`: `approve`,
+//!    `request_changes` or `reject`, the client API's own shape. A decision
+//!    is current only on the version it was made on: older *and newer*
+//!    versions are `stale-decision`. On a terminal task, a repeat is
+//!    `duplicate-decision` and anything else `terminal-conflict`.
+//! 5. **Fencing comes first, even on terminal tasks**: a zombie's late
+//!    `succeed` on a task that succeeded is `stale-attempt`, not
+//!    `result-conflict` (which would page a human about nothing). A stale
+//!    event at or after the TTL does not expire the task either: a fenced
+//!    attempt changes nothing. On a queued task only the `start` of the
+//!    next attempt is current.
+//! 6. **No lease without `leaseMs`.** A `start` without it (every seed
+//!    executor) opens none and never lapses; a server that fills in a
+//!    default `leaseMs` must do so only for executors that heartbeat, or
+//!    seed executors go `unknown` mid-task.
+//! 7. **Leases only grow**: every `heartbeat` *and* `progress` of the
+//!    current attempt extends the lease to at least `atMs + leaseMs`, so
+//!    a reordered, older heartbeat never shortens it and a worker that
+//!    reports progress is never taken for dead. A `start` while `unknown`
+//!    is a duplicate, not a sign of life: only fresh reports recover.
+//! 8. **The grace period counts from the lease's end**, which the stored
+//!    (lapsed) lease keeps, so it does not depend on when a sweeper ran;
+//!    `abandon` is judged on it, like `lapse`. `autoRequeue: false` at
+//!    creation keeps no grace period: the task waits in `unknown`.
+//! 9. **The execution deadline counts from creation and covers every live
+//!    state**, queueing and waiting for approval included (004: the
+//!    tracking deadline includes the queue); like the TTL, any event at or
+//!    after it ends the task first, recorded at `deadlineAtMs`, so the
+//!    outcome never depends on when the sweeper ran. The earlier of the
+//!    two clocks wins; an `expire` is judged at `max(atMs, expiresAtMs)`
+//!    (it says the TTL ran out), so its replay agrees.
+//!
 //! Two further differences are about representation, not rules:
 //! - Transitions take the task by value and append to its history in
 //!   place: O(1) amortized per event instead of the seed's full copy.
@@ -67,6 +125,7 @@ pub mod event;
 pub mod follow;
 mod hash;
 pub mod json;
+pub mod lease;
 pub mod mirror;
 pub mod resume;
 pub mod task;
@@ -74,13 +133,16 @@ pub mod transition;
 pub mod value;
 pub mod wire;
 
-pub use book::{check_callback, check_callback_id, notification_key, Applied, Book, Notification};
+pub use book::{
+    check_callback, check_callback_id, notification_key, Applied, Book, Notification, Swept,
+};
 pub use delivery::{check_delivery_input, decide_delivery, Delivery, DeliveryReason, Receipt};
 pub use error::{Error, ErrorCode};
-pub use event::{Event, EventKind};
+pub use event::{DecisionKind, Event, EventKind};
 pub use follow::{Follow, FollowConfig, FollowEvent};
+pub use lease::{Lease, LeaseChange};
 pub use mirror::{MergeOutcome, Mirror, Next, RejectReason, Rejection};
 pub use resume::{plan_resume, ResumeAnswer, ResumeMode, ResumePlan, DEFAULT_RETENTION_VERSIONS};
-pub use task::{create_task, CreateTask, HistoryEntry, State, Task, TaskView};
+pub use task::{create_task, CreateTask, Decision, HistoryEntry, State, Task, TaskView};
 pub use transition::{apply_event, expire_task, Outcome, Reason, Step, Transition};
 pub use value::{Millis, NonBlank, Percent, MAX_SAFE_INTEGER};

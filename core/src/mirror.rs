@@ -5,7 +5,8 @@
 //! overlapping requests finish in the wrong order. The mirror merges every
 //! resume answer through the same reducer the server ran, so a delta is
 //! checked entry by entry, and it refuses anything that would move its
-//! version, attempts or progress backwards.
+//! version, attempts or progress backwards, nor a terminal task back to
+//! life.
 //!
 //! It holds a [`TaskView`] (no history), so its memory is O(1) however long
 //! the task runs.
@@ -17,8 +18,10 @@ use serde::Serialize;
 
 use crate::json::{self, Fields, FromJson, Path, Value};
 
+use crate::event::Event;
 use crate::resume::{ResumeAnswer, ResumeMode};
 use crate::task::{HistoryEntry, State, TaskView};
+use crate::transition::Recorded;
 use crate::value::{is_blank, NonBlank};
 use crate::Error;
 
@@ -37,7 +40,8 @@ pub enum RejectReason {
     StaleSnapshot,
     /// A `caught-up` answer older than the local task.
     StaleAnswer,
-    /// A snapshot that would move attempts or progress backwards.
+    /// A snapshot that would move attempts or progress backwards, or a
+    /// terminal task back to a live state.
     Regressed,
     /// An answer about another task.
     WrongTask,
@@ -259,7 +263,7 @@ impl Mirror {
             (Some(local), _) => local.clone(),
             // The immutable fields (id, expiry, attempt limit) come from
             // the server's task; the rest starts as every task starts.
-            (None, Some(server)) if starts_history => initial_view(server),
+            (None, Some(server)) if starts_history => server.initial(),
             // No base to replay on: the server's task is all there is.
             (None, Some(server)) => return self.merge_snapshot(server, out),
             (None, None) => {
@@ -313,43 +317,40 @@ impl Mirror {
 }
 
 /// True when swapping `local` for `server` would move attempts backwards,
-/// or the progress of the running attempt backwards.
+/// the progress of an open attempt backwards (`running`, `unknown`,
+/// `cancelling`, `cancel_ineffective` are all the same attempt at work),
+/// or a terminal task back to a live state: none of these can happen on
+/// a server, so such an answer is stale or foreign.
 fn regresses(local: &TaskView, server: &TaskView) -> bool {
     server.attempts < local.attempts
         || (server.attempts == local.attempts
-            && local.state == State::Running
-            && server.state == State::Running
+            && local.state.holds_attempt()
+            && server.state.holds_attempt()
             && server.progress < local.progress)
-}
-
-/// The task as it was at version 0, from the fields that never change.
-fn initial_view(task: &TaskView) -> TaskView {
-    TaskView {
-        id: task.id.clone(),
-        state: State::Queued,
-        expires_at_ms: task.expires_at_ms,
-        attempts: 0,
-        max_attempts: task.max_attempts,
-        progress: 0,
-        version: 0,
-        result_ref: None,
-        result_hash: None,
-        error: None,
-    }
+        || (local.state.is_terminal() && !server.state.is_terminal())
 }
 
 /// Applies `entry` to `view` when the local reducer produces exactly that
 /// entry (same version, same recorded event); otherwise leaves `view`
 /// untouched and returns false.
 fn replays_identically(view: &mut TaskView, entry: &HistoryEntry) -> bool {
-    // Decide whether this step would expire the task before running it,
-    // so that a mismatch never has to be undone.
-    let expires = !view.state.is_terminal()
-        && (matches!(entry.event, crate::Event::Expire { .. })
-            || entry.event.at_ms().get() >= view.expires_at_ms);
-    if expires && entry.event != view.expiry_event() {
+    // Decide what this step would record before running it, so that a
+    // mismatch never has to be undone: an expiry or a timeout is recorded
+    // at its own time, whatever triggered it.
+    let recorded_at = |at_ms: f64| entry.event.at_ms().get() == at_ms;
+    let as_recorded = match view.would_record(&entry.event) {
+        Recorded::Incoming => true,
+        Recorded::Expiry => {
+            matches!(entry.event, Event::Expire { .. }) && recorded_at(view.expires_at_ms)
+        }
+        Recorded::Timeout => {
+            matches!(entry.event, Event::Timeout { .. })
+                && view.deadline_at_ms.is_some_and(recorded_at)
+        }
+    };
+    if !as_recorded {
         return false;
     }
-    let (outcome, _) = view.decide(&entry.event);
+    let (outcome, _) = view.judge_versioned(&entry.event, true);
     outcome.changed && view.version == entry.version
 }

@@ -121,6 +121,14 @@ impl ResumeAnswer {
             _ => &[],
         }
     }
+
+    /// The entries of a delta, moved out; empty for the other modes.
+    pub fn into_events(self) -> Vec<HistoryEntry> {
+        match self {
+            ResumeAnswer::Delta { events, .. } => events,
+            _ => Vec::new(),
+        }
+    }
 }
 
 impl Serialize for ResumeAnswer {

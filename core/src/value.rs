@@ -162,6 +162,12 @@ impl NonBlank {
     pub fn into_string(self) -> String {
         self.0
     }
+
+    /// An empty stand-in for a field a reader found missing: only ever
+    /// built next to the error that is returned instead of it.
+    pub(crate) fn placeholder() -> Self {
+        NonBlank(String::new())
+    }
 }
 
 impl std::ops::Deref for NonBlank {

@@ -14,21 +14,24 @@ fn event_strategy() -> impl Strategy<Value = Event> {
         .prop_map(|ms| Millis::new(ms, "atMs").unwrap());
     let hash = prop_oneof![Just("h1"), Just("h2")].prop_map(|h| NonBlank::new(h, "h").unwrap());
     prop_oneof![
-        3 => at.clone().prop_map(|at_ms| Event::Start { at_ms, worker: "w".into() }),
+        3 => at.clone().prop_map(|at_ms| Event::Start { at_ms, worker: "w".into(), attempt: None, lease_ms: None }),
         6 => (at.clone(), 0u8..=100).prop_map(|(at_ms, p)| Event::Progress {
             at_ms,
             progress: Percent::new(f64::from(p), "p").unwrap(),
             cursor: String::new(),
+            attempt: None,
         }),
         1 => (at.clone(), hash).prop_map(|(at_ms, result_hash)| Event::Succeed {
             at_ms,
             result_ref: NonBlank::new("r", "r").unwrap(),
             result_hash,
+            attempt: None,
         }),
         2 => (at.clone(), any::<bool>()).prop_map(|(at_ms, retryable)| Event::Fail {
             at_ms,
             error: "e".into(),
             retryable,
+            attempt: None,
         }),
         1 => at.prop_map(|at_ms| Event::Expire { at_ms }),
     ]
@@ -43,13 +46,8 @@ fn call_strategy() -> impl Strategy<Value = (usize, Event, Option<u8>)> {
 fn book_with_tasks(n: usize) -> Book {
     let mut book = Book::new();
     for i in 0..n {
-        book.create(&CreateTask {
-            id: format!("t{i}"),
-            now_ms: 0.0,
-            ttl_ms: TTL,
-            max_attempts: 3,
-        })
-        .unwrap();
+        book.create(&CreateTask::new(format!("t{i}"), 0.0, TTL, 3))
+            .unwrap();
     }
     book
 }
@@ -137,7 +135,7 @@ proptest! {
         retention in 0u64..10,
     ) {
         let mut book = Book::with_retention(retention);
-        book.create(&CreateTask { id: "t".into(), now_ms: 0.0, ttl_ms: TTL, max_attempts: 3 }).unwrap();
+        book.create(&CreateTask::new("t", 0.0, TTL, 3)).unwrap();
         // Every answer the server could have given at some point, to any
         // cursor: the material a network can duplicate, reorder, delay.
         let mut answers: Vec<ResumeAnswer> = Vec::new();
@@ -197,6 +195,8 @@ fn mirror_persistence_round_trips_and_rejects_foreign_values() {
         Event::Start {
             at_ms: Millis::new(1.0, "a").unwrap(),
             worker: "w".into(),
+            attempt: None,
+            lease_ms: None,
         },
         None,
     )
@@ -335,7 +335,7 @@ proptest! {
         use taskwire_core::Task;
         let mut book = book_with_tasks(1);
         let worker = odd.clone();
-        book.apply("t0", Event::Start { at_ms: Millis::new(fraction, "a").unwrap(), worker }, Some(&odd)).ok();
+        book.apply("t0", Event::Start { at_ms: Millis::new(fraction, "a").unwrap(), worker, attempt: None, lease_ms: None }, Some(&odd)).ok();
         for e in events {
             book.apply("t0", e, None).unwrap();
         }

@@ -84,6 +84,20 @@ pub struct Config {
     )]
     pub callback_body_timeout_ms: u64,
 
+    /// Lease given to a `start` that carries `attempt` but no `leaseMs`, in
+    /// milliseconds: the attempt counts as alive this long after each of
+    /// its reports, then its task is `unknown`. A `start` without
+    /// `attempt` (a seed-000 executor) opens no lease and never lapses.
+    #[arg(long, env = "TASKWIRE_LEASE_MS", default_value_t = 30_000)]
+    pub lease_ms: u64,
+
+    /// How long an `unknown` task waits for word from its attempt before it
+    /// is re-queued (or failed, with no attempt left), in milliseconds, for
+    /// a task created without `unknownGraceMs` (and without
+    /// `autoRequeue: false`, which keeps it waiting).
+    #[arg(long, env = "TASKWIRE_UNKNOWN_GRACE_MS", default_value_t = 60_000)]
+    pub unknown_grace_ms: u64,
+
     /// Resume window in versions: a client further behind gets a snapshot.
     #[arg(long, env = "TASKWIRE_RETENTION", default_value_t = 8)]
     pub retention: u64,

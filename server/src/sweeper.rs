@@ -1,7 +1,8 @@
-//! The TTL sweeper: tasks expire at their TTL even when no executor ever
-//! calls back. Each tick asks the store to expire what is due (core's
-//! `TaskView::expire_step`, one notification each); the store publishes
-//! the changes, so watchers wake as for any other commit.
+//! The sweeper: tasks expire at their TTL even when no executor ever
+//! calls back, and a lapsed lease, a grace period or an execution
+//! deadline moves its task on time. Each tick asks the store to move what
+//! is due (core's `TaskView::expire_step`, then `sweep_step`); the store
+//! publishes the changes, so watchers wake as for any other commit.
 //!
 //! Each due row is handled on its own: one the store cannot expire (it
 //! does not parse, or disagrees with itself) is quarantined and reported
@@ -20,6 +21,16 @@ use crate::AppState;
 /// Expiries per store call, so one tick never holds the writer long.
 const BATCH: u32 = 256;
 
+/// The sweeps each tick runs, in order: the TTL first (an expiry ends
+/// the task, so a lease that ran out at the same time has nothing left to
+/// do), then the lifecycle (`lapse`, `abandon`, `timeout`; core's
+/// `sweep_step`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Sweep {
+    Ttl,
+    Lifecycle,
+}
+
 /// Runs forever (the server aborts it at shutdown).
 pub async fn run(state: AppState, every: Duration) {
     let mut tick = tokio::time::interval(every);
@@ -29,25 +40,31 @@ pub async fn run(state: AppState, every: Duration) {
     let mut failing: Option<String> = None;
     loop {
         tick.tick().await;
-        loop {
-            match state.store.expire_due(now_ms(), BATCH).await {
-                Ok(swept) => {
-                    if failing.take().is_some() {
-                        eprintln!("taskwire-server: sweeper: the store answers again");
+        'sweeps: for sweep in [Sweep::Ttl, Sweep::Lifecycle] {
+            loop {
+                let swept = match sweep {
+                    Sweep::Ttl => state.store.expire_due(now_ms(), BATCH).await,
+                    Sweep::Lifecycle => state.store.lifecycle_due(now_ms(), BATCH).await,
+                };
+                match swept {
+                    Ok(swept) => {
+                        if failing.take().is_some() {
+                            eprintln!("taskwire-server: sweeper: the store answers again");
+                        }
+                        state.stats.swept(swept.expired);
+                        state.stats.quarantined("sweeper", &swept.quarantined);
+                        if swept.looked_at < BATCH as usize {
+                            break;
+                        }
                     }
-                    state.stats.swept(swept.expired);
-                    state.stats.quarantined("sweeper", &swept.quarantined);
-                    if swept.looked_at < BATCH as usize {
-                        break;
+                    Err(e) => {
+                        let e = e.to_string();
+                        if failing.as_ref() != Some(&e) {
+                            eprintln!("taskwire-server: sweeper: {e} (retrying every tick)");
+                        }
+                        failing = Some(e);
+                        break 'sweeps;
                     }
-                }
-                Err(e) => {
-                    let e = e.to_string();
-                    if failing.as_ref() != Some(&e) {
-                        eprintln!("taskwire-server: sweeper: {e} (retrying every tick)");
-                    }
-                    failing = Some(e);
-                    break;
                 }
             }
         }

@@ -505,15 +505,14 @@ async fn a_callback_in_many_chunks_of_every_size_is_read_whole() {
     assert_eq!(task(&h, "demo", &id).await["resultRef"], event["resultRef"]);
 }
 
-/// Documents today's behaviour for the lifecycle work (attempt fencing),
-/// which must flip it: a `fail` that was a no-op while the task was queued
+/// A `fail` without `attempt` that was a no-op while the task was queued
 /// is not remembered (core fix 1 lets an early callback apply later), so
 /// the same bytes replayed after `start`, within the timestamp tolerance,
-/// fail the task. Nothing in a callback says which attempt it belongs to;
-/// the `attempt` token will.
+/// fail the task: seed 000's rule for executors that send no attempt,
+/// kept exactly. The protection is the `attempt` token: see
+/// [`a_fail_of_an_old_attempt_replayed_in_a_new_one_is_fenced`].
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_noop_fail_from_before_start_replayed_after_start_fails_the_task_until_attempts_are_fenced(
-) {
+async fn a_noop_fail_without_attempt_replayed_after_start_applies_as_in_the_seed() {
     let h = harness(|_| {}).await;
     let dev = secret();
     let id = h
@@ -541,7 +540,38 @@ async fn a_noop_fail_from_before_start_replayed_after_start_fails_the_task_until
             r["state"].clone()
         ),
         (json!("failed"), json!(true), json!("failed")),
-        "today a replay of the queued-time fail fails the new attempt"
+        "without attempt, a replay of the queued-time fail applies (seed 000)"
+    );
+}
+
+/// Issue 16's replay, with the attempt token: attempt 1's late `fail`
+/// (its lease lapsed, the task was given a new attempt, so the fail was
+/// `stale-attempt` and not remembered) replayed byte for byte while
+/// attempt 2 runs is fenced off again, and changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fail_of_an_old_attempt_replayed_in_a_new_one_is_fenced() {
+    use common::lifecycle::{create_with, start, wait_for};
+    let h = harness(|_| {}).await;
+    let dev = secret();
+    let id = create_with(&h, json!({"unknownGraceMs": 0})).await;
+    let first = capture(std::slice::from_ref(&dev), &id, "s1", &start(1, 200));
+    assert_eq!(send(&h, &id, &first).await.json()["reason"], "started");
+    wait_for(&h, &id, "queued").await;
+    let mut late = fail_ev(common::lifecycle::now_ms(), false);
+    late["attempt"] = json!(1);
+    let late = capture(std::slice::from_ref(&dev), &id, "f1", &late);
+    assert_eq!(send(&h, &id, &late).await.json()["reason"], "stale-attempt");
+    let second = capture(std::slice::from_ref(&dev), &id, "s2", &start(2, 60_000));
+    assert_eq!(send(&h, &id, &second).await.json()["reason"], "started");
+    let r = send(&h, &id, &late).await.json();
+    assert_eq!(
+        (
+            r["reason"].clone(),
+            r["changed"].clone(),
+            r["state"].clone()
+        ),
+        (json!("stale-attempt"), json!(false), json!("running")),
+        "{r}"
     );
 }
 

@@ -17,21 +17,18 @@ use taskwire_server::hub::{Hub, Wake};
 use taskwire_server::store::Change;
 
 fn view(id: &str) -> TaskView {
-    create_task(&CreateTask {
-        id: id.into(),
-        now_ms: 0.0,
-        ttl_ms: 1e9,
-        max_attempts: 1,
-    })
-    .expect("a valid task")
-    .view()
-    .clone()
+    create_task(&CreateTask::new(id, 0.0, 1e9, 1))
+        .expect("a valid task")
+        .view()
+        .clone()
 }
 
 fn start(view: &mut TaskView) -> Change {
     let event = Event::Start {
         at_ms: Millis::new(1.0, "atMs").expect("finite"),
         worker: "w".into(),
+        attempt: None,
+        lease_ms: None,
     };
     let entry = view
         .step(&event)

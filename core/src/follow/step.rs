@@ -102,11 +102,13 @@ impl Follow {
         self.unreported.extend(outcome.rejected.iter().copied());
         self.status(ConnState::Live, None, None, None);
         if outcome.changed {
+            // Moved out of the answer, not cloned: the page then carries
+            // no copy of `Event::clone` (~1.2 KB of wasm for its fourteen
+            // kinds).
             let events = answer
-                .events()
-                .iter()
+                .into_events()
+                .into_iter()
                 .filter(|e| outcome.applied.contains(&e.version))
-                .cloned()
                 .collect();
             self.events.push(FollowEvent::Update(Update {
                 task: self.mirror.task().cloned(),

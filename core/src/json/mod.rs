@@ -22,8 +22,8 @@ mod write;
 pub use de::Path;
 pub use error::Error;
 pub use parse::Value;
-pub(crate) use read::impl_deserialize;
 pub use read::{deserialize_via_from_json, expected, invalid, variant, Fields, FromJson};
+pub(crate) use read::{impl_deserialize, Gather, Placeholder};
 pub use write::{object, write, ToJson, ToJsonDyn, Writer};
 
 /// Parses JSON text into a [`FromJson`] type (the wire types): one pass

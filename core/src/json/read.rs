@@ -93,6 +93,91 @@ impl<'v, 'a, 'p> Fields<'v, 'a, 'p> {
     }
 }
 
+/// Reads an object's fields one by one and keeps the first error, so a
+/// reader has no early return per field and drops its partial result in
+/// one place (an early return per field repeats the drop code at every
+/// one). Every reader shares its per-type copies: in the page's wasm,
+/// that is ~3 KB less than a `?` per field.
+pub(crate) struct Gather<'f, 'v, 'a, 'p> {
+    fields: &'f Fields<'v, 'a, 'p>,
+    /// Names the object in "required" messages (`a start event`).
+    what: Option<&'static str>,
+    error: Option<Error>,
+}
+
+/// Stands in for a missing required field once its error is recorded; it
+/// never escapes, since the reader then returns the error.
+pub(crate) trait Placeholder {
+    fn placeholder() -> Self;
+}
+
+impl<T: Default> Placeholder for T {
+    fn placeholder() -> Self {
+        T::default()
+    }
+}
+
+impl<'f, 'v, 'a, 'p> Gather<'f, 'v, 'a, 'p> {
+    /// `what`: `Some("start")` gives `required for a start event`.
+    pub(crate) fn new(fields: &'f Fields<'v, 'a, 'p>, what: Option<&'static str>) -> Self {
+        Gather {
+            fields,
+            what,
+            error: None,
+        }
+    }
+
+    /// An optional field (`None` when absent or `null`).
+    pub(crate) fn opt<T: FromJson>(&mut self, key: &str) -> Option<T> {
+        if self.error.is_some() {
+            return None;
+        }
+        self.fields.get(key).unwrap_or_else(|e| {
+            self.error = Some(e);
+            None
+        })
+    }
+
+    /// A required field.
+    pub(crate) fn req<T: FromJson + Placeholder>(&mut self, key: &str) -> T {
+        match self.opt(key) {
+            Some(value) => value,
+            None => {
+                if self.error.is_none() {
+                    self.error = Some(self.missing(key));
+                }
+                T::placeholder()
+            }
+        }
+    }
+
+    /// Records an error about `key` (unless one is already recorded).
+    pub(crate) fn fail(&mut self, key: &str, why: &str) {
+        if self.error.is_none() {
+            self.error = Some(self.fields.missing(key, why));
+        }
+    }
+
+    /// Out of line: one copy, not one per field type.
+    #[inline(never)]
+    fn missing(&self, key: &str) -> Error {
+        match self.what {
+            Some(what) => self
+                .fields
+                .missing(key, &format!("required for a {what} event")),
+            None => self.fields.missing(key, "required"),
+        }
+    }
+
+    /// `value`, or the first error.
+    pub(crate) fn finish<T>(self, value: T) -> Result<T, Error> {
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(value),
+        }
+    }
+}
+
 impl FromJson for String {
     fn from_json(value: &Value<'_>, at: Path<'_>) -> Result<Self, Error> {
         match value {

@@ -24,12 +24,7 @@ impl Server {
     pub fn new(rng: &mut Rng) -> Server {
         let mut book = Book::with_retention(8);
         let task = book
-            .create(&CreateTask {
-                id: TASK.into(),
-                now_ms: 0.0,
-                ttl_ms: 1e12,
-                max_attempts: 3,
-            })
+            .create(&CreateTask::new(TASK, 0.0, 1e12, 3))
             .expect("create");
         let views = vec![task.view().clone()];
         let mut events = vec![r#"{"type":"start","atMs":1,"worker":"w1"}"#.to_string()];

@@ -9,6 +9,10 @@
 //!   durable callbacks per second (each answer comes after its commit).
 //! - `slow-body`: C unauthenticated callbacks that send most of a 64 KiB
 //!   body and stall; prints the server's RSS (see `load/slow_body.rs`).
+//! - `fill`: N tasks × 5 callbacks, then the SQLite file's bytes per task
+//!   and per table (`fill.rs`).
+//! - `soak`: steady churn of tasks, callbacks, long-polls and SSE streams
+//!   for M minutes, the server's RSS once a minute (`soak.rs`).
 //!
 //! Several instances (PostgreSQL): `--addr A,B` spreads `callbacks`'
 //! connections over the addresses, and `fanout` holds its watchers on the
@@ -28,6 +32,13 @@ use taskwire_server::signature::{callback_body, Secret, DEV_SECRET};
 
 #[path = "load/slow_body.rs"]
 mod slow_body;
+
+// In a directory of their own: cargo takes every file in src/bin/ for a
+// binary.
+#[path = "taskwire-load/fill.rs"]
+mod fill;
+#[path = "taskwire-load/soak.rs"]
+mod soak;
 
 #[derive(Parser)]
 #[command(
@@ -89,6 +100,20 @@ enum Scenario {
     /// Unauthenticated callbacks that send most of their body and stall:
     /// the server's RSS while they are held.
     SlowBody(slow_body::Args),
+    /// N tasks × 5 callbacks, then the database's size per task and table.
+    Fill {
+        /// Tasks to create.
+        #[arg(long, default_value_t = 50_000)]
+        tasks: u64,
+        /// Concurrent connections.
+        #[arg(long, default_value_t = 32)]
+        conns: usize,
+        /// The server's SQLite file (`DIR/taskwire.sqlite3`), to report on.
+        #[arg(long)]
+        db: Option<String>,
+    },
+    /// Steady churn for M minutes; the server's RSS once a minute.
+    Soak(soak::SoakArgs),
 }
 
 type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
@@ -124,6 +149,8 @@ async fn main() -> Res<()> {
             let task = ctx.create(&mut Conn::open(&ctx.addr).await?).await?;
             slow_body::run(&ctx.addr, &task, args, rss_kib).await
         }
+        Scenario::Fill { tasks, conns, db } => fill::fill(ctx, tasks, conns, db).await,
+        Scenario::Soak(args) => soak::soak(ctx, args).await,
     }
 }
 

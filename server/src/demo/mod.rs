@@ -112,8 +112,8 @@ async fn start_workload(
             state,
             tenant.clone(),
             None,
-            task.ttl_ms,
-            3,
+            (task.ttl_ms, 3),
+            Default::default(),
             Some(task.kind.into()),
             Some(input),
         )

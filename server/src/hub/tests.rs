@@ -3,15 +3,10 @@ use std::time::Duration;
 use taskwire_core::{create_task, CreateTask, Event, Millis};
 
 fn view() -> TaskView {
-    create_task(&CreateTask {
-        id: "t".into(),
-        now_ms: 0.0,
-        ttl_ms: 1e9,
-        max_attempts: 1,
-    })
-    .unwrap()
-    .view()
-    .clone()
+    create_task(&CreateTask::new("t", 0.0, 1e9, 1))
+        .unwrap()
+        .view()
+        .clone()
 }
 
 fn change(view: &mut TaskView, event: Event) -> Change {
@@ -32,6 +27,8 @@ async fn wakes_a_subscriber_and_answers_from_memory() {
         Event::Start {
             at_ms: Millis::new(1.0, "x").unwrap(),
             worker: "w".into(),
+            attempt: None,
+            lease_ms: None,
         },
     );
     let waiter = tokio::spawn(async move { sub.wait_past(0).await });
@@ -66,12 +63,15 @@ async fn publishes_never_go_back_and_reads_join_memory() {
         Event::Start {
             at_ms: at(1.0),
             worker: "w".into(),
+            attempt: None,
+            lease_ms: None,
         },
     );
     let progress = |p: u8| Event::Progress {
         at_ms: at(1.0 + f64::from(p)),
         progress: taskwire_core::value::Percent::new(f64::from(p), "p").unwrap(),
         cursor: format!("c{p}"),
+        attempt: None,
     };
     let c2 = change(&mut v, progress(10));
     let c3 = change(&mut v, progress(20));

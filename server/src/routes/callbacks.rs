@@ -29,7 +29,7 @@ use futures_util::StreamExt;
 use taskwire_core::check_callback_id;
 use taskwire_core::json::{Fields, FromJson, Path as JsonPath, Value};
 use taskwire_core::wire::from_json_bytes;
-use taskwire_core::Event;
+use taskwire_core::{Event, EventKind, Millis};
 use tokio::time::Instant;
 
 use super::{check_id, now_secs, task_id, BODY_LIMIT};
@@ -91,6 +91,8 @@ pub async fn callback(
     // and the task it names cannot disagree; a body for another task was
     // refused above, before its event was looked at.
     let event: Event = from_json_bytes(&raw, "event")?;
+    refuse_if_not_an_executors(&event)?;
+    let event = with_default_lease(event, state.config.lease_ms);
     let answer = state
         .store
         .callback(Callback {
@@ -102,6 +104,56 @@ pub async fn callback(
         .await?;
     state.stats.callback(answer.reason);
     Ok(Json(answer))
+}
+
+/// An executor reports what its attempt did. A person's request (`cancel`,
+/// `decide`) has its own route, which takes the actor from the caller's
+/// credential; the sweeper's own events (`lapse`, `abandon`, `timeout`)
+/// are the server's to record, at the time they fell due. Either one in a
+/// signed callback would let an executor forge them, so they are refused
+/// (422 `not-an-executor-event`) before the store sees them. `expire`
+/// stays accepted, as in the seed: it is judged against the task's TTL
+/// (`not-expired` before it), so it cannot end a task early.
+fn refuse_if_not_an_executors(event: &Event) -> Result<(), ApiError> {
+    let kind = event.kind();
+    let instead = match kind {
+        EventKind::Cancel => "POST /v1/tasks/{id}/cancel",
+        EventKind::Decide => "POST /v1/tasks/{id}/decisions",
+        EventKind::Lapse | EventKind::Abandon | EventKind::Timeout => {
+            "the server's sweeper, when a lease, grace period or deadline runs out"
+        }
+        _ => return Ok(()),
+    };
+    Err(ApiError::unprocessable(
+        "not-an-executor-event",
+        format!(
+            "event.type: {} is not an executor's event (it comes from {instead})",
+            quoted(kind.as_str())
+        ),
+    ))
+}
+
+/// A `start` that opts into attempts (it carries `attempt`) but names no
+/// `leaseMs` gets the server's (`--lease-ms`): such an executor is
+/// expected to report or heartbeat, and a silent one lapses to
+/// `unknown`. Without `attempt` (a seed-000 executor) nothing changes: no
+/// lease, as in the seed. The same bytes always become the same event, so
+/// a redelivery is still the same callback.
+fn with_default_lease(event: Event, lease_ms: u64) -> Event {
+    match event {
+        Event::Start {
+            at_ms,
+            worker,
+            attempt: Some(attempt),
+            lease_ms: None,
+        } => Event::Start {
+            at_ms,
+            worker,
+            attempt: Some(attempt),
+            lease_ms: Millis::new(lease_ms as f64, "leaseMs").ok(),
+        },
+        other => other,
+    }
 }
 
 /// The body's `taskId`: the task its signature is for.

@@ -2,6 +2,7 @@
 //! handler shares (ids, bodies, query parameters). Handlers only talk to
 //! the [`crate::store::Store`] interface and the hub.
 
+mod actions;
 mod callbacks;
 pub(crate) mod cors;
 mod events;
@@ -43,6 +44,8 @@ pub fn router(state: AppState) -> Router {
         // headers passed (see callbacks.rs).
         .route("/v1/tasks/{id}/callbacks", post(callbacks::callback))
         .route("/v1/tasks/{id}/deliveries", limited(post(tasks::deliver)))
+        .route("/v1/tasks/{id}/cancel", limited(post(actions::cancel)))
+        .route("/v1/tasks/{id}/decisions", limited(post(actions::decide)))
         .route("/v1/notifications", get(notifications::list));
     app = if state.config.demo {
         crate::demo::routes(app)

@@ -120,12 +120,14 @@ mod tests {
 
     /// 10,000 held long-polls are 10,000 of these: 736 bytes with rustc
     /// 1.95 (904 before the request's copies were left out; the held-watch
-    /// permit added 8). The bound has
-    /// room for compiler changes but catches a copy of the request or a
-    /// second answer creeping in.
+    /// permit added 8), ~890 since the task view it holds gained the
+    /// lifecycle fields (issue 11: +152 bytes, ~1.5 MB per 10,000 held
+    /// polls; boxing them would cost the page's wasm more than its budget
+    /// has left). The bound has room for compiler changes but catches a
+    /// copy of the request or a second answer creeping in.
     #[test]
     fn the_held_future_stays_small() {
         let size = future_size(resume);
-        assert!(size <= 800, "resume future is {size} bytes");
+        assert!(size <= 950, "resume future is {size} bytes");
     }
 }

@@ -34,6 +34,21 @@ struct CreateBody {
     max_attempts: f64,
     kind: Option<String>,
     input: Option<Value>,
+    deadline_ms: Option<f64>,
+    unknown_grace_ms: Option<f64>,
+    auto_requeue: Option<bool>,
+}
+
+/// The optional lifecycle fields of a create (PROTOCOL.md, "Create a
+/// task"); core validates them.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct LifecycleOptions {
+    /// Execution deadline from creation: past it the task is `timed_out`.
+    pub deadline_ms: Option<f64>,
+    /// Grace period of an `unknown` task (else the server's default).
+    pub unknown_grace_ms: Option<f64>,
+    /// `false`: an `unknown` task is never re-queued automatically.
+    pub auto_requeue: Option<bool>,
 }
 
 /// A new unguessable task id: `tsk_` + 128 random bits in hex.
@@ -85,8 +100,12 @@ pub async fn create(
         &state,
         tenant,
         idempotency,
-        req.ttl_ms,
-        max_attempts,
+        (req.ttl_ms, max_attempts),
+        LifecycleOptions {
+            deadline_ms: req.deadline_ms,
+            unknown_grace_ms: req.unknown_grace_ms,
+            auto_requeue: req.auto_requeue,
+        },
         req.kind,
         exact.input,
     )
@@ -132,6 +151,15 @@ fn exact_body(text: &str) -> Result<ExactBody, ApiError> {
         request.push_str(&canonical);
         request.push('\n');
     }
+    // The lifecycle fields count only when sent, named: a body without
+    // them is the same request, in the same form, as before they existed.
+    for name in ["autoRequeue", "deadlineMs", "unknownGraceMs"] {
+        if let Some(v) = field(name) {
+            let canonical = exact_json::canonical(v)
+                .map_err(|e| ApiError::invalid(format!("body.{name}: {e}")))?;
+            request.push_str(&format!("{name}={canonical}\n"));
+        }
+    }
     let input = field("input")
         .map(|v| RawJson::parse(v).map_err(|e| ApiError::invalid(format!("body.input: {e}"))))
         .transpose()?;
@@ -144,8 +172,8 @@ pub async fn create_for(
     state: &AppState,
     tenant: String,
     idempotency: Option<Idempotency>,
-    ttl_ms: f64,
-    max_attempts: u64,
+    (ttl_ms, max_attempts): (f64, u64),
+    lifecycle: LifecycleOptions,
     kind: Option<String>,
     input: Option<RawJson>,
 ) -> Result<(TaskRecord, bool), ApiError> {
@@ -157,11 +185,15 @@ pub async fn create_for(
             )));
         }
     }
+    let auto_requeue = lifecycle.auto_requeue.unwrap_or(true);
     let task = create_task(&CreateTask {
-        id: new_task_id()?,
-        now_ms: now_ms(),
-        ttl_ms,
-        max_attempts,
+        deadline_ms: lifecycle.deadline_ms,
+        // The server's default grace period, unless the task opted out.
+        unknown_grace_ms: lifecycle
+            .unknown_grace_ms
+            .or(auto_requeue.then_some(state.config.unknown_grace_ms as f64)),
+        auto_requeue,
+        ..CreateTask::new(new_task_id()?, now_ms(), ttl_ms, max_attempts)
     })
     .map_err(|e| ApiError::invalid(format!("body.{}", e.message)))?;
     let created = state

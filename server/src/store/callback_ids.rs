@@ -13,12 +13,15 @@
 //! Per tenant, not global: a tenant's executor must not be able to burn,
 //! or probe for, another tenant's ids.
 //!
-//! **Schema.** `callbacks` gains a `tenant` column and a UNIQUE index on
+//! **Schema.** `callbacks` has a `tenant` column and a UNIQUE index on
 //! `(tenant, callback_id)`: the index makes the rule atomic (two
 //! callbacks racing the same id on two tasks, on any instance, cannot both
-//! commit) and serves the lookup. Added in its own statements, after the
-//! tables exist. Rows written before the column existed keep `tenant`
-//! NULL: UNIQUE ignores NULLs, so they are simply not checked.
+//! commit) and serves the lookup. SQLite declares both in its schema (a
+//! file of schema 1 gets them when `sqlite_schema.rs` rebuilds
+//! `callbacks`, keeping the tenants its rows had); PostgreSQL adds them
+//! with [`POSTGRES`], in place. Rows written before the column existed
+//! keep `tenant` NULL: UNIQUE ignores NULLs, so they are simply not
+//! checked.
 
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -27,14 +30,12 @@ use super::StoreError;
 /// The index's name (PostgreSQL reports it on a unique violation).
 pub const INDEX: &str = "callbacks_tenant_callback_id";
 
-/// PostgreSQL: the column and the index, idempotent, under the schema's
-/// advisory lock (instances may start together).
+/// PostgreSQL: the column and the index, idempotent; part of the schema
+/// script `postgres_schema::prepare` runs under its advisory lock
+/// (instances may start together).
 pub const POSTGRES: &str = "
-BEGIN;
-SELECT pg_advisory_xact_lock(7401551000000000001);
 ALTER TABLE callbacks ADD COLUMN IF NOT EXISTS tenant text;
 CREATE UNIQUE INDEX IF NOT EXISTS callbacks_tenant_callback_id ON callbacks (tenant, callback_id);
-COMMIT;
 ";
 
 /// PostgreSQL: which (tenant, callback id) pairs are remembered on some
@@ -43,21 +44,6 @@ pub const POSTGRES_OWNERS: &str = "
 SELECT c.tenant, c.callback_id
 FROM unnest($1::text[], $2::text[]) AS k(tenant, callback_id)
 JOIN callbacks c ON c.tenant = k.tenant AND c.callback_id = k.callback_id";
-
-/// SQLite: adds the column (SQLite has no `ADD COLUMN IF NOT EXISTS`) and
-/// the index, on the writer's connection at open.
-pub fn migrate_sqlite(conn: &Connection) -> rusqlite::Result<()> {
-    let has_tenant: bool = conn
-        .prepare("SELECT 1 FROM pragma_table_info('callbacks') WHERE name = 'tenant'")?
-        .exists([])?;
-    if !has_tenant {
-        conn.execute_batch("ALTER TABLE callbacks ADD COLUMN tenant TEXT;")?;
-    }
-    conn.execute_batch(
-        "CREATE UNIQUE INDEX IF NOT EXISTS callbacks_tenant_callback_id
-         ON callbacks (tenant, callback_id);",
-    )
-}
 
 /// SQLite: the task `callback_id` is remembered on for `tenant`, if any.
 pub fn sqlite_owner(

@@ -20,9 +20,13 @@
 //!   ([`quarantine`]) and reported, and the other rows go on.
 
 pub mod callback_ids;
+mod callback_ref;
+pub(crate) mod lifecycle;
 pub mod postgres;
+mod postgres_schema;
 pub mod quarantine;
 pub mod sqlite;
+mod sqlite_schema;
 mod sweep;
 
 use std::future::Future;
@@ -116,9 +120,15 @@ impl std::fmt::Display for StoreError {
 /// What a store's writer hands back for one write job. Both stores queue
 /// writes to a writer that batches them into transactions; the job's
 /// caller unwraps the variant it asked for.
+// A task view (in `NewTask`/`Created`) makes one variant ~400 bytes since
+// the lifecycle fields (issue 11); each value lives only while its write
+// is queued, so boxing would add an allocation per create to save a few
+// hundred bytes per queued write.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum WriteDone {
     Created(Created),
     Callback(CallbackAnswer),
+    Acted(Acted),
     Delivery(Delivery),
     Expired(Swept),
     Quarantined(Vec<Quarantined>),
@@ -141,6 +151,13 @@ impl WriteDone {
     pub(crate) fn callback(self) -> Result<CallbackAnswer, StoreError> {
         match self {
             WriteDone::Callback(a) => Ok(a),
+            _ => Err(Self::unexpected()),
+        }
+    }
+
+    pub(crate) fn acted(self) -> Result<Acted, StoreError> {
+        match self {
+            WriteDone::Acted(a) => Ok(a),
             _ => Err(Self::unexpected()),
         }
     }
@@ -179,6 +196,10 @@ pub struct TaskRecord {
     /// Opaque input given at creation, as the exact JSON text sent (so
     /// numbers beyond double precision come back as they were).
     pub input: Option<RawJson>,
+    /// The current attempt's lease (`tasks.lease`): operational, not
+    /// versioned and not on the wire (see [`lifecycle`]). Read where the
+    /// task is written; `None` on read-only paths, which do not need it.
+    pub lease: Option<taskwire_core::Lease>,
 }
 
 impl TaskRecord {
@@ -269,6 +290,28 @@ pub struct Callback {
     pub event: Event,
 }
 
+/// A person's request on a task (`cancel`, `decide`), made through the
+/// client API: the event carries the actor the server took from the
+/// caller's credential.
+#[derive(Debug, Clone)]
+pub struct Action {
+    /// The caller's tenant: the task must be this tenant's.
+    pub tenant: String,
+    /// The task.
+    pub task_id: String,
+    /// The event (`Event::Cancel` or `Event::Decide`).
+    pub event: Event,
+}
+
+/// What a person's request did, and the task after it.
+#[derive(Debug, Clone)]
+pub struct Acted {
+    /// Core's judgement (as for a callback).
+    pub answer: CallbackAnswer,
+    /// The task as it is now.
+    pub task: TaskView,
+}
+
 /// What a callback did: the wire answer of `POST …/callbacks`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -287,6 +330,11 @@ pub struct CallbackAnswer {
     pub version: u64,
     /// The task's state after the callback.
     pub state: taskwire_core::State,
+    /// A person asked to cancel the task (it is `cancelling`): the
+    /// executor should stop its work and answer `ack_cancel` (or
+    /// `cannot_cancel`). Executors that heartbeat learn it within one
+    /// heartbeat.
+    pub cancel_requested: bool,
 }
 
 impl CallbackAnswer {
@@ -300,6 +348,7 @@ impl CallbackAnswer {
             reason: outcome.reason,
             version: view.version,
             state: view.state,
+            cancel_requested: view.state == taskwire_core::State::Cancelling,
         }
     }
 }
@@ -359,6 +408,10 @@ pub trait Store: Send + Sync + 'static {
     /// [`StoreError::CallbackIdReused`] (see [`callback_ids`]).
     fn callback(&self, callback: Callback) -> StoreFuture<'_, CallbackAnswer>;
 
+    /// Applies a person's request (`cancel`, `decide`) to the tenant's
+    /// task; resolves after the commit. A repeat is core's duplicate.
+    fn act(&self, action: Action) -> StoreFuture<'_, Acted>;
+
     /// Delivers a succeeded task's result under an idempotency key.
     fn deliver(
         &self,
@@ -381,6 +434,12 @@ pub trait Store: Send + Sync + 'static {
     /// handled on its own: one that does not parse, or that core's step
     /// cannot move, is quarantined and the others are expired.
     fn expire_due(&self, now_ms: f64, limit: u32) -> StoreFuture<'_, Swept>;
+
+    /// Moves up to `limit` live tasks whose lease, grace period or
+    /// execution deadline ran out by `now_ms` (`due_at_ms`, core's
+    /// `sweep_step`: `lapse`, `abandon`, `timeout`), each handled on its
+    /// own as [`Store::expire_due`] does. Exactly once across instances.
+    fn lifecycle_due(&self, now_ms: f64, limit: u32) -> StoreFuture<'_, Swept>;
 
     /// Outbox rows due for a notify post (see [`WebhookClaim`]). Rows
     /// that do not parse are quarantined, not returned.

@@ -66,9 +66,13 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{AsyncMessage, NoTls, Row};
 
+use super::callback_ref::{remembered_event, CallbackRef};
+use super::lifecycle::{due_column, judge_event, lease_column, parse_lease, Judged};
+use super::postgres_schema;
 use super::{
-    callback_ids, Callback, CallbackAnswer, Change, Created, NewTask, OutboxEntry, PendingWebhooks,
-    RawJson, Store, StoreError, StoreFuture, Swept, TaskRecord, WebhookClaim, WriteDone,
+    callback_ids, Acted, Action, Callback, CallbackAnswer, Change, Created, NewTask, OutboxEntry,
+    PendingWebhooks, RawJson, Store, StoreError, StoreFuture, Swept, TaskRecord, WebhookClaim,
+    WriteDone,
 };
 use crate::hub::Hub;
 
@@ -77,11 +81,11 @@ mod sweep;
 
 use errors::{pg_message, pool_error};
 
-/// The schema (same tables as SQLite). Created under an advisory lock so
-/// instances starting together do not race on `CREATE … IF NOT EXISTS`.
+/// The schema (same tables as SQLite). Run by
+/// [`postgres_schema::prepare`] in one transaction under an advisory lock,
+/// so instances starting together do not race on `CREATE … IF NOT EXISTS`
+/// or on a migration.
 const SCHEMA: &str = "
-BEGIN;
-SELECT pg_advisory_xact_lock(7401551000000000001);
 CREATE TABLE IF NOT EXISTS tasks (
     id            text PRIMARY KEY,
     tenant        text NOT NULL,
@@ -90,20 +94,30 @@ CREATE TABLE IF NOT EXISTS tasks (
     live          boolean NOT NULL,
     expires_at_ms double precision NOT NULL,
     kind          text,
-    input         text
+    input         text,
+    -- The lifecycle (lifecycle.rs): the current attempt's lease, and when
+    -- the sweeper must look at the task next (not the TTL).
+    lease         text,
+    due_at_ms     double precision
 );
 CREATE INDEX IF NOT EXISTS tasks_due ON tasks (expires_at_ms) WHERE live;
+CREATE INDEX IF NOT EXISTS tasks_lifecycle_due ON tasks (due_at_ms)
+    WHERE live AND due_at_ms IS NOT NULL;
 CREATE TABLE IF NOT EXISTS history (
     task_id text NOT NULL,
     version bigint NOT NULL,
     event   text NOT NULL,
     PRIMARY KEY (task_id, version)
 );
+-- A remembered callback id names the history entry holding its event;
+-- `event` only when the history holds another one (see callback_ref.rs).
 CREATE TABLE IF NOT EXISTS callbacks (
     task_id     text NOT NULL,
     callback_id text NOT NULL,
-    event       text NOT NULL,
-    PRIMARY KEY (task_id, callback_id)
+    version     bigint,
+    event       text,
+    PRIMARY KEY (task_id, callback_id),
+    CONSTRAINT callbacks_event_once CHECK ((version IS NULL) <> (event IS NULL))
 );
 CREATE TABLE IF NOT EXISTS idempotency (
     tenant  text NOT NULL,
@@ -131,11 +145,7 @@ CREATE TABLE IF NOT EXISTS outbox (
 );
 CREATE INDEX IF NOT EXISTS outbox_tenant ON outbox (tenant, seq);
 CREATE INDEX IF NOT EXISTS outbox_pending ON outbox (next_attempt_ms) WHERE NOT sent;
-COMMIT;
 ";
-
-/// The advisory lock [`SCHEMA`] is created under.
-const SCHEMA_LOCK: i64 = 7401551000000000001;
 
 /// The NOTIFY channel.
 pub const CHANNEL: &str = "taskwire";
@@ -188,9 +198,15 @@ impl Drop for PostgresStore {
     }
 }
 
+// A task view (in `NewTask`/`Created`) makes one variant ~400 bytes since
+// the lifecycle fields (issue 11); each value lives only while its write
+// is queued, so boxing would add an allocation per create to save a few
+// hundred bytes per queued write.
+#[allow(clippy::large_enum_variant)]
 enum Op {
     Create(NewTask),
     Callback(Callback),
+    Act(Action),
     Deliver {
         tenant: String,
         id: String,
@@ -248,6 +264,7 @@ fn order_of(op: &Op) -> LockOrder {
         },
         Op::Deliver { tenant, key, .. } => (0, lock_id(&["delivery", tenant, key]), String::new()),
         Op::Callback(cb) => (1, 0, cb.task_id.clone()),
+        Op::Act(action) => (1, 0, action.task_id.clone()),
     }
 }
 
@@ -285,25 +302,26 @@ impl PostgresStore {
             .build()
             .map_err(|e| format!("--data {shown}: {e}"))?;
         {
-            let client = pool
+            let mut client = pool
                 .get()
                 .await
                 .map_err(|e| format!("--data {shown}: {e}"))?;
-            client
-                .batch_execute(SCHEMA)
+            let schema = format!(
+                "{SCHEMA}{}{}",
+                super::quarantine::POSTGRES_SCHEMA,
+                callback_ids::POSTGRES
+            );
+            let prepared = postgres_schema::prepare(&mut client, &schema)
                 .await
-                .map_err(|e| format!("--data {shown}: schema: {}", pg_message(&e)))?;
-            client
-                .batch_execute(&format!(
-                    "BEGIN; SELECT pg_advisory_xact_lock({SCHEMA_LOCK}); {} COMMIT;",
-                    super::quarantine::POSTGRES_SCHEMA
-                ))
-                .await
-                .map_err(|e| format!("--data {shown}: schema: {}", pg_message(&e)))?;
-            client
-                .batch_execute(callback_ids::POSTGRES)
-                .await
-                .map_err(|e| format!("--data {shown}: schema: {}", pg_message(&e)))?;
+                .map_err(|e| format!("--data {shown}: schema: {e}"))?;
+            if prepared.from != 0 && prepared.from < postgres_schema::CURRENT {
+                eprintln!(
+                    "taskwire-server: {shown}: migrated from schema {} to {} ({} callback events now stored once)",
+                    prepared.from,
+                    postgres_schema::CURRENT,
+                    prepared.callbacks_referenced
+                );
+            }
         }
         let (jobs, rx) = mpsc::channel(QUEUE);
         let rx = Arc::new(AsyncMutex::new(rx));
@@ -371,7 +389,7 @@ impl Store for PostgresStore {
             // read or parsed (no timing difference from an unknown id).
             let stmt = client
                 .prepare_cached(
-                    "SELECT tenant, view, kind, input FROM tasks WHERE id = $1 AND tenant = $2",
+                    "SELECT tenant, view, kind, input, lease FROM tasks WHERE id = $1 AND tenant = $2",
                 )
                 .await?;
             let row = client.query_opt(&stmt, &[&id, &tenant]).await?;
@@ -453,6 +471,11 @@ impl Store for PostgresStore {
         Box::pin(async move { done.await?.callback() })
     }
 
+    fn act(&self, action: Action) -> StoreFuture<'_, Acted> {
+        let done = self.write(Op::Act(action));
+        Box::pin(async move { done.await?.acted() })
+    }
+
     fn deliver(
         &self,
         tenant: String,
@@ -494,6 +517,15 @@ impl Store for PostgresStore {
         Box::pin(sweep::sweep_tasks(self, &super::sweep::TTL, now_ms, limit))
     }
 
+    fn lifecycle_due(&self, now_ms: f64, limit: u32) -> StoreFuture<'_, Swept> {
+        Box::pin(sweep::sweep_tasks(
+            self,
+            &super::sweep::LIFECYCLE,
+            now_ms,
+            limit,
+        ))
+    }
+
     fn pending_webhooks(&self, claim: WebhookClaim) -> StoreFuture<'_, PendingWebhooks> {
         Box::pin(sweep::pending_webhooks(self, claim))
     }
@@ -516,8 +548,8 @@ struct Batch {
     changed_set: HashSet<String>,
     history: Vec<(String, i64, String)>,
     callbacks: HashMap<(String, String), Event>,
-    /// (task, callback id, event, tenant) of every id remembered.
-    callback_rows: Vec<(String, String, String, String)>,
+    /// (task, callback id, what to store, tenant) of every id remembered.
+    callback_rows: Vec<(String, String, CallbackRef, String)>,
     /// (tenant, callback id) of the batch's callbacks that are remembered
     /// on some task (prefetched, then kept up to date).
     claimed: HashSet<(String, String)>,
@@ -533,34 +565,43 @@ struct Batch {
 }
 
 impl Batch {
-    /// Records one change: the task's new view, its history entry and,
-    /// for a terminal state, its outbox row.
-    fn change(&mut self, view: &TaskView, entry: HistoryEntry, notify: bool, at_ms: f64) {
-        let Some(rec) = self.tasks.get_mut(&view.id) else {
+    /// Records what core judged for one task (see `lifecycle.rs`): the
+    /// row (view and lease) when anything moved, each history entry, and
+    /// for a terminal change its outbox row at `at_ms`.
+    fn judged(&mut self, record: &TaskRecord, judged: &Judged, at_ms: f64) {
+        if !judged.write {
+            return;
+        }
+        let id = &record.view.id;
+        let Some(rec) = self.tasks.get_mut(id) else {
             return;
         };
-        rec.view = view.clone();
-        if self.changed_set.insert(view.id.clone()) {
-            self.changed.push(view.id.clone());
+        rec.view = record.view.clone();
+        rec.lease = record.lease;
+        if self.changed_set.insert(id.clone()) {
+            self.changed.push(id.clone());
         }
-        self.history.push((
-            view.id.clone(),
-            to_i64(entry.version),
-            to_json(&entry.event),
-        ));
-        if notify {
-            self.outbox.push((
-                rec.tenant.clone(),
-                notification_key(&view.id, view.state, view.version),
-                view.id.clone(),
-                view.state.as_str().to_string(),
-                at_ms,
+        for appended in &judged.appended {
+            let view = &appended.view;
+            self.history.push((
+                id.clone(),
+                to_i64(appended.entry.version),
+                to_json(&appended.entry.event),
             ));
+            if appended.notify {
+                self.outbox.push((
+                    record.tenant.clone(),
+                    notification_key(id, view.state, view.version),
+                    id.clone(),
+                    view.state.as_str().to_string(),
+                    at_ms,
+                ));
+            }
+            self.changes.push(Change {
+                view: view.clone(),
+                entry: appended.entry.clone(),
+            });
         }
-        self.changes.push(Change {
-            view: view.clone(),
-            entry,
-        });
     }
 
     /// Writes everything, NOTIFY included, in one pipelined round of
@@ -569,16 +610,18 @@ impl Batch {
         // Prepare first (statement order does not matter there); then the
         // executions go out in this order and run in it.
         let sql = [
-            "INSERT INTO tasks (id, tenant, view, version, live, expires_at_ms, kind, input)
+            "INSERT INTO tasks (id, tenant, view, version, live, expires_at_ms, kind, input, due_at_ms)
              SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bool[],
-                                  $6::float8[], $7::text[], $8::text[])",
-            "UPDATE tasks t SET view = u.view, version = u.version, live = u.live
-             FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bool[]) AS u(id, view, version, live)
+                                  $6::float8[], $7::text[], $8::text[], $9::float8[])",
+            "UPDATE tasks t SET view = u.view, version = u.version, live = u.live,
+                                lease = u.lease, due_at_ms = u.due_at_ms
+             FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bool[], $5::text[], $6::float8[])
+                  AS u(id, view, version, live, lease, due_at_ms)
              WHERE t.id = u.id",
             "INSERT INTO history (task_id, version, event)
              SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[])",
-            "INSERT INTO callbacks (task_id, callback_id, event, tenant)
-             SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])",
+            "INSERT INTO callbacks (task_id, callback_id, version, event, tenant)
+             SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[])",
             "INSERT INTO idempotency (tenant, key, request, task_id)
              SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])",
             "INSERT INTO deliveries (tenant, key, receipt)
@@ -615,6 +658,7 @@ impl Batch {
             .iter()
             .map(|r| r.input.as_ref().map(RawJson::as_str))
             .collect();
+        let c_due: Vec<Option<f64>> = created.iter().map(|r| due_column(r)).collect();
 
         let created_set: HashSet<&str> = c_id.iter().copied().collect();
         let updated: Vec<&TaskRecord> = self
@@ -630,6 +674,8 @@ impl Batch {
             .iter()
             .map(|r| !r.view.state.is_terminal())
             .collect();
+        let u_lease: Vec<Option<String>> = updated.iter().map(|r| lease_column(r)).collect();
+        let u_due: Vec<Option<f64>> = updated.iter().map(|r| due_column(r)).collect();
 
         let h_task: Vec<&str> = self.history.iter().map(|h| h.0.as_str()).collect();
         let h_version: Vec<i64> = self.history.iter().map(|h| h.1).collect();
@@ -637,7 +683,12 @@ impl Batch {
 
         let cb_task: Vec<&str> = self.callback_rows.iter().map(|c| c.0.as_str()).collect();
         let cb_id: Vec<&str> = self.callback_rows.iter().map(|c| c.1.as_str()).collect();
-        let cb_event: Vec<&str> = self.callback_rows.iter().map(|c| c.2.as_str()).collect();
+        let cb_version: Vec<Option<i64>> = self.callback_rows.iter().map(|c| c.2.version).collect();
+        let cb_event: Vec<Option<&str>> = self
+            .callback_rows
+            .iter()
+            .map(|c| c.2.event.as_deref())
+            .collect();
         let cb_tenant: Vec<&str> = self.callback_rows.iter().map(|c| c.3.as_str()).collect();
 
         let i_tenant: Vec<&str> = self.idempotency.keys().map(|k| k.0.as_str()).collect();
@@ -670,17 +721,24 @@ impl Batch {
                 0,
                 vec![
                     &c_id, &c_tenant, &c_view, &c_version, &c_live, &c_expires, &c_kind, &c_input,
+                    &c_due,
                 ],
             ));
         }
         if !u_id.is_empty() {
-            calls.push((1, vec![&u_id, &u_view, &u_version, &u_live]));
+            calls.push((
+                1,
+                vec![&u_id, &u_view, &u_version, &u_live, &u_lease, &u_due],
+            ));
         }
         if !h_task.is_empty() {
             calls.push((2, vec![&h_task, &h_version, &h_event]));
         }
         if !cb_task.is_empty() {
-            calls.push((3, vec![&cb_task, &cb_id, &cb_event, &cb_tenant]));
+            calls.push((
+                3,
+                vec![&cb_task, &cb_id, &cb_version, &cb_event, &cb_tenant],
+            ));
         }
         if !i_tenant.is_empty() {
             calls.push((4, vec![&i_tenant, &i_key, &i_request, &i_task]));
@@ -893,6 +951,9 @@ async fn run_batch(pool: &Pool, jobs: &[Job]) -> Result<(Results, Batch), BatchE
             Op::Callback(cb) => callback(&tx, &mut batch, cb)
                 .await
                 .map(|r| r.map(WriteDone::Callback)),
+            Op::Act(action) => act(&tx, &mut batch, action)
+                .await
+                .map(|r| r.map(WriteDone::Acted)),
             Op::Deliver {
                 tenant,
                 id,
@@ -938,7 +999,7 @@ async fn prefetch(
     ids.dedup();
     let lock = tx
         .prepare_cached(
-            "SELECT id, tenant, view, kind, input FROM tasks
+            "SELECT id, tenant, view, kind, input, lease FROM tasks
              WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE",
         )
         .await?;
@@ -946,9 +1007,10 @@ async fn prefetch(
     // length is known and this is a nested loop over the primary key.
     let seen = tx
         .prepare_cached(
-            "SELECT c.task_id, c.callback_id, c.event
+            "SELECT c.task_id, c.callback_id, coalesce(c.event, h.event)
              FROM unnest($1::text[], $2::text[]) AS k(task_id, callback_id)
-             JOIN callbacks c ON c.task_id = k.task_id AND c.callback_id = k.callback_id",
+             JOIN callbacks c ON c.task_id = k.task_id AND c.callback_id = k.callback_id
+             LEFT JOIN history h ON h.task_id = c.task_id AND h.version = c.version",
         )
         .await?;
     let owners = tx.prepare_cached(callback_ids::POSTGRES_OWNERS).await?;
@@ -976,8 +1038,8 @@ async fn prefetch(
     for row in &seen_rows {
         let task: String = row.try_get(0)?;
         let callback: String = row.try_get(1)?;
-        let text: String = row.try_get(2)?;
-        match parse_event(&text) {
+        let text: Option<String> = row.try_get(2)?;
+        match remembered_event(text, &task, &callback) {
             Ok(event) => {
                 b.callbacks.insert((task, callback), event);
             }
@@ -1045,6 +1107,7 @@ async fn create(tx: &Transaction<'_>, b: &mut Batch, task: &NewTask) -> Sql<Crea
         view: task.view.clone(),
         kind: task.kind.clone(),
         input: task.input.clone(),
+        lease: None,
     };
     b.tasks.insert(task.view.id.clone(), record.clone());
     b.created.push(task.view.id.clone());
@@ -1053,6 +1116,11 @@ async fn create(tx: &Transaction<'_>, b: &mut Batch, task: &NewTask) -> Sql<Crea
         created: true,
     }))
 }
+
+/// The event a remembered callback id first carried (see callback_ref.rs).
+const SEEN_CALLBACK: &str = "SELECT coalesce(c.event, h.event) FROM callbacks c
+     LEFT JOIN history h ON h.task_id = c.task_id AND h.version = c.version
+     WHERE c.task_id = $1 AND c.callback_id = $2";
 
 async fn callback(tx: &Transaction<'_>, b: &mut Batch, cb: &Callback) -> Sql<CallbackAnswer> {
     let key = (cb.task_id.clone(), cb.callback_id.clone());
@@ -1075,14 +1143,10 @@ async fn callback(tx: &Transaction<'_>, b: &mut Batch, cb: &Callback) -> Sql<Cal
                 // Prefetched: its callback ids were read with it.
                 None if prefetched => None,
                 None => {
-                    let stmt = tx
-                        .prepare_cached(
-                            "SELECT event FROM callbacks WHERE task_id = $1 AND callback_id = $2",
-                        )
-                        .await?;
+                    let stmt = tx.prepare_cached(SEEN_CALLBACK).await?;
                     let row = tx.query_opt(&stmt, &[&cb.task_id, &cb.callback_id]).await?;
-                    match row.map(|r| r.try_get::<_, String>(0)).transpose()? {
-                        Some(text) => match parse_event(&text) {
+                    match row.map(|r| r.try_get::<_, Option<String>>(0)).transpose()? {
+                        Some(text) => match remembered_event(text, &cb.task_id, &cb.callback_id) {
                             Ok(e) => Some(e),
                             Err(e) => return Ok(Err(e)),
                         },
@@ -1103,14 +1167,10 @@ async fn callback(tx: &Transaction<'_>, b: &mut Batch, cb: &Callback) -> Sql<Cal
             // the wait).
             let lock = tx
                 .prepare_cached(
-                    "SELECT tenant, view, kind, input FROM tasks WHERE id = $1 FOR UPDATE",
+                    "SELECT tenant, view, kind, input, lease FROM tasks WHERE id = $1 FOR UPDATE",
                 )
                 .await?;
-            let seen_stmt = tx
-                .prepare_cached(
-                    "SELECT event FROM callbacks WHERE task_id = $1 AND callback_id = $2",
-                )
-                .await?;
+            let seen_stmt = tx.prepare_cached(SEEN_CALLBACK).await?;
             let (row, seen_row) = futures_util::future::try_join(
                 tx.query_opt(&lock, &[&cb.task_id]),
                 tx.query_opt(&seen_stmt, &[&cb.task_id, &cb.callback_id]),
@@ -1124,8 +1184,11 @@ async fn callback(tx: &Transaction<'_>, b: &mut Batch, cb: &Callback) -> Sql<Cal
                 Ok(_) => return Ok(Err(StoreError::NotFound(cb.task_id.clone()))),
                 Err(e) => return Ok(Err(e)),
             };
-            let seen = match seen_row.map(|r| r.try_get::<_, String>(0)).transpose()? {
-                Some(text) => match parse_event(&text) {
+            let seen = match seen_row
+                .map(|r| r.try_get::<_, Option<String>>(0))
+                .transpose()?
+            {
+                Some(text) => match remembered_event(text, &cb.task_id, &cb.callback_id) {
                     Ok(e) => Some(e),
                     Err(e) => return Ok(Err(e)),
                 },
@@ -1150,21 +1213,56 @@ async fn callback(tx: &Transaction<'_>, b: &mut Batch, cb: &Callback) -> Sql<Cal
     if b.claimed.contains(&owner_key) {
         return Ok(Err(StoreError::CallbackIdReused(cb.callback_id.clone())));
     }
-    let mut view = record.view;
-    let step = view.step(&cb.event);
-    if let Some(entry) = step.entry {
+    let mut record = record;
+    let judged = judge_event(&mut record, &cb.event);
+    if let Some(first) = judged.appended.first() {
         // Only ids whose event changed the task are remembered (core fix 1).
         b.callbacks.insert(key, cb.event.clone());
         b.claimed.insert(owner_key);
         b.callback_rows.push((
             cb.task_id.clone(),
             cb.callback_id.clone(),
-            to_json(&cb.event),
+            CallbackRef::of(&cb.event, &first.entry),
             cb.tenant.clone(),
         ));
-        b.change(&view, entry, step.outcome.notify, cb.event.at_ms().get());
     }
-    Ok(Ok(CallbackAnswer::new(step.outcome, false, &view)))
+    b.judged(&record, &judged, cb.event.at_ms().get());
+    Ok(Ok(CallbackAnswer::new(judged.outcome, false, &record.view)))
+}
+
+/// A person's request (`cancel`, `decide`) on the tenant's task: the row
+/// locked (or already held by this transaction), judged, recorded.
+async fn act(tx: &Transaction<'_>, b: &mut Batch, action: &Action) -> Sql<Acted> {
+    let mut record = match b.tasks.get(&action.task_id) {
+        Some(rec) if rec.tenant == action.tenant => rec.clone(),
+        Some(_) => return Ok(Err(StoreError::NotFound(action.task_id.clone()))),
+        None => {
+            let lock = tx
+                .prepare_cached(
+                    "SELECT tenant, view, kind, input, lease FROM tasks
+                     WHERE id = $1 AND tenant = $2 FOR UPDATE",
+                )
+                .await?;
+            let Some(row) = tx
+                .query_opt(&lock, &[&action.task_id, &action.tenant])
+                .await?
+            else {
+                return Ok(Err(StoreError::NotFound(action.task_id.clone())));
+            };
+            let rec = match record(&row, 0) {
+                Ok(r) => r,
+                Err(e) => return Ok(Err(e)),
+            };
+            b.tasks.insert(action.task_id.clone(), rec.clone());
+            rec
+        }
+    };
+    let judged = judge_event(&mut record, &action.event);
+    b.judged(&record, &judged, action.event.at_ms().get());
+    Ok(Ok(Acted {
+        answer: CallbackAnswer::new(judged.outcome, false, &record.view),
+        task: record.view,
+    }))
 }
 
 async fn deliver(
@@ -1232,7 +1330,9 @@ async fn deliver(
 /// query: another tenant's row is never read or parsed.
 async fn load_own(tx: &Transaction<'_>, tenant: &str, id: &str) -> Sql<Option<TaskRecord>> {
     let stmt = tx
-        .prepare_cached("SELECT tenant, view, kind, input FROM tasks WHERE id = $1 AND tenant = $2")
+        .prepare_cached(
+            "SELECT tenant, view, kind, input, lease FROM tasks WHERE id = $1 AND tenant = $2",
+        )
         .await?;
     let row = tx.query_opt(&stmt, &[&id, &tenant]).await?;
     Ok(row.map(|r| record(&r, 0)).transpose())
@@ -1401,6 +1501,7 @@ fn record(row: &Row, at: usize) -> Result<TaskRecord, StoreError> {
     let view: String = row.try_get(at + 1)?;
     let kind: Option<String> = row.try_get(at + 2)?;
     let input: Option<String> = row.try_get(at + 3)?;
+    let lease: Option<String> = row.try_get(at + 4)?;
     let input = input
         .map(RawJson::parse)
         .transpose()
@@ -1410,15 +1511,12 @@ fn record(row: &Row, at: usize) -> Result<TaskRecord, StoreError> {
         view: parse_view(&view)?,
         kind,
         input,
+        lease: parse_lease(lease.as_deref())?,
     })
 }
 
 fn parse_view(text: &str) -> Result<TaskView, StoreError> {
     from_json::<TaskView>(text, "tasks.view").map_err(corrupt)
-}
-
-fn parse_event(text: &str) -> Result<Event, StoreError> {
-    from_json::<Event>(text, "callbacks.event").map_err(corrupt)
 }
 
 /// History entries from the rows' `version, event` columns at `at` (a

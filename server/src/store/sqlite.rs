@@ -21,25 +21,27 @@
 //! `sqlite/errors.rs`.
 
 mod errors;
+mod read;
 mod sweep;
+mod write;
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
-use taskwire_core::wire::{from_json, to_json};
-use taskwire_core::{
-    check_callback, check_delivery_input, decide_delivery, notification_key, plan_resume, Delivery,
-    DeliveryReason, Event, HistoryEntry, Reason, Receipt, ResumeAnswer, ResumePlan, TaskView,
-};
+use taskwire_core::{plan_resume, Delivery, ResumeAnswer, ResumePlan};
 use tokio::sync::{oneshot, Semaphore};
 
+use super::sqlite_schema;
+use super::sweep::{TaskSweep, LIFECYCLE, TTL};
 use super::{
-    callback_ids, Callback, CallbackAnswer, Change, Created, NewTask, OutboxEntry, PendingWebhooks,
-    RawJson, Store, StoreError, StoreFuture, Swept, TaskRecord, WebhookClaim, WriteDone,
+    Acted, Action, Callback, CallbackAnswer, Change, Created, NewTask, OutboxEntry,
+    PendingWebhooks, Store, StoreError, StoreFuture, Swept, TaskRecord, WebhookClaim, WriteDone,
 };
 use crate::hub::Hub;
+use read::{history_after, load_own_task};
+use write::{act, callback, create, deliver};
 
 /// The schema. `view` holds the task's `TaskView` as JSON (parsed back
 /// through core, which re-checks its invariants); the other task columns
@@ -53,21 +55,35 @@ CREATE TABLE IF NOT EXISTS tasks (
     live          INTEGER NOT NULL,
     expires_at_ms REAL NOT NULL,
     kind          TEXT,
-    input         TEXT
+    input         TEXT,
+    -- The lifecycle (lifecycle.rs): the current attempt's lease, and when
+    -- the sweeper must look at the task next (not the TTL).
+    lease         TEXT,
+    due_at_ms     REAL
 );
 CREATE INDEX IF NOT EXISTS tasks_due ON tasks (expires_at_ms) WHERE live = 1;
+CREATE INDEX IF NOT EXISTS tasks_lifecycle_due ON tasks (due_at_ms)
+    WHERE live = 1 AND due_at_ms IS NOT NULL;
 CREATE TABLE IF NOT EXISTS history (
     task_id TEXT NOT NULL,
     version INTEGER NOT NULL,
     event   TEXT NOT NULL,
     PRIMARY KEY (task_id, version)
 ) WITHOUT ROWID;
+-- A remembered callback id names the history entry holding its event;
+-- `event` only when the history holds another one (see callback_ref.rs).
 CREATE TABLE IF NOT EXISTS callbacks (
     task_id     TEXT NOT NULL,
     callback_id TEXT NOT NULL,
-    event       TEXT NOT NULL,
-    PRIMARY KEY (task_id, callback_id)
+    version     INTEGER,
+    event       TEXT,
+    -- One task per callback id and tenant (callback_ids.rs); NULL in rows
+    -- from before the column existed, which UNIQUE does not compare.
+    tenant      TEXT,
+    PRIMARY KEY (task_id, callback_id),
+    CHECK ((version IS NULL) <> (event IS NULL))
 ) WITHOUT ROWID;
+CREATE UNIQUE INDEX IF NOT EXISTS callbacks_tenant_callback_id ON callbacks (tenant, callback_id);
 CREATE TABLE IF NOT EXISTS idempotency (
     tenant  TEXT NOT NULL,
     key     TEXT NOT NULL,
@@ -109,16 +125,23 @@ pub struct SqliteStore {
     retention: u64,
 }
 
+// A task view (in `NewTask`/`Created`) makes one variant ~400 bytes since
+// the lifecycle fields (issue 11); each value lives only while its write
+// is queued, so boxing would add an allocation per create to save a few
+// hundred bytes per queued write.
+#[allow(clippy::large_enum_variant)]
 enum Op {
     Create(NewTask),
     Callback(Callback),
+    Act(Action),
     Deliver {
         tenant: String,
         id: String,
         key: String,
         now_ms: f64,
     },
-    ExpireDue {
+    SweepDue {
+        sweep: &'static TaskSweep,
         now_ms: f64,
         limit: u32,
     },
@@ -150,14 +173,25 @@ impl SqliteStore {
     ) -> Result<Self, String> {
         std::fs::create_dir_all(dir).map_err(|e| format!("--data {}: {e}", dir.display()))?;
         let path = dir.join("taskwire.sqlite3");
-        let conn = Connection::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        conn.execute_batch(
-            "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA busy_timeout = 5000;",
-        )
-        .and_then(|()| conn.execute_batch(SCHEMA))
-        .and_then(|()| conn.execute_batch(super::quarantine::SQLITE_SCHEMA))
-        .and_then(|()| callback_ids::migrate_sqlite(&conn))
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut conn = Connection::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let shown = path.display().to_string();
+        // The schema version first: a file from a newer server is refused
+        // before anything (even the journal mode) is changed in it.
+        conn.execute_batch("PRAGMA busy_timeout = 5000;")
+            .map_err(|e| format!("{shown}: {e}"))?;
+        let schema = format!("{SCHEMA}{}", super::quarantine::SQLITE_SCHEMA);
+        let prepared = sqlite_schema::prepare(&mut conn, &schema, &shown)?;
+        conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;")
+            .map_err(|e| format!("{shown}: {e}"))?;
+        if prepared.from != 0 && prepared.from < sqlite_schema::CURRENT {
+            eprintln!(
+                "taskwire-server: {shown}: migrated from schema {} to {} ({} callback events now stored once); \
+                 the space freed is reused for new rows (VACUUM returns it to the file system)",
+                prepared.from,
+                sqlite_schema::CURRENT,
+                prepared.callbacks_referenced
+            );
+        }
         let (jobs, rx) = mpsc::sync_channel(QUEUE);
         let max_batch = max_batch.max(1);
         std::thread::Builder::new()
@@ -265,6 +299,11 @@ impl Store for SqliteStore {
         Box::pin(async move { done.await?.callback() })
     }
 
+    fn act(&self, action: Action) -> StoreFuture<'_, Acted> {
+        let done = self.write(Op::Act(action));
+        Box::pin(async move { done.await?.acted() })
+    }
+
     fn deliver(
         &self,
         tenant: String,
@@ -299,7 +338,20 @@ impl Store for SqliteStore {
     }
 
     fn expire_due(&self, now_ms: f64, limit: u32) -> StoreFuture<'_, Swept> {
-        let done = self.write(Op::ExpireDue { now_ms, limit });
+        let done = self.write(Op::SweepDue {
+            sweep: &TTL,
+            now_ms,
+            limit,
+        });
+        Box::pin(async move { done.await?.expired() })
+    }
+
+    fn lifecycle_due(&self, now_ms: f64, limit: u32) -> StoreFuture<'_, Swept> {
+        let done = self.write(Op::SweepDue {
+            sweep: &LIFECYCLE,
+            now_ms,
+            limit,
+        });
         Box::pin(async move { done.await?.expired() })
     }
 
@@ -331,6 +383,16 @@ impl Store for SqliteStore {
     }
 }
 
+/// Every reader connection's settings. The page cache is small: a read
+/// touches a handful of pages (a primary-key lookup and a range of one
+/// task's history), misses are served from the OS page cache, and with
+/// SQLite's default (2 MB per connection) the 8 readers' caches filled for
+/// tens of minutes as the file grew, which read as RSS rising under a
+/// steady load (server/README.md, "Soak"). The writer keeps the default:
+/// it holds a batch's dirty pages until COMMIT.
+const READER_PRAGMAS: &str =
+    "PRAGMA busy_timeout = 5000; PRAGMA query_only = 1; PRAGMA cache_size = -256;";
+
 /// Reader connections, opened on demand and reused.
 struct Readers {
     path: PathBuf,
@@ -347,7 +409,7 @@ impl Readers {
             Some(c) => c,
             None => {
                 let c = Connection::open(&self.path)?;
-                c.execute_batch("PRAGMA busy_timeout = 5000; PRAGMA query_only = 1;")?;
+                c.execute_batch(READER_PRAGMAS)?;
                 c
             }
         };
@@ -406,7 +468,8 @@ fn commit_batch(
     for job in batch.iter_mut() {
         let op = std::mem::replace(
             &mut job.op,
-            Op::ExpireDue {
+            Op::SweepDue {
+                sweep: &TTL,
                 now_ms: 0.0,
                 limit: 0,
             },
@@ -444,16 +507,18 @@ fn run(
     match op {
         Op::Create(task) => create(tx, task).map(WriteDone::Created),
         Op::Callback(cb) => callback(tx, cb, changes, outbox).map(WriteDone::Callback),
+        Op::Act(action) => act(tx, action, changes, outbox).map(WriteDone::Acted),
         Op::Deliver {
             tenant,
             id,
             key,
             now_ms,
         } => deliver(tx, &tenant, &id, &key, now_ms).map(WriteDone::Delivery),
-        Op::ExpireDue { now_ms, limit } => {
-            sweep::sweep_tasks(tx, &super::sweep::TTL, now_ms, limit, changes, outbox)
-                .map(WriteDone::Expired)
-        }
+        Op::SweepDue {
+            sweep,
+            now_ms,
+            limit,
+        } => sweep::sweep_tasks(tx, sweep, now_ms, limit, changes, outbox).map(WriteDone::Expired),
         Op::Webhook {
             seq,
             sent,
@@ -463,261 +528,6 @@ fn run(
             sweep::quarantine_outbox(tx, rows, now_ms).map(WriteDone::Quarantined)
         }
     }
-}
-
-fn create(tx: &Connection, task: NewTask) -> Result<Created, StoreError> {
-    if let Some(idem) = &task.idempotency {
-        let seen: Option<(String, String)> = tx
-            .prepare_cached(
-                "SELECT request, task_id FROM idempotency WHERE tenant = ?1 AND key = ?2",
-            )?
-            .query_row(params![task.tenant, idem.key], |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })
-            .optional()?;
-        if let Some((seen_request, task_id)) = seen {
-            if !idem.same_as(&seen_request) {
-                return Err(StoreError::IdempotencyKeyReused(idem.key.clone()));
-            }
-            let record = load_own_task(tx, &task.tenant, &task_id)?.ok_or_else(|| {
-                StoreError::Internal(format!("idempotency row points at missing task {task_id}"))
-            })?;
-            return Ok(Created {
-                record,
-                created: false,
-            });
-        }
-        tx.prepare_cached(
-            "INSERT INTO idempotency (tenant, key, request, task_id) VALUES (?1, ?2, ?3, ?4)",
-        )?
-        .execute(params![task.tenant, idem.key, idem.request, task.view.id])?;
-    }
-    let input = task.input.as_ref().map(RawJson::as_str);
-    tx.prepare_cached(
-        "INSERT INTO tasks (id, tenant, view, version, live, expires_at_ms, kind, input)
-         VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7)",
-    )?
-    .execute(params![
-        task.view.id,
-        task.tenant,
-        to_json(&task.view),
-        to_i64(task.view.version),
-        task.view.expires_at_ms,
-        task.kind,
-        input
-    ])?;
-    Ok(Created {
-        record: TaskRecord {
-            tenant: task.tenant,
-            view: task.view,
-            kind: task.kind,
-            input: task.input,
-        },
-        created: true,
-    })
-}
-
-fn callback(
-    tx: &Connection,
-    cb: Callback,
-    changes: &mut Vec<Change>,
-    outbox: &mut bool,
-) -> Result<CallbackAnswer, StoreError> {
-    let record = load_task(tx, &cb.task_id)?
-        .filter(|r| r.tenant == cb.tenant)
-        .ok_or_else(|| StoreError::NotFound(cb.task_id.clone()))?;
-    let seen: Option<String> = tx
-        .prepare_cached("SELECT event FROM callbacks WHERE task_id = ?1 AND callback_id = ?2")?
-        .query_row(params![cb.task_id, cb.callback_id], |r| r.get(0))
-        .optional()?;
-    let seen = seen
-        .map(|text| from_json::<Event>(&text, "callbacks.event"))
-        .transpose()
-        .map_err(corrupt)?;
-    if let Some(outcome) = check_callback(seen.as_ref(), &cb.event) {
-        let duplicate_callback = outcome.reason == Reason::DuplicateCallback;
-        return Ok(CallbackAnswer::new(
-            outcome,
-            duplicate_callback,
-            &record.view,
-        ));
-    }
-    if callback_ids::sqlite_owner(tx, &cb.tenant, &cb.callback_id)?.is_some() {
-        // Not this task's (that would have been `seen`): another one's.
-        return Err(StoreError::CallbackIdReused(cb.callback_id));
-    }
-    let mut view = record.view;
-    let step = view.step(&cb.event);
-    if let Some(entry) = step.entry {
-        // Only ids whose event changed the task are remembered (core fix 1).
-        tx.prepare_cached(
-            "INSERT INTO callbacks (task_id, callback_id, event, tenant) VALUES (?1, ?2, ?3, ?4)",
-        )?
-        .execute(params![
-            cb.task_id,
-            cb.callback_id,
-            to_json(&cb.event),
-            cb.tenant
-        ])?;
-        let at_ms = cb.event.at_ms().get();
-        commit_change(
-            tx,
-            &record.tenant,
-            &view,
-            entry,
-            step.outcome.notify,
-            at_ms,
-            changes,
-            outbox,
-        )?;
-    }
-    Ok(CallbackAnswer::new(step.outcome, false, &view))
-}
-
-/// Writes one change: the task row, its history entry and, for a terminal
-/// state, its outbox row (the UNIQUE key makes a second one impossible).
-#[allow(clippy::too_many_arguments)]
-fn commit_change(
-    tx: &Connection,
-    tenant: &str,
-    view: &TaskView,
-    entry: HistoryEntry,
-    notify: bool,
-    at_ms: f64,
-    changes: &mut Vec<Change>,
-    outbox: &mut bool,
-) -> Result<(), StoreError> {
-    tx.prepare_cached("UPDATE tasks SET view = ?2, version = ?3, live = ?4 WHERE id = ?1")?
-        .execute(params![
-            view.id,
-            to_json(view),
-            to_i64(view.version),
-            !view.state.is_terminal()
-        ])?;
-    tx.prepare_cached("INSERT INTO history (task_id, version, event) VALUES (?1, ?2, ?3)")?
-        .execute(params![
-            view.id,
-            to_i64(entry.version),
-            to_json(&entry.event)
-        ])?;
-    if notify {
-        tx.prepare_cached(
-            "INSERT INTO outbox (tenant, key, task_id, state, at_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
-        )?
-        .execute(params![
-            tenant,
-            notification_key(&view.id, view.state, view.version),
-            view.id,
-            view.state.as_str(),
-            at_ms
-        ])?;
-        *outbox = true;
-    }
-    changes.push(Change {
-        view: view.clone(),
-        entry,
-    });
-    Ok(())
-}
-
-fn deliver(
-    tx: &Connection,
-    tenant: &str,
-    id: &str,
-    key: &str,
-    now_ms: f64,
-) -> Result<Delivery, StoreError> {
-    let (key, now) = check_delivery_input(key, now_ms).map_err(StoreError::Invalid)?;
-    let existing: Option<String> = tx
-        .prepare_cached("SELECT receipt FROM deliveries WHERE tenant = ?1 AND key = ?2")?
-        .query_row(params![tenant, key.as_str()], |r| r.get(0))
-        .optional()?;
-    let existing = existing
-        .map(|text| from_json::<Receipt>(&text, "deliveries.receipt"))
-        .transpose()
-        .map_err(corrupt)?;
-    let task = load_own_task(tx, tenant, id)?.map(|r| r.view);
-    let delivery =
-        decide_delivery(existing.as_ref(), id, task.as_ref(), &key, now).map_err(|e| {
-            match e.code {
-                taskwire_core::ErrorCode::NotFound => StoreError::NotFound(id.to_string()),
-                _ => StoreError::Invalid(e),
-            }
-        })?;
-    if let (DeliveryReason::Delivered, Some(receipt)) = (delivery.reason, &delivery.receipt) {
-        tx.prepare_cached("INSERT INTO deliveries (tenant, key, receipt) VALUES (?1, ?2, ?3)")?
-            .execute(params![tenant, key.as_str(), to_json(receipt)])?;
-    }
-    Ok(delivery)
-}
-
-type TaskRow = (String, String, Option<String>, Option<String>);
-
-/// Any tenant's task (callbacks are signed, not bearer-authenticated).
-fn load_task(conn: &Connection, id: &str) -> Result<Option<TaskRecord>, StoreError> {
-    let row: Option<TaskRow> = conn
-        .prepare_cached("SELECT tenant, view, kind, input FROM tasks WHERE id = ?1")?
-        .query_row(params![id], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
-        })
-        .optional()?;
-    row.map(task_record).transpose()
-}
-
-/// The tenant's task. The tenant is part of the query, so another
-/// tenant's row is never read, let alone parsed: its size or state cannot
-/// show in how long a 404 takes.
-fn load_own_task(
-    conn: &Connection,
-    tenant: &str,
-    id: &str,
-) -> Result<Option<TaskRecord>, StoreError> {
-    let row: Option<TaskRow> = conn
-        .prepare_cached(
-            "SELECT tenant, view, kind, input FROM tasks WHERE id = ?1 AND tenant = ?2",
-        )?
-        .query_row(params![id, tenant], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
-        })
-        .optional()?;
-    row.map(task_record).transpose()
-}
-
-fn task_record((tenant, view, kind, input): TaskRow) -> Result<TaskRecord, StoreError> {
-    let view = from_json::<TaskView>(&view, "tasks.view").map_err(corrupt)?;
-    let input = input
-        .map(RawJson::parse)
-        .transpose()
-        .map_err(|e| StoreError::Internal(format!("tasks.input: {e}")))?;
-    Ok(TaskRecord {
-        tenant,
-        view,
-        kind,
-        input,
-    })
-}
-
-fn history_after(
-    conn: &Connection,
-    id: &str,
-    cursor: u64,
-) -> Result<Vec<HistoryEntry>, StoreError> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT version, event FROM history WHERE task_id = ?1 AND version > ?2 ORDER BY version",
-    )?;
-    let rows = stmt.query_map(params![id, to_i64(cursor)], |r| {
-        Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
-    })?;
-    let mut out = Vec::new();
-    for row in rows {
-        let (version, event) = row?;
-        out.push(HistoryEntry {
-            version: u64::try_from(version)
-                .map_err(|_| StoreError::Internal("history.version < 0".into()))?,
-            event: from_json(&event, "history.event").map_err(corrupt)?,
-        });
-    }
-    Ok(out)
 }
 
 /// Counters are ≤ 2^53 − 1 (core enforces it), so they fit SQLite's i64.

@@ -8,48 +8,65 @@
 //! the rows, writes what moved and quarantines what did not.
 
 use taskwire_core::wire::from_json;
-use taskwire_core::{Step, TaskView};
+use taskwire_core::{Millis, TaskView};
 
-use super::{OutboxEntry, Quarantined};
+use super::lifecycle::{judge_expiry, judge_sweep, parse_lease, Judged};
+use super::{OutboxEntry, Quarantined, TaskRecord};
 
 /// A sweep over due task rows: the column a live task is due by (due
-/// when it is ≤ now, indexed for live rows) and the core step that moves
-/// a due task. The TTL sweeper is [`TTL`]; the lease and deadline sweeps
-/// of the task lifecycle are meant to be two more, run by the same store
-/// code (`sweep_tasks` in each store): a savepoint or set-based write,
-/// quarantine, the changes for the hub.
+/// when it is ≤ now, indexed for live rows) and what moves a due task.
+/// Two exist, run by the same store code (`sweep_tasks` in each store: a
+/// savepoint or set-based write, quarantine, the changes for the hub):
+/// [`TTL`] and [`LIFECYCLE`].
 pub(crate) struct TaskSweep {
     /// Names the sweep in quarantine errors.
     pub name: &'static str,
     /// The `tasks` column compared with now, and the order rows are taken.
     pub due_by: &'static str,
-    /// Core's step for a due task.
-    pub step: fn(&mut TaskView) -> Step,
+    /// What moves a due task at `now`.
+    pub step: fn(&mut TaskRecord, Millis) -> Judged,
 }
 
 /// Tasks past their TTL (the `tasks_due` index).
 pub(crate) const TTL: TaskSweep = TaskSweep {
     name: "ttl",
     due_by: "expires_at_ms",
-    step: TaskView::expire_step,
+    step: |record, _now| judge_expiry(record),
 };
 
-/// Judges one due row (its id and `view` column): the task after the
-/// sweep's step, or, for a row to quarantine, the reason naming the field.
-/// A row is bad when its view does not parse, names another task, is
-/// terminal although the row is live, or when core's step does not move
-/// it (its columns disagree with its view): each would otherwise be due,
-/// and picked, on every tick.
+/// Tasks whose lease, grace period or execution deadline ran out (the
+/// `tasks_lifecycle_due` index on `due_at_ms`, core's `next_due`).
+pub(crate) const LIFECYCLE: TaskSweep = TaskSweep {
+    name: "lifecycle",
+    due_by: "due_at_ms",
+    step: judge_sweep,
+};
+
+/// A due row as read: `id`, `tenant`, `view` and `lease` columns.
+pub(crate) struct DueRow<'a> {
+    pub id: &'a str,
+    pub tenant: &'a str,
+    pub view: &'a str,
+    pub lease: Option<&'a str>,
+}
+
+/// Judges one due row: the task after the sweep (its `kind` and `input`
+/// are not read: a sweep does not write them) or, for a row to
+/// quarantine, the reason naming the field. A row is bad when its view or
+/// lease does not parse, names another task, is terminal although the
+/// row is live, or when core's step does not move it (its columns
+/// disagree with its view): each would otherwise be due, and picked, on
+/// every tick.
 pub(crate) fn step_due_row(
     sweep: &TaskSweep,
-    id: &str,
-    view: &str,
-) -> Result<(TaskView, Step), String> {
-    let mut view = from_json::<TaskView>(view, "tasks.view").map_err(|e| e.message)?;
-    if view.id != id {
+    row: DueRow<'_>,
+    now_ms: f64,
+) -> Result<(TaskRecord, Judged), String> {
+    let view = from_json::<TaskView>(row.view, "tasks.view").map_err(|e| e.message)?;
+    if view.id != row.id {
         return Err(format!(
-            "tasks.view: names task {:?}, the row is {id:?}",
-            view.id
+            "tasks.view: names task {:?}, the row is {:?}",
+            view.id, row.id
         ));
     }
     if view.state.is_terminal() {
@@ -58,11 +75,20 @@ pub(crate) fn step_due_row(
             view.state.as_str()
         ));
     }
-    let step = (sweep.step)(&mut view);
-    if step.entry.is_none() {
+    let lease = parse_lease(row.lease).map_err(|e| e.to_string())?;
+    let now = Millis::new(now_ms, "now").map_err(|e| e.message)?;
+    let mut record = TaskRecord {
+        tenant: row.tenant.to_string(),
+        view,
+        kind: None,
+        input: None,
+        lease,
+    };
+    let judged = (sweep.step)(&mut record, now);
+    if judged.appended.is_empty() {
         return Err("tasks: the row is due but core's step changes nothing".into());
     }
-    Ok((view, step))
+    Ok((record, judged))
 }
 
 /// What one TTL sweep did.
@@ -71,7 +97,7 @@ pub struct Swept {
     /// Due rows it looked at (expired or quarantined): fewer than the
     /// limit means nothing more is due now.
     pub looked_at: usize,
-    /// Tasks it expired.
+    /// Tasks it moved (for the TTL sweep: expired).
     pub expired: usize,
     /// Rows it set aside in this sweep (each is reported once, here).
     pub quarantined: Vec<Quarantined>,
@@ -132,24 +158,37 @@ mod tests {
     use taskwire_core::wire::to_json;
     use taskwire_core::{create_task, CreateTask};
 
-    use super::{step_due_row, TTL};
+    use super::{step_due_row, DueRow, LIFECYCLE, TTL};
+
+    fn row<'a>(id: &'a str, view: &'a str, lease: Option<&'a str>) -> DueRow<'a> {
+        DueRow {
+            id,
+            tenant: "acme",
+            view,
+            lease,
+        }
+    }
 
     #[test]
     fn a_due_row_expires_or_says_why_it_cannot() {
-        let task = create_task(&CreateTask {
-            id: "t1".into(),
-            now_ms: 0.0,
-            ttl_ms: 10.0,
-            max_attempts: 1,
-        })
-        .expect("a task");
+        let task = create_task(&CreateTask::new("t1", 0.0, 10.0, 1)).expect("a task");
         let json = to_json(task.view());
-        let (view, step) = step_due_row(&TTL, "t1", &json).expect("expires");
-        assert_eq!((view.state.as_str(), view.version), ("expired", 1));
-        assert!(step.outcome.notify);
-        let why = |id: &str, text: &str| step_due_row(&TTL, id, text).expect_err("bad row");
-        assert!(why("t1", "{").contains("tasks.view"));
-        assert!(why("t2", &json).contains("names task \"t1\""));
-        assert!(why("t1", &to_json(&view)).contains("live but its view is expired"));
+        let (record, judged) = step_due_row(&TTL, row("t1", &json, None), 10.0).expect("expires");
+        assert_eq!(
+            (record.view.state.as_str(), record.view.version),
+            ("expired", 1)
+        );
+        assert!(judged.outcome.notify);
+        let why = |id: &str, text: &str, lease: Option<&str>| {
+            step_due_row(&TTL, row(id, text, lease), 10.0).expect_err("bad row")
+        };
+        assert!(why("t1", "{", None).contains("tasks.view"));
+        assert!(why("t2", &json, None).contains("names task \"t1\""));
+        assert!(why("t1", &to_json(&record.view), None).contains("live but its view is expired"));
+        assert!(why("t1", &json, Some("{")).contains("tasks.lease"));
+        // Nothing is due for the lifecycle sweep: no lease, no deadline.
+        assert!(step_due_row(&LIFECYCLE, row("t1", &json, None), 10.0)
+            .expect_err("not due")
+            .contains("changes nothing"));
     }
 }

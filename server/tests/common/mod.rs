@@ -2,6 +2,8 @@
 //! SQLite file in a temp dir, driven over real HTTP.
 #![allow(dead_code)]
 
+pub mod judge;
+pub mod lifecycle;
 pub mod pg;
 pub mod raw;
 

@@ -44,8 +44,18 @@ function loadVectors() {
   return files.map((f) => ({ file: f, ...JSON.parse(readFileSync(new URL(f, DIR), 'utf8')) }));
 }
 
+/**
+ * Features a vector needs (its `requires`) that /v1 does not carry yet:
+ * the full lifecycle of issue 11 (cancel, decisions, leases, deadlines)
+ * is in taskwire-core, not yet in the HTTP protocol. Remove a feature here
+ * when the protocol and both backends carry it.
+ */
+export const NOT_OVER_HTTP_YET = new Set(['lifecycle']);
+
 /** Why a vector cannot be replayed over HTTP, or null. */
 function unreplayable(vector) {
+  const missing = (vector.requires ?? []).filter((f) => NOT_OVER_HTTP_YET.has(f));
+  if (missing.length > 0) return `needs ${missing.join(', ')}, not over HTTP yet`;
   const ids = new Set();
   for (const step of vector.steps) {
     if (!REPLAYED_OPS.has(step.op) && !SKIPPED_OPS.has(step.op)) return `uses ${step.op}`;

@@ -13,12 +13,13 @@
 
 use deadpool_postgres::{GenericClient, Transaction};
 use serde_json::Value;
-use taskwire_core::{Notification, State, Step};
+use taskwire_core::{Notification, State};
 use tokio_postgres::Row;
 
 use super::{hub_publish, to_i64, Batch, PostgresStore};
+use crate::store::lifecycle::Judged;
 use crate::store::quarantine::not_quarantined;
-use crate::store::sweep::{step_due_row, TaskSweep};
+use crate::store::sweep::{step_due_row, DueRow, TaskSweep};
 use crate::store::{
     OutboxEntry, PendingWebhooks, Quarantined, StoreError, Swept, TaskRecord, WebhookClaim,
 };
@@ -26,7 +27,7 @@ use crate::store::{
 /// A due row that parsed and that core's step moved.
 struct Moved {
     record: TaskRecord,
-    step: Step,
+    judged: Judged,
 }
 
 /// Runs `sweep` over up to `limit` due rows that no other transaction
@@ -56,7 +57,7 @@ async fn sweep_once(
     // they are someone else's, and FOR UPDATE re-checks `live` on the
     // latest version of the rows it does take.
     let sql = format!(
-        "SELECT id, tenant, view FROM tasks WHERE live AND {due} <= $1 AND {}
+        "SELECT id, tenant, view, lease FROM tasks WHERE live AND {due} <= $1 AND {}
          ORDER BY {due} LIMIT $2 FOR UPDATE SKIP LOCKED",
         not_quarantined("tasks", "tasks.id"),
         due = sweep.due_by,
@@ -71,7 +72,7 @@ async fn sweep_once(
     let mut moved = Vec::new();
     for row in &rows {
         let id: String = row.try_get(0)?;
-        match due_row(sweep, &id, row) {
+        match due_row(sweep, &id, row, now_ms) {
             Ok(m) => moved.push(m),
             Err(error) => bad.push((id, format!("{} sweep: {error}", sweep.name))),
         }
@@ -101,7 +102,7 @@ async fn sweep_once(
         batch.flush(&tx).await?;
         batches.push(batch);
     }
-    swept.expired = batches.iter().map(|b| b.changes.len()).sum();
+    swept.expired = batches.iter().map(|b| b.changed.len()).sum();
     swept.quarantined = quarantine(&tx, "tasks", bad, now_ms).await?;
     if swept.expired == 0 && swept.quarantined.is_empty() {
         tx.rollback().await?;
@@ -120,32 +121,28 @@ async fn commit(tx: Transaction<'_>) -> Result<(), StoreError> {
 
 /// Reads one due row and judges it ([`step_due_row`]); the error names
 /// the field when the row is bad.
-fn due_row(sweep: &TaskSweep, id: &str, row: &Row) -> Result<Moved, String> {
+fn due_row(sweep: &TaskSweep, id: &str, row: &Row, now_ms: f64) -> Result<Moved, String> {
     let tenant: String = row.try_get(1).map_err(|e| format!("tasks.tenant: {e}"))?;
     let view: String = row.try_get(2).map_err(|e| format!("tasks.view: {e}"))?;
-    let (view, step) = step_due_row(sweep, id, &view)?;
-    Ok(Moved {
-        // Only the view is written back: `kind` and `input` stay as
-        // stored, unread.
-        record: TaskRecord {
-            tenant,
-            view,
-            kind: None,
-            input: None,
-        },
-        step,
-    })
+    let lease: Option<String> = row.try_get(3).map_err(|e| format!("tasks.lease: {e}"))?;
+    let due = DueRow {
+        id,
+        tenant: &tenant,
+        view: &view,
+        lease: lease.as_deref(),
+    };
+    // Only the view, lease and due time are written back: `kind` and
+    // `input` stay as stored, unread.
+    let (record, judged) = step_due_row(sweep, due, now_ms)?;
+    Ok(Moved { record, judged })
 }
 
 fn batch_of(moved: Vec<Moved>, now_ms: f64) -> Batch {
     let mut batch = Batch::default();
-    for Moved { record, step } in moved {
-        let view = record.view.clone();
-        batch.tasks.insert(view.id.clone(), record);
-        if let Some(entry) = step.entry {
-            // As core's Book::expire_due: the notification is at "now".
-            batch.change(&view, entry, step.outcome.notify, now_ms);
-        }
+    for Moved { record, judged } in moved {
+        batch.tasks.insert(record.view.id.clone(), record.clone());
+        // As core's Book::expire_due: the notification is at "now".
+        batch.judged(&record, &judged, now_ms);
     }
     batch
 }

@@ -9,9 +9,10 @@ use rusqlite::{params, Connection};
 use serde_json::Value;
 use taskwire_core::{Notification, State};
 
-use super::{commit_change, to_i64};
+use super::to_i64;
+use super::write::write_judged;
 use crate::store::quarantine::not_quarantined;
-use crate::store::sweep::{step_due_row, TaskSweep};
+use crate::store::sweep::{step_due_row, DueRow, TaskSweep};
 use crate::store::{Change, OutboxEntry, Quarantined, StoreError, Swept, WebhookClaim};
 
 /// Why one row of a sweep failed.
@@ -43,17 +44,17 @@ pub(super) fn sweep_tasks(
     outbox: &mut bool,
 ) -> Result<Swept, StoreError> {
     let sql = format!(
-        "SELECT id, tenant, view FROM tasks WHERE live = 1 AND {due} <= ?1 AND {}
+        "SELECT id, tenant, view, lease FROM tasks WHERE live = 1 AND {due} <= ?1 AND {}
          ORDER BY {due} LIMIT ?2",
         not_quarantined("tasks", "tasks.id"),
         due = sweep.due_by,
     );
     // Raw values: a row whose columns have the wrong type is a bad row,
     // not a failed query.
-    let due: Vec<(SqlValue, SqlValue, SqlValue)> = {
+    let due: Vec<DueColumns> = {
         let mut stmt = tx.prepare_cached(&sql)?;
         let rows = stmt.query_map(params![now_ms, limit], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
         })?;
         rows.collect::<Result<_, _>>()?
     };
@@ -61,14 +62,14 @@ pub(super) fn sweep_tasks(
         looked_at: due.len(),
         ..Swept::default()
     };
-    for (id, tenant, view) in due {
+    for (id, tenant, view, lease) in due {
         tx.execute_batch("SAVEPOINT sweep_row")?;
         let mut row_changes = Vec::new();
         let mut row_outbox = false;
         let done = sweep_one(
             tx,
             sweep,
-            (&id, tenant, view),
+            (&id, tenant, view, lease),
             now_ms,
             &mut row_changes,
             &mut row_outbox,
@@ -98,31 +99,28 @@ pub(super) fn sweep_tasks(
 fn sweep_one(
     tx: &Connection,
     sweep: &TaskSweep,
-    (id, tenant, view): (&SqlValue, SqlValue, SqlValue),
+    (id, tenant, view, lease): (&SqlValue, SqlValue, SqlValue, SqlValue),
     now_ms: f64,
     changes: &mut Vec<Change>,
     outbox: &mut bool,
 ) -> Result<(), RowFault> {
-    let id = text(id, "tasks.id")?;
-    let tenant = text(&tenant, "tasks.tenant")?;
-    let view = text(&view, "tasks.view")?;
-    let (view, step) = step_due_row(sweep, id, view).map_err(RowFault::Bad)?;
-    let Some(entry) = step.entry else {
-        return Err(RowFault::Bad("tasks: core's step gave no entry".into()));
+    let row = DueRow {
+        id: text(id, "tasks.id")?,
+        tenant: text(&tenant, "tasks.tenant")?,
+        view: text(&view, "tasks.view")?,
+        lease: match &lease {
+            SqlValue::Null => None,
+            other => Some(text(other, "tasks.lease")?),
+        },
     };
+    let (record, judged) = step_due_row(sweep, row, now_ms).map_err(RowFault::Bad)?;
     // As core's Book::expire_due: the notification is at "now".
-    commit_change(
-        tx,
-        tenant,
-        &view,
-        entry,
-        step.outcome.notify,
-        now_ms,
-        changes,
-        outbox,
-    )?;
+    write_judged(tx, &record, &judged, now_ms, changes, outbox)?;
     Ok(())
 }
+
+/// `id, tenant, view, lease` of a due row, as stored.
+type DueColumns = (SqlValue, SqlValue, SqlValue, SqlValue);
 
 fn text<'a>(value: &'a SqlValue, column: &str) -> Result<&'a str, RowFault> {
     match value {

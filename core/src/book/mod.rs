@@ -10,7 +10,14 @@
 //! A terminal transition writes exactly one notification, keyed
 //! `taskId:state:version`, to the outbox.
 //!
-//! Calls never read a clock: time arrives in events and arguments.
+//! Calls never read a clock: time arrives in events and arguments. Two
+//! sweepers run on the caller's timer: [`Book::expire_due`] for the TTL
+//! (the seed's) and [`Book::sweep_due`] for leases, grace periods and
+//! execution deadlines (`sweep`).
+
+mod sweep;
+
+pub use sweep::Swept;
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -20,6 +27,7 @@ use serde::Serialize;
 use crate::delivery::{check_delivery_input, decide_delivery, Delivery, DeliveryReason, Receipt};
 use crate::event::Event;
 use crate::hash::FxHashMap;
+use crate::lease::Lease;
 use crate::resume::{plan_resume, ResumeAnswer, ResumePlan, DEFAULT_RETENTION_VERSIONS};
 use crate::task::{create_task, CreateTask, State, Task};
 use crate::transition::{Outcome, Reason};
@@ -86,6 +94,10 @@ pub struct Applied<'a> {
     pub reason: Reason,
     /// The callback id was already applied to this task with this event.
     pub duplicate_callback: bool,
+    /// The current attempt's lease after the event, if one runs (not
+    /// versioned: a heartbeat moves it with `changed: false`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lease: Option<&'a Lease>,
 }
 
 /// One task and the callback ids applied to it. Ids are scoped to their
@@ -97,7 +109,13 @@ struct Entry {
     /// task are remembered (fix 1): a `succeed` that arrives before its
     /// `start` must stay redeliverable.
     callbacks: FxHashMap<String, Event>,
+    /// The earliest time of this task still queued in `Book::due`, if
+    /// any; other queued times of it are stale and skipped.
+    scheduled: Option<f64>,
 }
+
+/// Task ids by a time, earliest first.
+type DueQueue = BinaryHeap<Reverse<(Deadline, String)>>;
 
 /// An expiry time with a total order (times are finite, so this is the
 /// numeric order).
@@ -122,7 +140,8 @@ impl Ord for Deadline {
 /// 1. [`Book::create`] when a task is submitted;
 /// 2. [`Book::apply`] for every executor callback;
 /// 3. [`Book::resume`] when a client reconnects;
-/// 4. [`Book::expire_due`] on a timer, so silent tasks still end;
+/// 4. [`Book::expire_due`] and [`Book::sweep_due`] on a timer, so silent
+///    tasks still end and lapsed leases are seen;
 /// 5. [`Book::drain_notifications`] to send what the outbox holds;
 /// 6. [`Book::deliver_result`] when a client collects a result.
 #[derive(Debug, Clone)]
@@ -133,6 +152,9 @@ pub struct Book {
     /// Live tasks by expiry time. Tasks that end early stay until their
     /// deadline passes and are skipped then: O(log n) per task, no search.
     deadlines: BinaryHeap<Reverse<(Deadline, String)>>,
+    /// Tasks by [`crate::TaskView::next_due`] (leases, grace periods,
+    /// deadlines), for [`Book::sweep_due`]; see `sweep`.
+    due: DueQueue,
     retention: u64,
 }
 
@@ -156,6 +178,7 @@ impl Book {
             deliveries: FxHashMap::default(),
             outbox: Vec::new(),
             deadlines: BinaryHeap::new(),
+            due: BinaryHeap::new(),
             retention,
         }
     }
@@ -185,11 +208,17 @@ impl Book {
         }
         self.deadlines
             .push(Reverse((Deadline(task.expires_at_ms), input.id.clone())));
-        let entry = self.tasks.entry(input.id.clone()).or_insert(Entry {
-            task,
-            callbacks: FxHashMap::default(),
-        });
-        Ok(&entry.task)
+        self.tasks.insert(
+            input.id.clone(),
+            Entry {
+                task,
+                callbacks: FxHashMap::default(),
+                scheduled: None,
+            },
+        );
+        self.reschedule(&input.id);
+        self.get(&input.id)
+            .ok_or_else(|| Error::not_found(&input.id))
     }
 
     /// The task with this id, with its history.
@@ -214,6 +243,8 @@ impl Book {
         callback_id: Option<&str>,
     ) -> Result<Applied<'_>, Error> {
         check_callback_id(callback_id)?;
+        // One lookup per call: the outbox and the due queue are other
+        // fields of the book, borrowed beside the entry.
         let entry = self
             .tasks
             .get_mut(task_id)
@@ -225,6 +256,7 @@ impl Book {
         }
         let at_ms = event.at_ms().get();
         let remembered = callback_id.map(|id| (id.to_string(), event.clone()));
+        let lease_before = entry.task.lease().copied();
         let outcome = entry.task.apply(event);
         if outcome.changed {
             if let Some((id, event)) = remembered {
@@ -237,6 +269,9 @@ impl Book {
                 state: entry.task.state,
                 at_ms,
             });
+        }
+        if outcome.changed || entry.task.lease().copied() != lease_before {
+            sweep::schedule(&mut self.due, entry, task_id);
         }
         Ok(Applied::new(&entry.task, outcome, false))
     }
@@ -294,9 +329,10 @@ impl Book {
                 continue;
             };
             if entry.task.expire().notify {
+                // Expired, or timed out if its deadline came first.
                 self.outbox.push(Notification {
                     task_id: id.clone(),
-                    state: State::Expired,
+                    state: entry.task.state,
                     at_ms: now,
                 });
                 expired.push(id);
@@ -328,6 +364,7 @@ impl<'a> Applied<'a> {
             notify: o.notify,
             reason: o.reason,
             duplicate_callback,
+            lease: task.lease(),
         }
     }
 }

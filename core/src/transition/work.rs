@@ -1,0 +1,92 @@
+//! The executor's work reports: `start`, `progress`, `heartbeat`,
+//! `succeed`, `fail`.
+//!
+//! On `queued` and `running` these are the seed's rules, unchanged. The
+//! new states extend them:
+//! - `unknown`: the attempt may still be alive. A `progress` or
+//!   `heartbeat` brings it back to `running` (`recovered`); a `succeed`,
+//!   `fail` or `hold` ends it as from `running`.
+//! - `cancelling` / `cancel_ineffective`: the work goes on until it ends,
+//!   and any end is `cancelled` (a result is kept for compensation).
+//! - Every `heartbeat` and `progress` of the current attempt extends its
+//!   lease to at least `atMs + leaseMs` (judged after the versioned
+//!   outcome, in `lease_change`).
+
+use super::{Outcome, Reason};
+use crate::task::{State, TaskView};
+
+impl TaskView {
+    pub(super) fn start(&mut self) -> Outcome {
+        if self.state.holds_attempt() {
+            return Outcome::unchanged(Reason::AlreadyRunning, true);
+        }
+        if self.state != State::Queued || self.attempts >= self.allowed_attempts() {
+            return Outcome::unchanged(Reason::NotStartable, false);
+        }
+        self.state = State::Running;
+        self.attempts += 1;
+        self.progress = 0;
+        Outcome::changed(Reason::Started, false)
+    }
+
+    /// `progress` (with a percentage) or `heartbeat`: the attempt is
+    /// alive (its lease is extended after, see `lease_change`).
+    pub(super) fn report(&mut self, progress: Option<u8>) -> Outcome {
+        use Reason::*;
+        match (self.state, progress) {
+            (State::Unknown, _) => {
+                self.state = State::Running;
+                self.progress = self.progress.max(progress.unwrap_or(0));
+                Outcome::changed(Recovered, false)
+            }
+            (s, _) if !s.is_leased() => Outcome::unchanged(NotRunning, false),
+            (_, None) => Outcome::unchanged(Heartbeat, false),
+            (_, Some(p)) if p < self.progress => Outcome::unchanged(StaleProgress, false),
+            (_, Some(p)) if p == self.progress => Outcome::unchanged(DuplicateProgress, true),
+            (_, Some(p)) => {
+                self.progress = p;
+                Outcome::changed(Progress, false)
+            }
+        }
+    }
+
+    pub(super) fn succeed(&mut self, result_ref: &str, result_hash: &str) -> Outcome {
+        let (state, reason) = match self.state {
+            State::Running | State::Unknown => (State::Succeeded, Reason::Succeeded),
+            State::Cancelling | State::CancelIneffective => {
+                (State::Cancelled, Reason::SucceededAfterCancel)
+            }
+            _ => return Outcome::unchanged(Reason::NotRunning, false),
+        };
+        self.state = state;
+        self.progress = 100;
+        self.result_ref = Some(result_ref.to_string());
+        self.result_hash = Some(result_hash.to_string());
+        // A success supersedes an error left by a retried failure (fix 5).
+        self.error = None;
+        Outcome::changed(reason, true)
+    }
+
+    pub(super) fn fail(&mut self, error: &str, retryable: bool) -> Outcome {
+        match self.state {
+            State::Running | State::Unknown => {}
+            State::Cancelling | State::CancelIneffective => {
+                // The worker stopped, with an error: never retried, since
+                // a person asked to stop.
+                self.error = Some(error.to_string());
+                self.state = State::Cancelled;
+                return Outcome::changed(Reason::Cancelled, true);
+            }
+            _ => return Outcome::unchanged(Reason::NotRunning, false),
+        }
+        self.error = Some(error.to_string());
+        if retryable && self.attempts < self.allowed_attempts() {
+            self.state = State::Queued;
+            self.progress = 0;
+            Outcome::changed(Reason::Requeued, false)
+        } else {
+            self.state = State::Failed;
+            Outcome::changed(Reason::Failed, true)
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! The PostgreSQL schema's version, and the migration of older databases.
+//!
+//! The one-row table `taskwire_schema` holds the version. A database from
+//! before versions existed has no such table but already has `callbacks`:
+//! that is schema 1. Each instance, on start, runs [`prepare`]: one
+//! transaction under an advisory lock (instances starting together take
+//! turns; the second finds the work done) that refuses a database written
+//! by a newer server, migrates an older one step by step, creates what is
+//! missing (`CREATE … IF NOT EXISTS`) and stamps [`CURRENT`]. A failure
+//! rolls it all back.
+//!
+//! Versions (the same as SQLite's, see `sqlite_schema.rs`):
+//! 1. `callbacks.event` held a copy of every remembered callback's event.
+//! 2. `callbacks.version` names the history entry holding it; `event` only
+//!    where the history recorded something else (an expiry).
+//! 3. `tasks.lease` and `tasks.due_at_ms`, the task lifecycle (NULL for
+//!    older tasks: no lease, no deadline).
+//!
+//! An instance of an older server must not run against a migrated
+//! database: it would read the NULL events of new rows as an error. Stop
+//! every instance, start the new version, then the others.
+
+use deadpool_postgres::Object;
+
+/// The schema version this server writes.
+pub const CURRENT: i32 = 3;
+
+/// Serializes schema work across instances (any fixed id).
+const LOCK: i64 = 7_401_551_000_000_000_001;
+
+/// What [`prepare`] found and did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Prepared {
+    /// The version the database had (0: an empty database).
+    pub from: i32,
+    /// Callback rows the migration turned into references to history.
+    pub callbacks_referenced: u64,
+}
+
+/// Brings the database to [`CURRENT`]; `schema` is the current
+/// `CREATE … IF NOT EXISTS` script.
+pub async fn prepare(client: &mut Object, schema: &str) -> Result<Prepared, String> {
+    let fail = |e: tokio_postgres::Error| match e.as_db_error() {
+        Some(db) => db.message().to_string(),
+        None => e.to_string(),
+    };
+    let tx = client.transaction().await.map_err(fail)?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&LOCK])
+        .await
+        .map_err(fail)?;
+    let row = tx
+        .query_one(
+            "SELECT to_regclass('taskwire_schema') IS NOT NULL,
+                    to_regclass('callbacks') IS NOT NULL",
+            &[],
+        )
+        .await
+        .map_err(fail)?;
+    let (versioned, has_callbacks): (bool, bool) = (row.get(0), row.get(1));
+    let from = if versioned {
+        tx.query_opt("SELECT version FROM taskwire_schema", &[])
+            .await
+            .map_err(fail)?
+            .map_or(0, |r| r.get::<_, i32>(0))
+    } else if has_callbacks {
+        1
+    } else {
+        0
+    };
+    if from > CURRENT {
+        return Err(format!(
+            "schema version {from} was written by a newer taskwire-server \
+             (this one knows versions up to {CURRENT}); run that version or newer"
+        ));
+    }
+    let mut callbacks_referenced = 0;
+    if (1..3).contains(&from) {
+        tx.batch_execute(
+            "ALTER TABLE tasks ADD COLUMN IF NOT EXISTS lease text,
+                              ADD COLUMN IF NOT EXISTS due_at_ms double precision",
+        )
+        .await
+        .map_err(fail)?;
+    }
+    if from == 1 {
+        callbacks_referenced = callbacks_1_to_2(&tx).await.map_err(fail)?;
+    }
+    tx.batch_execute(schema).await.map_err(fail)?;
+    tx.batch_execute(
+        "CREATE TABLE IF NOT EXISTS taskwire_schema (
+             only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row),
+             version  integer NOT NULL
+         )",
+    )
+    .await
+    .map_err(fail)?;
+    tx.execute(
+        "INSERT INTO taskwire_schema (version) VALUES ($1)
+         ON CONFLICT (only_row) DO UPDATE SET version = excluded.version",
+        &[&CURRENT],
+    )
+    .await
+    .map_err(fail)?;
+    tx.commit().await.map_err(fail)?;
+    Ok(Prepared {
+        from,
+        callbacks_referenced,
+    })
+}
+
+/// Schema 1 → 2, in place (indexes and grants stay): each callback row
+/// points at the earliest history entry of its task with the same event
+/// text (both were the same `to_json` of one event, so equal text means
+/// an equal event); rows without one (expiries) keep their event.
+async fn callbacks_1_to_2(
+    tx: &deadpool_postgres::Transaction<'_>,
+) -> Result<u64, tokio_postgres::Error> {
+    tx.batch_execute(
+        "ALTER TABLE callbacks ADD COLUMN version bigint, ALTER COLUMN event DROP NOT NULL",
+    )
+    .await?;
+    let n = tx
+        .execute(
+            "UPDATE callbacks c SET version = m.version, event = NULL
+             FROM (SELECT c.task_id, c.callback_id, min(h.version) AS version
+                   FROM callbacks c
+                   JOIN history h ON h.task_id = c.task_id AND h.event = c.event
+                   GROUP BY c.task_id, c.callback_id) m
+             WHERE c.task_id = m.task_id AND c.callback_id = m.callback_id",
+            &[],
+        )
+        .await?;
+    tx.batch_execute(
+        "ALTER TABLE callbacks ADD CONSTRAINT callbacks_event_once
+             CHECK ((version IS NULL) <> (event IS NULL))",
+    )
+    .await?;
+    Ok(n)
+}

@@ -1,0 +1,157 @@
+//! The SQLite schema's version, and the migration of older files.
+//!
+//! `PRAGMA user_version` holds the schema version. A file from before
+//! versions existed reads 0 but already has tables: that is schema 1. On
+//! open, in one `BEGIN IMMEDIATE` transaction, [`prepare`] refuses a file
+//! written by a newer server (it would misread it), migrates an older one
+//! step by step, creates what is missing (`CREATE … IF NOT EXISTS`) and
+//! stamps [`CURRENT`]. A crash mid-migration rolls it all back.
+//!
+//! Versions:
+//! 1. `callbacks.event` held the JSON of every remembered callback's event:
+//!    the same text as the history entry that callback produced, so each
+//!    event was stored twice (39 % + 33 % of a 1 GB file at 500k tasks).
+//! 2. `callbacks.version` names the history entry holding the callback's
+//!    event and `callbacks.event` is NULL, except where the history
+//!    recorded something else: a callback that expired its task is
+//!    recorded as `expire` (core's `Recorded::Expiry`), so that callback
+//!    keeps its own event and `version` is NULL. A repeated `webhook-id`
+//!    is judged against exactly the event it first carried, as before.
+//! 3. `tasks.lease` and `tasks.due_at_ms`: the task lifecycle (leases,
+//!    grace periods, execution deadlines; `lifecycle.rs`). Added as NULL
+//!    columns: a task of an older file has no lease and no deadline, so
+//!    nothing is due for it but its TTL, exactly as before.
+
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
+
+/// The schema version this server writes.
+pub const CURRENT: i64 = 3;
+
+/// What [`prepare`] found and did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Prepared {
+    /// The version the file had (0: a new file).
+    pub from: i64,
+    /// Callback rows the migration turned into references to history.
+    pub callbacks_referenced: usize,
+}
+
+/// Brings the file at `path` (opened as `conn`) to [`CURRENT`]; `schema`
+/// is the current `CREATE … IF NOT EXISTS` script. Errors name the file.
+pub fn prepare(conn: &mut Connection, schema: &str, path: &str) -> Result<Prepared, String> {
+    let fail = |e: rusqlite::Error| format!("{path}: {e}");
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(fail)?;
+    let stamped: i64 = tx
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(fail)?;
+    if stamped > CURRENT {
+        return Err(format!(
+            "{path}: schema version {stamped} was written by a newer taskwire-server \
+             (this one knows versions up to {CURRENT}); run that version or newer"
+        ));
+    }
+    let from = match stamped {
+        0 if table_exists(&tx, "callbacks").map_err(fail)? => 1,
+        v => v,
+    };
+    if (1..3).contains(&from) {
+        tx.execute_batch(
+            "ALTER TABLE tasks ADD COLUMN lease TEXT;
+             ALTER TABLE tasks ADD COLUMN due_at_ms REAL;",
+        )
+        .map_err(fail)?;
+    }
+    if from == 1 {
+        // The old table steps aside (with its indexes, which would keep
+        // their names and stop the script from creating them on the new
+        // one); the script creates the new one.
+        tx.execute_batch("ALTER TABLE callbacks RENAME TO callbacks_v1")
+            .map_err(fail)?;
+        drop_indexes_of(&tx, "callbacks_v1").map_err(fail)?;
+    }
+    tx.execute_batch(schema).map_err(fail)?;
+    let mut callbacks_referenced = 0;
+    if from == 1 {
+        callbacks_referenced = callbacks_1_to_2(&tx).map_err(fail)?;
+    }
+    tx.execute_batch(&format!("PRAGMA user_version = {CURRENT}"))
+        .map_err(fail)?;
+    tx.commit().map_err(fail)?;
+    Ok(Prepared {
+        from,
+        callbacks_referenced,
+    })
+}
+
+/// Schema 1 → 2: each callback row points at the earliest history entry
+/// of its task with the same event text (both were written as the same
+/// `to_json` of one event, so the text is equal exactly when the events
+/// are; any entry with that text holds the same event). Rows with no such
+/// entry (expiries) keep their event.
+///
+/// A file of schema 1 written after `callbacks.tenant` was added
+/// (`callback_ids.rs`) keeps each row's tenant; an older one has none
+/// (NULL: not checked across tasks, as before).
+fn callbacks_1_to_2(tx: &Connection) -> rusqlite::Result<usize> {
+    let tenant = if column_exists(tx, "callbacks_v1", "tenant")? {
+        "c.tenant"
+    } else {
+        "NULL"
+    };
+    tx.execute(
+        &format!(
+            "INSERT INTO callbacks (task_id, callback_id, version, event, tenant)
+         SELECT task_id, callback_id, version, CASE WHEN version IS NULL THEN event END, tenant
+         FROM (SELECT c.task_id, c.callback_id, c.event, {tenant} AS tenant,
+                      (SELECT min(h.version) FROM history h
+                       WHERE h.task_id = c.task_id AND h.event = c.event) AS version
+               FROM callbacks_v1 c)"
+        ),
+        [],
+    )?;
+    tx.execute_batch("DROP TABLE callbacks_v1")?;
+    tx.query_row(
+        "SELECT count(*) FROM callbacks WHERE version IS NOT NULL",
+        [],
+        |r| r.get(0),
+    )
+}
+
+fn column_exists(tx: &Connection, table: &str, column: &str) -> rusqlite::Result<bool> {
+    tx.query_row(
+        "SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2",
+        [table, column],
+        |_| Ok(()),
+    )
+    .optional()
+    .map(|found| found.is_some())
+}
+
+fn table_exists(tx: &Connection, name: &str) -> rusqlite::Result<bool> {
+    tx.query_row(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
+        [name],
+        |_| Ok(()),
+    )
+    .optional()
+    .map(|found| found.is_some())
+}
+
+/// Drops the named indexes of `table` (automatic ones have no SQL and go
+/// with the table).
+fn drop_indexes_of(tx: &Connection, table: &str) -> rusqlite::Result<()> {
+    let names: Vec<String> = {
+        let mut stmt = tx.prepare(
+            "SELECT name FROM sqlite_master
+             WHERE type = 'index' AND tbl_name = ?1 AND sql IS NOT NULL",
+        )?;
+        let rows = stmt.query_map([table], |r| r.get(0))?;
+        rows.collect::<Result<_, _>>()?
+    };
+    for name in names {
+        tx.execute_batch(&format!("DROP INDEX \"{}\"", name.replace('"', "\"\"")))?;
+    }
+    Ok(())
+}
