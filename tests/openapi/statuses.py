@@ -228,6 +228,22 @@ def recipes():
             "413": lambda: post(f"/v1/tasks/{done}/deliveries", headers={"idempotency-key": "k"}, data="x" * 70_000),
             "422": lambda: post(f"/v1/tasks/{running}/deliveries", headers={"idempotency-key": delivered}),
         },
+        "cancelTask": {
+            "200": lambda: post(f"/v1/tasks/{running}/cancel", json={"reason": "changed my mind"}),
+            "400": lambda: post(f"/v1/tasks/{running}/cancel", json={"type": "cancel"}),
+            "401": lambda: requests.post(f"{BASE}/v1/tasks/{running}/cancel", timeout=10),
+            "404": lambda: post("/v1/tasks/no-such-task/cancel"),
+            "408": lambda: raw_partial(f"/v1/tasks/{running}/cancel", AUTH),
+            "413": lambda: post(f"/v1/tasks/{running}/cancel", data=big, headers={"content-type": "application/json"}),
+        },
+        "decideTask": {
+            "200": lambda: post(f"/v1/tasks/{done}/decisions", json={"decision": "approve", "artifactHash": "sha256:a", "version": 2}),
+            "400": lambda: post(f"/v1/tasks/{done}/decisions", json={"decision": "maybe", "artifactHash": "sha256:a", "version": 2}),
+            "401": lambda: requests.post(f"{BASE}/v1/tasks/{done}/decisions", json={}, timeout=10),
+            "404": lambda: post("/v1/tasks/no-such-task/decisions", json={"decision": "approve", "artifactHash": "a", "version": 1}),
+            "408": lambda: raw_partial(f"/v1/tasks/{done}/decisions", AUTH),
+            "413": lambda: post(f"/v1/tasks/{done}/decisions", data=big, headers={"content-type": "application/json"}),
+        },
         "listNotifications": {
             "200": lambda: get("/v1/notifications?after=0&limit=10"),
             "400": lambda: get("/v1/notifications?limit=1001"),
