@@ -15,6 +15,11 @@
 //
 // Needs: dist/ (npm run build, for the node backend), a built
 // taskwire-server (debug, or TASKWIRE_SERVER), Chromium (CHROME_BIN).
+// `eventsource` is a dev dependency only, pinned (5.1.5 and its one
+// dependency, eventsource-parser: 2 packages, 372 KB in node_modules,
+// under a second of `npm ci`); it never ships (package.json `files`).
+// How a page authenticates a native EventSource is PROTOCOL.md's
+// credentials matter; this test only needs one that reaches the stream.
 
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
