@@ -100,6 +100,13 @@ export class TaskBook {
     return parse(call(() => book.expire_due(nowMs)));
   }
 
+  /** Every lifecycle step due by `nowMs` (leases, grace periods, deadlines): `[{taskId, state, reason}]`. */
+  sweepDue(nowMs) {
+    num(nowMs, "nowMs");
+    const book = this.#book();
+    return parse(call(() => book.sweep_due(nowMs)));
+  }
+
   drainNotifications() {
     const book = this.#book();
     return parse(call(() => book.drain()));

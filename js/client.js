@@ -239,6 +239,43 @@ export class TaskClient {
     return (await settle(() => core.deliver(taskId, key))).receipt;
   }
 
+  /**
+   * POST /v1/tasks/{id}/cancel: `{changed, duplicate, reason, task}`. Safe
+   * to retry (and retried on network errors, 429 and 5xx): a cancel
+   * repeated is `duplicate-cancel`.
+   */
+  async cancel(taskId, options = {}) {
+    str(taskId, "taskId");
+    if (options === null || typeof options !== "object") throw invalid(`options: must be an object, got ${typeName(options)}`);
+    const reason = option(options, "reason");
+    if (reason !== undefined) str(reason, "options.reason");
+    const body = JSON.stringify(reason === undefined ? {} : { reason });
+    const core = this.#core;
+    return settle(() => core.cancel(taskId, body));
+  }
+
+  /**
+   * POST /v1/tasks/{id}/decisions: a decision on the held artifact, named
+   * by its hash and the task version it was made on. Answers like
+   * `cancel`; a decision repeated is `duplicate-decision`, one on another
+   * artifact or version `stale-decision`.
+   */
+  async decide(taskId, options) {
+    str(taskId, "taskId");
+    if (options === null || typeof options !== "object") throw invalid(`options: must be an object, got ${typeName(options)}`);
+    const decision = option(options, "decision");
+    const artifactHash = option(options, "artifactHash");
+    const version = option(options, "version");
+    const reason = option(options, "reason");
+    str(decision, "options.decision");
+    str(artifactHash, "options.artifactHash");
+    if (typeof version !== "number") throw invalid(`options.version: must be a number, got ${typeName(version)}`);
+    if (reason !== undefined) str(reason, "options.reason");
+    const body = JSON.stringify({ decision, artifactHash, version, ...(reason !== undefined && { reason }) });
+    const core = this.#core;
+    return settle(() => core.decide(taskId, body));
+  }
+
   /** Follows a task until it is terminal, stopped, or refused (401/403/404). */
   watch(taskId, options = {}) {
     return new Watch(this.#core, taskId, options, this.#persistPrefix);

@@ -3,114 +3,9 @@
 // is precise (discriminated unions, string-literal reasons, no `any`);
 // tests/js/types.test.ts compiles against it with `tsc --noEmit` in CI.
 
-/** Where a task is in its life; the last three are terminal. */
-export type State = "queued" | "running" | "succeeded" | "failed" | "expired";
-
-/** A worker picked the task up. */
-export interface StartEvent {
-  type: "start";
-  /** When it happened (ms, finite, ≥ 0). */
-  atMs: number;
-  worker: string;
-}
-
-/** The running attempt reports progress. */
-export interface ProgressEvent {
-  type: "progress";
-  atMs: number;
-  /** Integer percent, 0 to 100. */
-  progress: number;
-  /** The executor's own resume point (opaque). */
-  cursor: string;
-}
-
-/** The running attempt produced its result. */
-export interface SucceedEvent {
-  type: "succeed";
-  atMs: number;
-  /** Where the result is stored (not blank). */
-  resultRef: string;
-  /** Content hash of the result (not blank): same hash = same result. */
-  resultHash: string;
-}
-
-/** The running attempt failed. */
-export interface FailEvent {
-  type: "fail";
-  atMs: number;
-  error: string;
-  /** Whether another attempt may help. */
-  retryable: boolean;
-}
-
-/** The time to live ran out. */
-export interface ExpireEvent {
-  type: "expire";
-  atMs: number;
-}
-
-/** One report about a task, discriminated by `type`. */
-export type TaskEvent = StartEvent | ProgressEvent | SucceedEvent | FailEvent | ExpireEvent;
-
-/** One change: the version it produced and the event that produced it. */
-export interface HistoryEntry {
-  version: number;
-  event: TaskEvent;
-}
-
-/** A task's current fields, without history (what resume answers carry). */
-export interface TaskView {
-  id: string;
-  state: State;
-  /** Events at or after this time expire the task. */
-  expiresAtMs: number;
-  attempts: number;
-  maxAttempts: number;
-  /** Percent done in the current attempt (100 once succeeded). */
-  progress: number;
-  /** Number of changes so far. */
-  version: number;
-  resultRef?: string;
-  resultHash?: string;
-  error?: string;
-}
-
-/** A task with its full history (`history[i].version === i + 1`). */
-export interface Task extends TaskView {
-  history: HistoryEntry[];
-}
-
-/** Input of `createTask` and `TaskBook.create`. */
-export interface CreateTaskInput {
-  /** Not blank. */
-  id: string;
-  /** Creation time (ms, finite, ≥ 0). */
-  nowMs: number;
-  /** Time to live (ms, finite, > 0). */
-  ttlMs: number;
-  /** Allowed starts, an integer ≥ 1. */
-  maxAttempts: number;
-}
-
-/** Why an event did or did not change a task. */
-export type Reason =
-  | "started"
-  | "already-running"
-  | "not-startable"
-  | "progress"
-  | "stale-progress"
-  | "duplicate-progress"
-  | "not-running"
-  | "succeeded"
-  | "requeued"
-  | "failed"
-  | "expired"
-  | "duplicate-expire"
-  | "duplicate-result"
-  | "result-conflict"
-  | "terminal-conflict"
-  | "duplicate-callback"
-  | "callback-conflict";
+// The wire types (states, events, the task, reasons) are in wire.d.ts.
+export type * from "./wire.js";
+import type { CreateTaskInput, Decision, HistoryEntry, Reason, State, Task, TaskEvent, TaskView, TerminalState } from "./wire.js";
 
 /** What an event did, and the task after it. */
 export interface Transition<T extends TaskView = Task> {
@@ -124,10 +19,31 @@ export interface Transition<T extends TaskView = Task> {
   reason: Reason;
 }
 
+/** The current attempt's lease: operational, not versioned (a heartbeat moves it). */
+export interface Lease {
+  /** The attempt that holds it. */
+  attempt: number;
+  /** The attempt counts as alive strictly before this time. */
+  expiresAtMs: number;
+  /** How far each report extends it. */
+  leaseMs: number;
+}
+
 /** `TaskBook.apply`'s answer; the task comes without history (O(1)). */
 export interface CallbackResult extends Transition<TaskView> {
   /** The callback id was already applied to this task with this event. */
   duplicateCallback: boolean;
+  /** The current attempt's lease after the event, when one runs. */
+  lease?: Lease;
+}
+
+/** One step `TaskBook.sweepDue` took. */
+export interface Swept {
+  taskId: string;
+  /** The task's state after the step. */
+  state: State;
+  /** `lease-lapsed`, `requeued`, `failed`, `cancelled` or `timed-out` (or `expired` when the TTL came first). */
+  reason: Reason;
 }
 
 /** Nothing new since the cursor. */
@@ -179,7 +95,7 @@ export type Delivery =
 /** A task reached a terminal state ("go and look": no result inside). */
 export interface Notification {
   taskId: string;
-  state: "succeeded" | "failed" | "expired";
+  state: TerminalState;
   atMs: number;
 }
 
@@ -290,7 +206,10 @@ export class TaskBook {
   create(input: CreateTaskInput): Task;
   /** The task with its history. */
   get(id: string): Task | undefined;
-  /** Applies an executor's event, at most once per callback id. */
+  /**
+   * Applies an event, at most once per callback id: an executor's, a
+   * person's (with the `actor` the caller authenticated) or a sweeper's.
+   */
   apply(taskId: string, event: TaskEvent, callbackId?: string): CallbackResult;
   /** Answers a client that last saw version `cursor`. */
   resume(taskId: string, cursor: number): ResumeAnswer;
@@ -298,8 +217,15 @@ export class TaskBook {
   resumeJson(taskId: string, cursor: number): string;
   /** Hands a result over, at most once per key. */
   deliverResult(taskId: string, key: string, nowMs: number): Delivery;
-  /** Expires every live task whose deadline has passed; returns their ids. */
+  /** Expires every live task whose TTL has passed; returns their ids. */
   expireDue(nowMs: number): string[];
+  /**
+   * Takes every lifecycle step due by `nowMs`: a lapsed lease makes its
+   * task `unknown`, a grace period that ran out re-queues or fails it, a
+   * passed execution deadline times it out. Each step is recorded at the
+   * time it fell due; run it after `expireDue`, on the same timer.
+   */
+  sweepDue(nowMs: number): Swept[];
   /** Takes every notification out of the outbox. */
   drainNotifications(): Notification[];
   /** The number of tasks. */
@@ -361,6 +287,41 @@ export interface CreateTaskRequest {
   maxAttempts: number;
   kind?: string;
   input?: unknown;
+  /** Execution deadline from creation (ms, > 0): past it the task is `timed_out`. */
+  deadlineMs?: number;
+  /** How long an `unknown` task waits before it is re-queued (ms, ≥ 0; the server's default otherwise). */
+  unknownGraceMs?: number;
+  /** `false`: an `unknown` task is never re-queued automatically. */
+  autoRequeue?: boolean;
+}
+
+/** Options of `TaskClient.cancel`. */
+export interface CancelOptions {
+  /** Why, recorded with the cancel. */
+  reason?: string;
+}
+
+/** Options of `TaskClient.decide`: the decision and what it was made on. */
+export interface DecideOptions {
+  decision: Decision;
+  /** The held artifact's hash (the task's `artifactHash`). */
+  artifactHash: string;
+  /** The task version the decision was made on (the task's `version`). */
+  version: number;
+  reason?: string;
+}
+
+/**
+ * The server's answer to a cancel or a decision. `changed: false` says why
+ * nothing happened (`duplicate-cancel`, `stale-decision`,
+ * `terminal-conflict`, …).
+ */
+export interface ActionAnswer {
+  changed: boolean;
+  duplicate: boolean;
+  reason: Reason;
+  /** The task as it is now. */
+  task: TaskView;
 }
 
 /** A task as the server returns it on creation. */
@@ -444,6 +405,21 @@ export class TaskClient {
   createTask(request: CreateTaskRequest, options?: { idempotencyKey?: string }): Promise<CreatedTask>;
   /** POST /v1/tasks/{id}/deliveries: the same key returns the same receipt. */
   deliver(taskId: string, key: string): Promise<Receipt>;
+  /**
+   * POST /v1/tasks/{id}/cancel: `cancelled` at once without a worker,
+   * `cancelling` while one runs. Safe to retry (and retried on network
+   * errors, 429 and 5xx): a repeat is `duplicate-cancel`.
+   */
+  cancel(taskId: string, options?: CancelOptions): Promise<ActionAnswer>;
+  /**
+   * POST /v1/tasks/{id}/decisions: approve, request changes to, or reject
+   * the held artifact. Safe to retry: a repeat is `duplicate-decision`.
+   *
+   * @example
+   * const { task } = update; // state "waiting_approval"
+   * await client.decide(task.id, { decision: "approve", artifactHash: task.artifactHash!, version: task.version });
+   */
+  decide(taskId: string, options: DecideOptions): Promise<ActionAnswer>;
   /** Follows a task until it is terminal, stopped, or refused. */
   watch(taskId: string, options?: WatchOptions): Watch;
 }

@@ -12,8 +12,9 @@ const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const dist = join(root, "dist");
 // Hard limit of the page budget: what a page loads (.wasm + the JS
 // entry, glue and API, minified by a bundler), gzipped. Ratcheted to just
-// above what the page costs now (53.1 KB: 50.3 KB, then +2.8 KB for the
-// lifecycle of issue 11, which the page's mirror replays); the target is
+// above what the page costs now (53.6 KB: 50.3 KB, then +2.8 KB for the
+// lifecycle of issue 11, which the page's mirror replays, and +0.5 KB for
+// TaskClient.cancel and decide); the target is
 // 40 KB (issue 10), not reached yet: docs/package.md lists what is left.
 const LIMIT_GZIP = 54 * 1024;
 
@@ -134,6 +135,7 @@ for (const [name, variant] of Object.entries(VARIANTS)) {
   }
 }
 copyFileSync(join(root, "js/index.d.ts"), join(dist, "index.d.ts"));
+copyFileSync(join(root, "js/wire.d.ts"), join(dist, "wire.d.ts"));
 copyFileSync(join(root, "js/client.d.ts"), join(dist, "client.d.ts"));
 writeFileSync(join(dist, "size.json"), JSON.stringify(report, null, 2) + "\n");
 if (failed) process.exit(1);

@@ -21,6 +21,7 @@ export class HttpError extends Error {
 
 export const invalid = (message) => new HttpError(400, "invalid-request", message);
 export const notFound = (message) => new HttpError(404, "not-found", message);
+export const unauthorized = (message) => new HttpError(401, "unauthorized", message);
 
 /** Sends a JSON value (or JSON text, as is). Nothing here may be cached. */
 export function sendJson(res, status, body, headers = {}) {
@@ -160,6 +161,17 @@ export function checkId(name, id, encoding = "utf8") {
   return id;
 }
 
+/** The task id from the path: percent-decoded, non-blank, at most 255 bytes. */
+export function taskIdFrom(rawId) {
+  let id;
+  try {
+    id = decodeURIComponent(rawId);
+  } catch {
+    throw invalid("taskId: invalid percent-encoding in the path");
+  }
+  return checkId("taskId", id);
+}
+
 /**
  * A header's value as sent (Node reads header bytes as latin1), or
  * undefined. Repeated headers are joined by Node.
@@ -173,4 +185,9 @@ export function header(req, name) {
 export function quoted(s) {
   const chars = [...s];
   return chars.length > 64 ? `"${chars.slice(0, 64).join("")}…"` : `"${s}"`;
+}
+
+/** What a JSON value is, for messages ("a string", "an array", "null"). */
+export function typeOf(v) {
+  return v === null ? "null" : Array.isArray(v) ? "an array" : `a ${typeof v}`;
 }

@@ -6,7 +6,6 @@
 import { randomBytes } from "node:crypto";
 import { TaskwireError, createTask } from "taskwire";
 import {
-  BODY_LIMIT,
   HttpError,
   checkId,
   header,
@@ -18,11 +17,22 @@ import {
   readBody,
   sendError,
   sendJson,
-  tooLarge,
+  taskIdFrom,
+  typeOf,
+  unauthorized,
 } from "./http.mjs";
 import { canonical, members } from "./exact.mjs";
-import { checkHeaders, verifier } from "./sign.mjs";
+import { callback } from "./callbacks.mjs";
 import { EXACT_REQUEST, StorageError, legacyCreateRequest } from "./store.mjs";
+import {
+  LIFECYCLE_CREATE_FIELDS,
+  actionAnswer,
+  asBodyError,
+  checkEvent,
+  isTerminal,
+  lifecycleFields,
+  personEvent,
+} from "./lifecycle.mjs";
 
 /** The longest a resume may be held. */
 const MAX_WAIT_MS = 30_000;
@@ -35,7 +45,7 @@ const ALLOW_HEADERS = "Authorization, Content-Type, Idempotency-Key, Last-Event-
 /**
  * The request handler for `http.createServer`. `config`: {tokens (Map
  * token → tenant), keyring (sign.mjs), callbackBodyTimeoutMs,
- * corsOrigins, heartbeatMs, onFatal}.
+ * corsOrigins, heartbeatMs, leaseMs, unknownGraceMs, onFatal}.
  */
 export function createApp(store, config) {
   const routes = [
@@ -45,6 +55,8 @@ export function createApp(store, config) {
     { path: ["v1", "tasks", ":id", "events"], methods: { GET: events } },
     { path: ["v1", "tasks", ":id", "callbacks"], methods: { POST: callback } },
     { path: ["v1", "tasks", ":id", "deliveries"], methods: { POST: deliver } },
+    { path: ["v1", "tasks", ":id", "cancel"], methods: { POST: act("cancel") } },
+    { path: ["v1", "tasks", ":id", "decisions"], methods: { POST: act("decisions") } },
     { path: ["v1", "notifications"], methods: { GET: notifications } },
   ];
 
@@ -99,17 +111,6 @@ function matches(pattern, segments) {
   return pattern.length === segments.length && pattern.every((p, i) => p === ":id" ? segments[i] !== "" : p === segments[i]);
 }
 
-/** The task id from the path: percent-decoded, non-blank, at most 255 bytes. */
-function taskIdFrom(rawId) {
-  let id;
-  try {
-    id = decodeURIComponent(rawId);
-  } catch {
-    throw invalid("taskId: invalid percent-encoding in the path");
-  }
-  return checkId("taskId", id);
-}
-
 // ---- CORS -------------------------------------------------------------------
 
 /**
@@ -148,8 +149,6 @@ function tenantOf(req, config) {
   return tenant;
 }
 
-const unauthorized = (message) => new HttpError(401, "unauthorized", message);
-
 /** The caller's task id, or 404 (unknown, or another tenant's: the same answer). */
 function ownTask(store, tenant, rawId) {
   const id = taskIdFrom(rawId);
@@ -183,8 +182,14 @@ async function createTaskRoute({ req, res, store, config }) {
   if (kind !== undefined && Buffer.byteLength(kind) > MAX_KIND_BYTES) {
     throw invalid(`body.kind: must be at most ${MAX_KIND_BYTES} bytes, got ${Buffer.byteLength(kind)}`);
   }
-  // The server assigns the id and the creation time.
-  const task = { id: `tsk_${randomBytes(16).toString("hex")}`, nowMs: Date.now(), ttlMs, maxAttempts };
+  // The server assigns the id and the creation time (and the default grace period).
+  const task = {
+    id: `tsk_${randomBytes(16).toString("hex")}`,
+    nowMs: Date.now(),
+    ttlMs,
+    maxAttempts,
+    ...lifecycleFields(body, config.unknownGraceMs),
+  };
   try {
     createTask(task); // the core's validation, before anything is stored
   } catch (err) {
@@ -201,7 +206,9 @@ async function createTaskRoute({ req, res, store, config }) {
  * The create body's `input` text (undefined when absent or null) and its
  * request in canonical form: `ttlMs`, `maxAttempts`, `kind` and `input`,
  * numbers compared exactly, `null` the same as absent (PROTOCOL.md,
- * "Create a task"). The last of duplicate fields counts, as in JSON.parse.
+ * "Create a task"); the lifecycle fields count only when sent, named, so
+ * a body without them is the same request as before they existed. The
+ * last of duplicate fields counts, as in JSON.parse.
  */
 function exactCreate(text) {
   let fields;
@@ -216,6 +223,15 @@ function exactCreate(text) {
     const raw = field(name);
     try {
       request += `${raw === undefined ? "null" : canonical(raw)}\n`;
+    } catch (err) {
+      throw invalid(`body.${name}: ${err.message}`);
+    }
+  }
+  for (const name of LIFECYCLE_CREATE_FIELDS) {
+    const raw = field(name);
+    if (raw === undefined) continue;
+    try {
+      request += `${name}=${canonical(raw)}\n`;
     } catch (err) {
       throw invalid(`body.${name}: ${err.message}`);
     }
@@ -279,7 +295,6 @@ function flag(query, name) {
   throw invalid(`${name}: must be 1 or 0, got ${quoted(v)}`);
 }
 
-const isTerminal = (state) => state === "succeeded" || state === "failed" || state === "expired";
 
 // ---- GET /v1/tasks/{id}/events (SSE) ------------------------------------------
 
@@ -331,58 +346,27 @@ async function events({ req, res, query, rawId, store, config }) {
   send(first);
 }
 
-// ---- POST /v1/tasks/{id}/callbacks ---------------------------------------------
+// ---- POST /v1/tasks/{id}/cancel and /decisions -----------------------------------
 
-async function callback({ req, res, rawId, store, config }) {
-  // PROTOCOL.md §Executor callback, "Order of the checks": nothing of a
-  // request nobody signed is kept, and it learns nothing.
-  let signed;
-  let taskId;
-  let tenant;
-  let raw;
-  try {
-    // 1. The headers, before any of the body is read.
-    signed = checkHeaders(req.headersDistinct);
-    checkId("webhook-id", signed.id, "latin1");
-    taskId = taskIdFrom(rawId);
-    if (Number(req.headers["content-length"] ?? 0) > BODY_LIMIT) throw tooLarge();
-    // 2. The secrets of the task's tenant. An unknown task has none: its
-    // body is hashed with a key nobody holds and dropped, and the answer
-    // is a wrong signature's, so existence is not revealed.
-    tenant = store.tenantOf(taskId);
-    const keys = tenant === undefined ? [] : config.keyring.keysOf(tenant);
-    const check = keys.length > 0 ? verifier(signed, keys) : verifier(signed, [config.keyring.decoy], { decoy: true });
-    // 3. The body, in time, hashed as it arrives.
-    raw = await readBody(req, { timeoutMs: config.callbackBodyTimeoutMs, onChunk: check.update, keep: keys.length > 0 });
-    if (!check.finish()) {
-      throw unauthorized(`webhook-signature: no valid signature for task ${quoted(taskId)} (check the secret of the task's tenant, and the task id)`);
+/**
+ * A person's request (PROTOCOL.md §Lifecycle, Cancel and Decisions): the
+ * body says what, the server's clock when, the bearer token who. Every
+ * judged request is 200 with the core's reason and the task now, so a
+ * retry after a lost answer is safe (a repeat is a duplicate).
+ */
+function act(route) {
+  return async function action({ req, res, rawId, store, config }) {
+    const tenant = tenantOf(req, config);
+    const bytes = await readBody(req);
+    const event = personEvent(route, bytes, tenant, Date.now());
+    try {
+      checkEvent(event);
+    } catch (err) {
+      throw asBodyError(err);
     }
-  } catch (err) {
-    // Answered before the whole body was read: do not keep the connection.
-    if (err instanceof HttpError && raw === undefined) err.headers = { ...err.headers, connection: "close" };
-    throw err;
-  }
-  // 4. The task the body is signed for, then the event.
-  const body = parseJson(raw, "event");
-  if (body === null || typeof body !== "object" || Array.isArray(body)) {
-    throw invalid(`event: must be a JSON object, got ${typeOf(body)}`);
-  }
-  const { taskId: named, ...event } = body;
-  if (named === undefined || named === null) throw invalid("event.taskId: required: the task this callback is for");
-  if (typeof named !== "string") throw invalid(`event.taskId: expected a string, got ${typeOf(named)}`);
-  if (named !== taskId) throw unauthorized(`event.taskId: the body is signed for task ${quoted(named)}, not for this one`);
-  // 5. The callback id against the tenant's other tasks (422), then the
-  // core: invalid events (400) come back from it.
-  const t = store.callback(tenant, taskId, signed.id, event);
-  sendJson(res, 200, {
-    changed: t.changed,
-    duplicate: t.duplicate,
-    duplicateCallback: t.duplicateCallback,
-    notify: t.notify,
-    reason: t.reason,
-    version: t.task.version,
-    state: t.task.state,
-  });
+    const id = ownTask(store, tenant, rawId);
+    sendJson(res, 200, actionAnswer(store.act(id, event)));
+  };
 }
 
 // ---- POST /v1/tasks/{id}/deliveries --------------------------------------------
@@ -420,8 +404,4 @@ async function notifications({ req, res, query, store, config }) {
   if (limit === 0) throw invalid(`limit: must be an integer from 1 to ${MAX_LIMIT}, got "0"`);
   const page = store.notifications(tenant, after, limit);
   sendJson(res, 200, { notifications: page, next: page.length > 0 ? page[page.length - 1].seq : after });
-}
-
-function typeOf(v) {
-  return v === null ? "null" : Array.isArray(v) ? "an array" : `a ${typeof v}`;
 }

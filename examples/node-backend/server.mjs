@@ -29,8 +29,15 @@ A taskwire backend (PROTOCOL.md) on node:http and the taskwire npm package.
                              how long a callback body may take (default 10000)
   --retention N              resume window in versions (default 8)
   --cors-origin ORIGIN       a browser origin allowed by CORS; repeatable; * for any
+  --lease-ms N               lease of a start that carries attempt but no leaseMs,
+                             in ms: a silent attempt is unknown after it
+                             (default 30000)
+  --unknown-grace-ms N       how long an unknown task waits for its attempt before
+                             it is re-queued, for a task created without
+                             unknownGraceMs (default 60000)
   --heartbeat-ms N           SSE heartbeat interval (default 15000)
-  --sweep-ms N               how often the TTL sweeper runs (default 250)
+  --sweep-ms N               how often the sweeper runs: TTLs, then leases, grace
+                             periods and deadlines (default 250)
   -h, --help                 this help`;
 
 /** The configuration from the command line; exits with the usage on a mistake. */
@@ -47,6 +54,8 @@ function configure(argv) {
         "callback-body-timeout-ms": { type: "string", default: "10000" },
         retention: { type: "string", default: "8" },
         "cors-origin": { type: "string", multiple: true, default: [] },
+        "lease-ms": { type: "string", default: "30000" },
+        "unknown-grace-ms": { type: "string", default: "60000" },
         "heartbeat-ms": { type: "string", default: "15000" },
         "sweep-ms": { type: "string", default: "250" },
         help: { type: "boolean", short: "h", default: false },
@@ -70,6 +79,8 @@ function configure(argv) {
       callbackBodyTimeoutMs: Math.max(1, count("--callback-body-timeout-ms", values["callback-body-timeout-ms"])),
       retention: count("--retention", values.retention),
       corsOrigins: values["cors-origin"],
+      leaseMs: Math.max(1, count("--lease-ms", values["lease-ms"])),
+      unknownGraceMs: count("--unknown-grace-ms", values["unknown-grace-ms"]),
       heartbeatMs: Math.max(1, count("--heartbeat-ms", values["heartbeat-ms"])),
       sweepMs: Math.max(1, count("--sweep-ms", values["sweep-ms"])),
     };
@@ -128,7 +139,8 @@ async function main() {
   // Requests node:http cannot parse (bad framing, huge headers) get its own
   // 400/431 answer and a closed connection: no handler of ours runs.
 
-  // Expiry by time: a task nobody calls back for still ends.
+  // Expiry by time: a task nobody calls back for still ends; then the
+  // lifecycle's timers (a lapsed lease, a grace period, a deadline).
   sweeper = setInterval(() => {
     try {
       store.sweep(Date.now());

@@ -12,13 +12,15 @@
 // records), so the replay rebuilds exactly the state that was acknowledged.
 //
 // Records (one JSON line each, see README.md):
-//   {"op":"create","id","tenant","nowMs","ttlMs","maxAttempts","kind"?,"inputJson"?,"key"?,"request"?}
+//   {"op":"create","id","tenant","nowMs","ttlMs","maxAttempts","deadlineMs"?,"unknownGraceMs"?,"autoRequeue"?,"kind"?,"inputJson"?,"key"?,"request"?}
 //   (journals written before exact input have "input" as a JSON value, no "request")
-//   {"op":"callback","taskId","callbackId","event","version"}
+//   {"op":"callback","taskId","callbackId","event","version"} (or "lease": a heartbeat that only renewed it)
+//   {"op":"act","taskId","event","version"} (a person's cancel or decision)
 //   {"op":"deliver","tenant","taskId","key","nowMs"}
 //   {"op":"expire","nowMs","ids"}
-// `version` and `ids` are what the operation did; replay checks that it
-// does the same again.
+//   {"op":"sweep","nowMs","swept"} (leases, grace periods, deadlines)
+// `version`, `lease`, `ids` and `swept` are what the operation did; replay
+// checks that it does the same again.
 
 import { TaskBook } from "taskwire";
 import { Journal } from "./journal.mjs";
@@ -50,6 +52,13 @@ export class Store {
   #seq = 0;
   /** taskId → Set of functions to call when the task changes */
   #watchers = new Map();
+  /**
+   * taskId → the current attempt's lease as JSON text, as the last event
+   * left it. A heartbeat (or a repeated progress) renews the lease without
+   * a version: the record must be journaled all the same, or a replay
+   * would lapse the task earlier than it did.
+   */
+  #leases = new Map();
   /** Set once a write failed: the book is ahead of the disk. */
   #broken = null;
 
@@ -140,7 +149,7 @@ export class Store {
    * {key, request, legacyRequest} (see routes.mjs) or undefined. Returns
    * {task (JSON text), created}.
    */
-  create(tenant, { id, nowMs, ttlMs, maxAttempts, kind, input }, idem) {
+  create(tenant, { id, nowMs, ttlMs, maxAttempts, deadlineMs, unknownGraceMs, autoRequeue, kind, input }, idem) {
     if (idem !== undefined) {
       const known = this.#createKeys.get(JSON.stringify([tenant, idem.key]));
       if (known) {
@@ -153,6 +162,9 @@ export class Store {
       }
     }
     const record = { op: "create", id, tenant, nowMs, ttlMs, maxAttempts };
+    if (deadlineMs !== undefined) record.deadlineMs = deadlineMs;
+    if (unknownGraceMs !== undefined) record.unknownGraceMs = unknownGraceMs;
+    if (autoRequeue !== undefined) record.autoRequeue = autoRequeue;
     if (kind !== undefined) record.kind = kind;
     if (input !== undefined) record.inputJson = input;
     if (idem !== undefined) {
@@ -178,14 +190,28 @@ export class Store {
     return this.#commit(record);
   }
 
+  /**
+   * Applies a person's event (cancel, decide; its `atMs` and `actor` set
+   * by the route) to a task the caller owns; returns the core's result.
+   */
+  act(taskId, event) {
+    return this.#commit({ op: "act", taskId, event });
+  }
+
   /** Delivers a result under the tenant's key; returns the core's Delivery. */
   deliver(tenant, taskId, key, nowMs) {
     return this.#commit({ op: "deliver", tenant, taskId, key, nowMs });
   }
 
-  /** Expires every task due at `nowMs` (the sweeper); returns their ids. */
+  /**
+   * The sweeper's tick: expires every task due at `nowMs`, then takes the
+   * lifecycle steps due (lapsed leases, grace periods, deadlines), each
+   * its own record. Returns the ids expired and the steps taken.
+   */
   sweep(nowMs) {
-    return this.#commit({ op: "expire", nowMs });
+    const expired = this.#commit({ op: "expire", nowMs });
+    const swept = this.#commit({ op: "sweep", nowMs });
+    return { expired, swept };
   }
 
   // ---- the one path every change takes ------------------------------------
@@ -227,8 +253,8 @@ export class Store {
   #run(record) {
     switch (record.op) {
       case "create": {
-        const { id, tenant, nowMs, ttlMs, maxAttempts, kind, key } = record;
-        this.#book.create({ id, nowMs, ttlMs, maxAttempts });
+        const { id, tenant, nowMs, ttlMs, maxAttempts, deadlineMs, unknownGraceMs, autoRequeue, kind, key } = record;
+        this.#book.create({ id, nowMs, ttlMs, maxAttempts, deadlineMs, unknownGraceMs, autoRequeue });
         // Old journals kept `input` as a parsed value: its text is all that is left.
         const input = record.inputJson ?? (record.input === undefined ? undefined : JSON.stringify(record.input));
         this.#tasks.set(id, { tenant, kind, input });
@@ -240,16 +266,21 @@ export class Store {
         }
         return { result: undefined, changed: true, touched: [] };
       }
-      case "callback": {
+      case "callback":
+      case "act": {
         const result = this.#book.apply(record.taskId, record.event, record.callbackId);
+        const leaseMoved = this.#leaseMoved(record.taskId, result.lease);
         if (result.changed) {
           this.#expect(record, "version", result.task.version);
           // The book remembers an id only when its event changed the task.
           const { tenant } = this.#tasks.get(record.taskId);
-          this.#callbackOwners.set(JSON.stringify([tenant, record.callbackId]), record.taskId);
+          if (record.callbackId !== undefined) this.#callbackOwners.set(JSON.stringify([tenant, record.callbackId]), record.taskId);
+        } else if (leaseMoved) {
+          this.#expect(record, "lease", result.lease ?? null);
         }
         this.#collectNotifications();
-        return { result, changed: result.changed, touched: result.changed ? [record.taskId] : [] };
+        // A renewed lease is journaled but not published: no version, nothing for watchers.
+        return { result, changed: result.changed || leaseMoved, touched: result.changed ? [record.taskId] : [] };
       }
       case "deliver": {
         // Keys are per tenant: the book sees them namespaced, the client never does.
@@ -261,12 +292,38 @@ export class Store {
       case "expire": {
         const ids = this.#book.expireDue(record.nowMs);
         if (ids.length > 0) this.#expect(record, "ids", ids);
+        for (const id of ids) this.#leases.delete(id); // the attempt ended with the task
         this.#collectNotifications();
         return { result: ids, changed: ids.length > 0, touched: ids };
+      }
+      case "sweep": {
+        const swept = this.#book.sweepDue(record.nowMs);
+        // Across tasks the book may take the steps in another order after
+        // a replay (its queue skipped idle ticks, which are not journaled);
+        // each task's own steps keep their order.
+        if (swept.length > 0) this.#expect(record, "swept", byTask(swept));
+        const touched = [...new Set(swept.map((s) => s.taskId))];
+        for (const id of touched) this.#leases.delete(id);
+        this.#collectNotifications();
+        return { result: swept, changed: swept.length > 0, touched };
       }
       default:
         throw new Error(`unknown record op ${JSON.stringify(record.op)}`);
     }
+  }
+
+  /**
+   * Whether `lease` (an apply's) differs from what the task's last event
+   * left; remembers it. After a sweep step the task's entry is dropped,
+   * so the comparison is with no lease: at worst a record that changed
+   * nothing is journaled, and replays the same way.
+   */
+  #leaseMoved(taskId, lease) {
+    const text = lease === undefined ? undefined : JSON.stringify(lease);
+    const moved = text !== this.#leases.get(taskId);
+    if (text === undefined) this.#leases.delete(taskId);
+    else this.#leases.set(taskId, text);
+    return moved;
   }
 
   /** Live: records what the operation did. Replay: it must match. */
@@ -291,8 +348,9 @@ export class Store {
     }
   }
 
+  /** The TaskView: no history, and no lease (operational, not versioned: not on the wire). */
   #view(taskId) {
-    const { history, ...view } = this.#book.get(taskId);
+    const { history, lease, ...view } = this.#book.get(taskId);
     return view;
   }
 
@@ -307,6 +365,11 @@ export class Store {
       }
     }
   }
+}
+
+/** Sweep steps grouped by task (stable: a task's steps keep their order), tasks by id. */
+function byTask(swept) {
+  return [...swept].sort((x, y) => (x.taskId < y.taskId ? -1 : x.taskId > y.taskId ? 1 : 0));
 }
 
 /** Starts every request in the exact canonical form (routes.mjs, `exactCreate`). */

@@ -4,8 +4,8 @@
 # watched by 4 long-polls on fresh connections and every 11th followed by
 # an SSE stream (taskwire-load soak; its defaults are the churn that found
 # the rise). One line a minute: RSS (anonymous, shared), rates reached,
-# the hub's watched tasks ("slots", 0 when idle), errors; then the idle
-# RSS and the slope over the second half. Loopback only, bounded by
+# errors, jobs the load client could not keep up with; then the idle RSS
+# and the slope over the second half. Loopback only, bounded by
 # MINUTES.
 #
 #   BIN=target/server/taskwire-server LOAD=target/server/taskwire-load \

@@ -264,3 +264,47 @@ async fn the_demo_page_is_served_and_paths_cannot_escape() {
         "path",
     );
 }
+
+/// The demo executor is a lifecycle executor: its events name their
+/// attempt, it heartbeats between slow steps so its lease never lapses,
+/// and a cancel stops it: the next answer says `cancelRequested` and it
+/// acknowledges, so the task ends `cancelled` (PROTOCOL.md §Lifecycle).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_executor_heartbeats_and_stops_when_cancelled() {
+    // A lease of 600 ms: heartbeats every 200 ms; the summary's steps are
+    // ~5 s apart at speed 1.
+    let h = harness(|c| {
+        c.demo = true;
+        c.lease_ms = 600;
+    })
+    .await;
+    let r = h
+        .post("demo", "/v1/demo/workloads/summary", &[], r#"{"speed": 1}"#)
+        .await;
+    assert_eq!(r.status, 201, "{:?}", r.json());
+    let id = r.json()["taskIds"][0].as_str().unwrap().to_string();
+    // Started (1.2 s), then well past a lease without a new version.
+    tokio::time::sleep(Duration::from_millis(3_000)).await;
+    let task = h.get("demo", &format!("/v1/tasks/{id}")).await.json();
+    assert_eq!(task["state"], "running", "heartbeats keep it alive: {task}");
+    assert_eq!(task["attempts"], 1);
+    let (_, answer) = h.resume("demo", &id, "cursor=0").await;
+    let start = serde_json::to_value(&answer.events()[0].event).unwrap();
+    assert_eq!(
+        (start["attempt"].clone(), start["leaseMs"].clone()),
+        (json!(1), json!(600)),
+        "{start}"
+    );
+    let c = h
+        .post("demo", &format!("/v1/tasks/{id}/cancel"), &[], "")
+        .await;
+    assert_eq!(c.json()["task"]["state"], "cancelling", "{:?}", c.json());
+    let done = wait_terminal(&h, &id, Duration::from_secs(5)).await;
+    assert_eq!(done["state"], "cancelled", "{done}");
+    let (_, answer) = h.resume("demo", &id, "cursor=0").await;
+    let last = serde_json::to_value(&answer.events().last().unwrap().event).unwrap();
+    assert_eq!(
+        last["type"], "ack_cancel",
+        "the executor acknowledged: {last}"
+    );
+}

@@ -27,6 +27,7 @@ import notifications from './checks/notifications.mjs';
 import isolation from './checks/isolation.mjs';
 import errors from './checks/errors.mjs';
 import ttl from './checks/ttl.mjs';
+import lifecycle from './checks/lifecycle.mjs';
 import vectors from './checks/vectors.mjs';
 import cors from './checks/cors.mjs';
 import precedence from './checks/precedence.mjs';
@@ -59,6 +60,7 @@ export const SECTIONS = [
   notifications,
   isolation,
   ttl,
+  lifecycle,
   cors,
   corsHeaders,
   vectors,

@@ -94,3 +94,27 @@ test("init is a no-op in Node", async () => {
   tw.initSync();
   assert.equal(new TaskBook().size, 0);
 });
+
+test("TaskBook.sweepDue: a lapsed lease, then its grace period, each recorded when it fell due", () => {
+  const book = new TaskBook();
+  book.create({ id: "l", nowMs: 0, ttlMs: 3_600_000, maxAttempts: 2, unknownGraceMs: 1000 });
+  book.create({ id: "d", nowMs: 0, ttlMs: 3_600_000, maxAttempts: 1, deadlineMs: 500 });
+  const started = book.apply("l", { type: "start", atMs: 0, worker: "w", attempt: 1, leaseMs: 100 });
+  assert.deepEqual(started.lease, { attempt: 1, expiresAtMs: 100, leaseMs: 100 });
+  const beat = book.apply("l", { type: "heartbeat", atMs: 50, attempt: 1 });
+  assert.deepEqual([beat.changed, beat.reason, beat.lease.expiresAtMs], [false, "heartbeat", 150]);
+  assert.deepEqual(book.sweepDue(140), [], "nothing due yet");
+  // Task by task, in the order their first step fell due.
+  assert.deepEqual(book.sweepDue(10_000), [
+    { taskId: "l", state: "unknown", reason: "lease-lapsed" },
+    { taskId: "l", state: "queued", reason: "requeued" },
+    { taskId: "d", state: "timed_out", reason: "timed-out" },
+  ]);
+  assert.deepEqual(book.get("l").history.slice(1).map((e) => e.event), [
+    { type: "lapse", atMs: 150, attempt: 1 },
+    { type: "abandon", atMs: 1150 },
+  ]);
+  assert.deepEqual(book.drainNotifications(), [{ taskId: "d", state: "timed_out", atMs: 500 }]);
+  assert.deepEqual(book.sweepDue(20_000), []);
+  assert.throws(() => book.sweepDue(-1), (e) => e instanceof TaskwireError && e.code === "invalid-request" && e.message.startsWith("nowMs"));
+});

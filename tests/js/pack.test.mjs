@@ -33,6 +33,7 @@ test("npm pack ships only the whitelisted files", () => {
     ...build("client"),
     ...build("full", ["book.js"]),
     "dist/index.d.ts",
+    "dist/wire.d.ts",
     "package.json",
   ]);
 });

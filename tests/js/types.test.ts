@@ -7,14 +7,19 @@ import init, {
   TaskwireError,
   applyEvent,
   createTask,
+  type ActionAnswer,
   type CallbackResult,
   type ErrorCode,
   type Delivery,
   type MergeOutcome,
+  type Notification,
   type ResumeAnswer,
+  type State,
+  type Swept,
   type Task,
   type TaskEvent,
   type TaskView,
+  type TerminalState,
 } from "taskwire";
 import { TaskClient as SmallClient, type WatchStatus, type WatchUpdate } from "taskwire/client";
 
@@ -115,4 +120,51 @@ async function client(): Promise<void> {
   // @ts-expect-error: the transport is a closed union
   new SmallClient({ baseUrl: "x", transport: "websocket" });
 }
-void example, client;
+async function lifecycle(): Promise<void> {
+  const book = new TaskBook();
+  const task = book.create({ id: "l", nowMs: 0, ttlMs: 60_000, maxAttempts: 2, deadlineMs: 30_000, unknownGraceMs: 1_000, autoRequeue: false });
+  const deadline: number | undefined = task.deadlineAtMs;
+  const started = book.apply("l", { type: "start", atMs: 1, worker: "w", attempt: 1, leaseMs: 500 });
+  const until: number | undefined = started.lease?.expiresAtMs;
+  book.apply("l", { type: "heartbeat", atMs: 2, attempt: 1 });
+  book.apply("l", { type: "hold", atMs: 3, artifactRef: "blob://a", artifactHash: "sha256:a", question: "ok?", attempt: 1 });
+  book.apply("l", { type: "decide", atMs: 4, decision: "request_changes", artifactHash: "sha256:a", version: 2, actor: "tenant:t" });
+  book.apply("l", { type: "cancel", atMs: 5, reason: "stop" });
+  book.apply("l", { type: "ack_cancel", atMs: 6, attempt: 2 });
+  book.apply("l", { type: "cannot_cancel", atMs: 7, reason: "remote", attempt: 2 });
+  for (const e of [{ type: "lapse", atMs: 8, attempt: 1 }, { type: "abandon", atMs: 9 }, { type: "timeout", atMs: 10 }] as const) book.apply("l", e);
+  const swept: Swept[] = book.sweepDue(20_000);
+  for (const s of swept) {
+    const state: State = s.state;
+    void state;
+  }
+  const reasons: CallbackResult["reason"][] = ["stale-attempt", "lease-lapsed", "succeeded-after-cancel", "stale-decision", "cancel-requested"];
+  const states: State[] = ["cancelling", "cancel_ineffective", "cancelled", "waiting_approval", "unknown", "timed_out"];
+  const ended: TerminalState[] = ["succeeded", "failed", "expired", "cancelled", "timed_out"];
+  const notified: Notification["state"] = "timed_out";
+  const view: TaskView = book.get("l")!;
+  const decided: "approve" | "request_changes" | "reject" | undefined = view.decision;
+  const held: string | undefined = view.artifactHash;
+  void deadline, until, reasons, states, ended, notified, decided, held, view.continuations, view.decisionVersion;
+
+  // @ts-expect-error: a decision is a closed union
+  book.apply("l", { type: "decide", atMs: 4, decision: "maybe", artifactHash: "sha256:a", version: 2 });
+  // @ts-expect-error: a hold needs its artifact's hash
+  book.apply("l", { type: "hold", atMs: 3, artifactRef: "blob://a" });
+  // @ts-expect-error: `running` is not terminal
+  const notEnded: TerminalState = "running";
+  void notEnded;
+
+  const c = new SmallClient({ baseUrl: "http://127.0.0.1:8080" });
+  const created = await c.createTask({ ttlMs: 60_000, maxAttempts: 2, deadlineMs: 30_000, unknownGraceMs: 5_000, autoRequeue: true });
+  const cancelled: ActionAnswer = await c.cancel(created.id, { reason: "changed my mind" });
+  await c.cancel(created.id);
+  const answer: ActionAnswer = await c.decide(created.id, { decision: "approve", artifactHash: "sha256:a", version: 3, reason: "fine" });
+  const changed: boolean = answer.changed && cancelled.task.state === "cancelled";
+  void changed;
+  // @ts-expect-error: a decision names the artifact and the version
+  await c.decide(created.id, { decision: "approve" });
+  // @ts-expect-error: decisions are a closed union
+  await c.decide(created.id, { decision: "ok", artifactHash: "h", version: 1 });
+}
+void example, client, lifecycle;

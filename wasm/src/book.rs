@@ -37,8 +37,8 @@ impl BookHandle {
         }
     }
 
-    /// `{task, changed, duplicate, notify, reason, duplicateCallback}`;
-    /// the task without its history (O(1) per call).
+    /// `{task, changed, duplicate, notify, reason, duplicateCallback,
+    /// lease?}`; the task without its history (O(1) per call).
     pub fn apply(
         &mut self,
         task_id: &str,
@@ -74,6 +74,16 @@ impl BookHandle {
         self.book
             .expire_due(now_ms)
             .map(|ids| to_json(&ids))
+            .map_err(throw)
+    }
+
+    /// `[{taskId, state, reason}]`: every lifecycle step due by `now_ms`
+    /// (lapsed leases, grace periods, execution deadlines), each recorded
+    /// at the time it fell due.
+    pub fn sweep_due(&mut self, now_ms: f64) -> Result<String> {
+        self.book
+            .sweep_due(now_ms)
+            .map(|swept| to_json(&swept))
             .map_err(throw)
     }
 

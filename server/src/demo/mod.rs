@@ -217,6 +217,13 @@ fn created(body: Value) -> Response {
 /// to this server. A plan's callback ids are made the task's own (a
 /// tenant's callback id is refused on its other tasks). Counts each answer
 /// in the tenant's `stats`; gives `slot` back at the end.
+///
+/// The executor behaves as PROTOCOL.md §Lifecycle asks of one: every
+/// event names its `attempt` (each `start` of the plan opens the next),
+/// so the server's default lease applies; while it waits between steps it
+/// sends a `heartbeat` every third of the lease, so a slow demo never
+/// lapses; and when an answer says `cancelRequested` it stops the plan
+/// and acknowledges (`ack_cancel`).
 fn run(
     state: &AppState,
     stats: &Arc<Stats>,
@@ -230,41 +237,85 @@ fn run(
     let stats = Arc::clone(stats);
     let tenant = tenant.to_string();
     let task = task.to_string();
+    let beat_every = Duration::from_millis((state.config.lease_ms / 3).max(1));
     tokio::spawn(async move {
         let _slot = slot;
+        let post = |callback_id: String, event: Value| {
+            let (state, stats, tenant, task) = (&state, &stats, &tenant, &task);
+            async move {
+                match send_callback(state, tenant, task, &callback_id, &event).await {
+                    Ok(answer) => {
+                        stats.callback_named(answer["reason"].as_str().unwrap_or(""));
+                        answer["cancelRequested"] == true
+                    }
+                    Err(e) => {
+                        eprintln!("taskwire-server: demo executor: {task}: {e}");
+                        false
+                    }
+                }
+            }
+        };
         let t0 = tokio::time::Instant::now();
+        let mut attempt = 0u64;
+        let mut beats = 0u64;
+        let mut last_sent = t0;
         // A redelivery resends the very same body under the same id.
         let mut sent: HashMap<String, Value> = HashMap::new();
         for step in plan {
             let at = t0 + Duration::from_secs_f64(scaled(step.at, speed) / 1000.0);
+            while attempt > 0 && last_sent + beat_every < at {
+                tokio::time::sleep_until(last_sent + beat_every).await;
+                beats += 1;
+                let beat = json!({"type": "heartbeat", "atMs": now_ms(), "attempt": attempt});
+                last_sent = tokio::time::Instant::now();
+                if post(format!("{task}-hb-{beats}"), beat).await {
+                    return acknowledge(&post, &task, attempt).await;
+                }
+            }
             tokio::time::sleep_until(at).await;
-            let event = sent
-                .entry(step.callback_id.clone())
-                .or_insert_with(|| {
+            let event = match sent.get(&step.callback_id) {
+                Some(event) => event.clone(),
+                None => {
                     let mut event = step.event;
+                    if event["type"] == "start" {
+                        attempt += 1;
+                    }
                     if let Value::Object(map) = &mut event {
                         map.insert("atMs".into(), json!(now_ms()));
+                        if attempt > 0 {
+                            map.insert("attempt".into(), json!(attempt));
+                        }
                     }
+                    sent.insert(step.callback_id.clone(), event.clone());
                     event
-                })
-                .clone();
-            let callback_id = format!("{task}-{}", step.callback_id);
-            match send_callback(&state, &tenant, &task, &callback_id, &event).await {
-                Ok(reason) => stats.callback_named(&reason),
-                Err(e) => eprintln!("taskwire-server: demo executor: {task}: {e}"),
+                }
+            };
+            last_sent = tokio::time::Instant::now();
+            if post(format!("{task}-{}", step.callback_id), event).await {
+                return acknowledge(&post, &task, attempt).await;
             }
         }
     });
 }
 
-/// Posts one signed callback; returns the reason the server answered.
+/// The executor stops on a cancel request and says so.
+async fn acknowledge<F, Fut>(post: &F, task: &str, attempt: u64)
+where
+    F: Fn(String, Value) -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let ack = json!({"type": "ack_cancel", "atMs": now_ms(), "attempt": attempt});
+    post(format!("{task}-ack-cancel"), ack).await;
+}
+
+/// Posts one signed callback; returns the server's answer.
 async fn send_callback(
     state: &AppState,
     tenant: &str,
     task: &str,
     callback_id: &str,
     event: &Value,
-) -> Result<String, String> {
+) -> Result<Value, String> {
     let body = callback_body(task, event);
     let secrets = state.keyring.secrets_of(tenant);
     let signed = signed_headers(secrets, callback_id, now_secs(), body.as_bytes());
@@ -281,7 +332,7 @@ async fn send_callback(
     .await
     .map_err(|e| e.to_string())?;
     if reply.status == 200 {
-        Ok(reply.json()["reason"].as_str().unwrap_or("").to_string())
+        Ok(reply.json())
     } else {
         Err(format!("callback answered {}", reply.status))
     }

@@ -112,8 +112,8 @@ pub async fn callback(
 /// are the server's to record, at the time they fell due. Either one in a
 /// signed callback would let an executor forge them, so they are refused
 /// (422 `not-an-executor-event`) before the store sees them. `expire`
-/// stays accepted, as in the seed: it is judged against the task's TTL
-/// (`not-expired` before it), so it cannot end a task early.
+/// stays accepted, as in the seed: it ends a live task as expired, and is
+/// recorded at the task's `expiresAtMs` whatever its own time.
 fn refuse_if_not_an_executors(event: &Event) -> Result<(), ApiError> {
     let kind = event.kind();
     let instead = match kind {

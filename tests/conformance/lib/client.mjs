@@ -81,6 +81,30 @@ export class Client {
     return openEventStream(this.http, `/v1/tasks/${enc(id)}/events${q}`, { headers: h, token });
   }
 
+  /**
+   * A person's request (PROTOCOL.md §Lifecycle): `what` is `cancel` or
+   * `decisions`; `body` an object (sent as JSON), a string (sent as is), or
+   * undefined (no body).
+   */
+  act(id, what, body) {
+    const opts = typeof body === 'string' ? { body, headers: { 'content-type': 'application/json' } } : { json: body };
+    return this.http.request('POST', `/v1/tasks/${enc(id)}/${what}`, opts);
+  }
+
+  /** Sends a person's request and asserts 200 with the answer's shape; returns it. */
+  async acted(id, what, body) {
+    const res = await this.act(id, what, body);
+    assert.equal(res.status, 200, `${what}: expected 200, got ${res.status}`);
+    assertJsonType(res);
+    const a = res.json;
+    for (const k of ['changed', 'duplicate']) {
+      assert.equal(typeof a?.[k], 'boolean', `${what} answer.${k}: expected a boolean, got ${JSON.stringify(a?.[k])}`);
+    }
+    assert.equal(typeof a.reason, 'string', `${what} answer.reason: expected a string`);
+    assertTaskView(a.task, `${what} answer.task`);
+    return a;
+  }
+
   deliver(id, key) {
     const headers = key === undefined ? {} : { 'idempotency-key': key };
     return this.http.request('POST', `/v1/tasks/${enc(id)}/deliveries`, { headers });

@@ -6,8 +6,11 @@
 
 import assert, { AssertionError } from 'node:assert/strict';
 
-export const STATES = ['queued', 'running', 'succeeded', 'failed', 'expired'];
-export const TERMINAL = ['succeeded', 'failed', 'expired'];
+export const STATES = [
+  'queued', 'running', 'succeeded', 'failed', 'expired', // seed 000
+  'cancelling', 'cancel_ineffective', 'cancelled', 'waiting_approval', 'unknown', 'timed_out', // §Lifecycle
+];
+export const TERMINAL = ['succeeded', 'failed', 'expired', 'cancelled', 'timed_out'];
 export const MAX_SAFE = Number.MAX_SAFE_INTEGER;
 
 function show(v) {
@@ -62,10 +65,21 @@ export function assertTaskView(task, what = 'task') {
   if (!Number.isInteger(task.progress) || task.progress < 0 || task.progress > 100) {
     fail(`${what}.progress: expected an integer 0..100, got ${show(task.progress)}`);
   }
-  for (const k of ['resultRef', 'resultHash', 'error']) {
+  for (const k of ['resultRef', 'resultHash', 'error', 'artifactRef', 'artifactHash', 'question', 'decisionReason']) {
     if (task[k] !== undefined && task[k] !== null && typeof task[k] !== 'string') {
       fail(`${what}.${k}: expected a string when present, got ${show(task[k])}`);
     }
+  }
+  for (const k of ['deadlineAtMs', 'unknownGraceMs']) {
+    if (task[k] !== undefined && task[k] !== null && !(typeof task[k] === 'number' && Number.isFinite(task[k]))) {
+      fail(`${what}.${k}: expected a finite number when present, got ${show(task[k])}`);
+    }
+  }
+  for (const k of ['continuations', 'decisionVersion']) {
+    if (task[k] !== undefined && task[k] !== null && !isCounter(task[k])) fail(`${what}.${k}: expected a counter when present, got ${show(task[k])}`);
+  }
+  if (task.decision !== undefined && !['approve', 'request_changes', 'reject'].includes(task.decision)) {
+    fail(`${what}.decision: expected approve, request_changes or reject, got ${show(task.decision)}`);
   }
 }
 

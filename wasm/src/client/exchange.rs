@@ -1,6 +1,8 @@
-//! `createTask` and `deliver`: one POST each, retried with backoff on
-//! network failures, 429 and 5xx only when an idempotency key makes a
-//! retry safe. A 2xx resolves to its body (JSON text); anything else
+//! `createTask`, `deliver`, `cancel` and `decide`: one POST each, retried
+//! with backoff on network failures, 429 and 5xx only when a retry is
+//! safe: an idempotency key makes it so for a create and a delivery; a
+//! cancel or a decision repeated is judged a duplicate by the server
+//! (`duplicate-cancel`, `duplicate-decision`), so those are always safe. A 2xx resolves to its body (JSON text); anything else
 //! rejects with a `TaskwireError` carrying the server's code (when it is
 //! one of PROTOCOL.md's, else `http-<status>`) and `status`.
 
@@ -73,6 +75,17 @@ pub fn deliver(http: Rc<Http>, backoff: Backoff, task_id: &str, key: String) -> 
         None,
         RETRIES,
     )
+}
+
+/// `POST /v1/tasks/{id}/{action}` (`cancel`, `decisions`) with a JSON body.
+pub fn act(http: Rc<Http>, backoff: Backoff, task_id: &str, action: &str, body: String) -> Promise {
+    let mut url = String::from(http.base.trim_end_matches('/'));
+    url.push_str("/v1/tasks/");
+    encode_segment(task_id, &mut url);
+    url.push('/');
+    url.push_str(action);
+    let headers = vec![("content-type", String::from("application/json"))];
+    post(http, backoff, url, headers, Some(body), RETRIES)
 }
 
 fn post(

@@ -157,6 +157,27 @@ impl ClientCore {
         exchange::deliver(Rc::clone(&self.http), self.backoff, task_id, key)
     }
 
+    /// `POST /v1/tasks/{id}/cancel` with `body` (`{"reason"?}`, JSON
+    /// text); resolves to the answer (`{changed, duplicate, reason,
+    /// task}`). Retried like `deliver`: a repeated cancel is
+    /// `duplicate-cancel`, so a retry after a lost answer changes nothing.
+    pub fn cancel(&self, task_id: &str, body: String) -> Promise {
+        exchange::act(Rc::clone(&self.http), self.backoff, task_id, "cancel", body)
+    }
+
+    /// `POST /v1/tasks/{id}/decisions` with `body` (`{"decision",
+    /// "artifactHash", "version", "reason"?}`, JSON text); resolves like
+    /// `cancel`. A repeat is `duplicate-decision`, so retries are safe.
+    pub fn decide(&self, task_id: &str, body: String) -> Promise {
+        exchange::act(
+            Rc::clone(&self.http),
+            self.backoff,
+            task_id,
+            "decisions",
+            body,
+        )
+    }
+
     /// Starts following a task. `options`: `{taskId, cursor?, storage?,
     /// storageKey?, sink, online?}`: `storage` a `localStorage`-like object
     /// the mirror is restored from (unless `cursor` is given; a corrupt or

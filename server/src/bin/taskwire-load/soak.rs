@@ -11,9 +11,10 @@
 //! callbacks/s, 400 long-polls/s, ~27 SSE opens/s.
 //!
 //! Each line: minutes, RSS (and its anonymous and shared parts, from
-//! `/proc/PID/status`), the rates reached, the hub's watched tasks (from
-//! `/v1/demo/stats` when the server runs with `--demo`), errors, and jobs
-//! skipped because every worker was busy (the load client fell behind).
+//! `/proc/PID/status`), the rates reached, errors, and jobs skipped
+//! because every worker was busy (the load client fell behind). The hub's
+//! slots are checked by `tests/hub_slots.rs`, not here: the demo's stats
+//! are per tenant and do not count another tenant's watched tasks.
 //! After each pass it waits `--idle-s` and prints the idle RSS; at the end,
 //! the RSS slope over the second half of each pass.
 
@@ -106,35 +107,12 @@ fn rss_mb(pid: Option<u32>) -> Option<(f64, f64, f64)> {
     ))
 }
 
-async fn watched_tasks(ctx: &Ctx) -> Option<u64> {
-    let r = client::request(
-        &ctx.addr,
-        "GET",
-        "/v1/demo/stats",
-        &[("authorization", &ctx.auth)],
-        "",
-    )
-    .await
-    .ok()?;
-    (r.status == 200).then(|| r.json()["watchedTasks"].as_u64())?
-}
-
 /// Runs the soak (see the module docs).
 pub async fn soak(ctx: Arc<Ctx>, args: SoakArgs) -> Res<()> {
     let mut slopes = Vec::new();
     println!(
-        "{:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6} {:>7} {:>7} {:>7}",
-        "min",
-        "rss MB",
-        "anon",
-        "shmem",
-        "tasks/s",
-        "cb/s",
-        "polls/s",
-        "sse/s",
-        "slots",
-        "errors",
-        "behind"
+        "{:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6} {:>7} {:>7}",
+        "min", "rss MB", "anon", "shmem", "tasks/s", "cb/s", "polls/s", "sse/s", "errors", "behind"
     );
     for pass in 1..=args.passes.max(1) {
         let samples = pass_once(&ctx, &args, pass).await?;
@@ -143,13 +121,7 @@ pub async fn soak(ctx: Arc<Ctx>, args: SoakArgs) -> Res<()> {
         }
         tokio::time::sleep(Duration::from_secs(args.idle_s)).await;
         let idle = rss_mb(args.pid).map_or("-".into(), |m| format!("{:.1}", m.0));
-        let slots = watched_tasks(&ctx)
-            .await
-            .map_or("-".into(), |n| n.to_string());
-        println!(
-            "pass {pass}: idle RSS after {} s: {idle} MB, watched tasks: {slots}",
-            args.idle_s
-        );
+        println!("pass {pass}: idle RSS after {} s: {idle} MB", args.idle_s);
     }
     for (pass, slope) in slopes {
         println!("pass {pass}: RSS slope over its second half: {slope:+.3} MB/min");
@@ -234,11 +206,8 @@ async fn pass_once(ctx: &Arc<Ctx>, args: &SoakArgs, pass: u32) -> Res<Vec<(f64, 
                     format!("{:.1}", m.2),
                 )
             });
-            let slots = watched_tasks(ctx)
-                .await
-                .map_or("-".into(), |n| n.to_string());
             println!(
-                "{minute:>6.1} {rss:>8} {anon:>8} {shmem:>8} {:>8.0} {:>8.0} {:>8.0} {:>6.1} {slots:>7} {:>7} {:>7}",
+                "{minute:>6.1} {rss:>8} {anon:>8} {shmem:>8} {:>8.0} {:>8.0} {:>8.0} {:>6.1} {:>7} {:>7}",
                 rate(0),
                 rate(1),
                 rate(2),

@@ -1,0 +1,64 @@
+// POST /v1/tasks/{id}/callbacks (PROTOCOL.md §Executor callback): signed,
+// not bearer-authenticated. The order of the checks matters, so that a
+// request nobody signed costs almost nothing and learns nothing.
+
+import { BODY_LIMIT, HttpError, checkId, invalid, parseJson, quoted, readBody, sendJson, taskIdFrom, tooLarge, typeOf, unauthorized } from "./http.mjs";
+import { checkHeaders, verifier } from "./sign.mjs";
+import { refuseIfNotAnExecutors, withDefaultLease } from "./lifecycle.mjs";
+
+/** Judges one callback; answered after its record is on disk. */
+export async function callback({ req, res, rawId, store, config }) {
+  // PROTOCOL.md §Executor callback, "Order of the checks": nothing of a
+  // request nobody signed is kept, and it learns nothing.
+  let signed;
+  let taskId;
+  let tenant;
+  let raw;
+  try {
+    // 1. The headers, before any of the body is read.
+    signed = checkHeaders(req.headersDistinct);
+    checkId("webhook-id", signed.id, "latin1");
+    taskId = taskIdFrom(rawId);
+    if (Number(req.headers["content-length"] ?? 0) > BODY_LIMIT) throw tooLarge();
+    // 2. The secrets of the task's tenant. An unknown task has none: its
+    // body is hashed with a key nobody holds and dropped, and the answer
+    // is a wrong signature's, so existence is not revealed.
+    tenant = store.tenantOf(taskId);
+    const keys = tenant === undefined ? [] : config.keyring.keysOf(tenant);
+    const check = keys.length > 0 ? verifier(signed, keys) : verifier(signed, [config.keyring.decoy], { decoy: true });
+    // 3. The body, in time, hashed as it arrives.
+    raw = await readBody(req, { timeoutMs: config.callbackBodyTimeoutMs, onChunk: check.update, keep: keys.length > 0 });
+    if (!check.finish()) {
+      throw unauthorized(`webhook-signature: no valid signature for task ${quoted(taskId)} (check the secret of the task's tenant, and the task id)`);
+    }
+  } catch (err) {
+    // Answered before the whole body was read: do not keep the connection.
+    if (err instanceof HttpError && raw === undefined) err.headers = { ...err.headers, connection: "close" };
+    throw err;
+  }
+  // 4. The task the body is signed for, then the event.
+  const body = parseJson(raw, "event");
+  if (body === null || typeof body !== "object" || Array.isArray(body)) {
+    throw invalid(`event: must be a JSON object, got ${typeOf(body)}`);
+  }
+  const { taskId: named, ...event } = body;
+  if (named === undefined || named === null) throw invalid("event.taskId: required: the task this callback is for");
+  if (typeof named !== "string") throw invalid(`event.taskId: expected a string, got ${typeOf(named)}`);
+  if (named !== taskId) throw unauthorized(`event.taskId: the body is signed for task ${quoted(named)}, not for this one`);
+  // People's and the sweeper's events are not an executor's to send (422).
+  refuseIfNotAnExecutors(event);
+  // 5. The callback id against the tenant's other tasks (422), then the
+  // core: invalid events (400) come back from it.
+  const t = store.callback(tenant, taskId, signed.id, withDefaultLease(event, config.leaseMs));
+  sendJson(res, 200, {
+    changed: t.changed,
+    duplicate: t.duplicate,
+    duplicateCallback: t.duplicateCallback,
+    notify: t.notify,
+    reason: t.reason,
+    version: t.task.version,
+    state: t.task.state,
+    // The executor should stop and answer ack_cancel (or cannot_cancel).
+    cancelRequested: t.task.state === "cancelling",
+  });
+}
