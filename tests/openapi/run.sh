@@ -59,11 +59,14 @@ done
 
 status=0
 "$py" tests/openapi/statuses.py || status=1
-SCHEMATHESIS_HOOKS=tests/openapi/hooks.py timeout 300 "$venv/bin/schemathesis" \
-  --config-file tests/openapi/schemathesis.toml run docs/openapi.yaml \
+# Run from the temporary directory: schemathesis keeps a crash cache in
+# ./.schemathesis, and each run starts from nothing.
+root="$PWD"
+(cd "$dir" && SCHEMATHESIS_HOOKS="$root/tests/openapi/hooks.py" timeout 300 "$venv/bin/schemathesis" \
+  --config-file "$root/tests/openapi/schemathesis.toml" run "$root/docs/openapi.yaml" \
   --url "$TASKWIRE_BASE_URL" --header "Authorization: Bearer $TASKWIRE_TOKEN" \
   --checks all --max-examples "$examples" --seed "$seed" --request-timeout 10 \
-  --suppress-health-check too_slow --report-dir "$dir/report" || status=1
+  --suppress-health-check too_slow --report-dir "$dir/report") || status=1
 if ! kill -0 "$pid" 2>/dev/null; then
   echo "the server exited during the run" >&2
   status=1
