@@ -41,8 +41,13 @@ step "conformance: the suite's own helpers, then the reference server"
 node --test tests/conformance/self.test.mjs
 node tests/conformance/local.mjs --server "${CARGO_TARGET_DIR:-target}/debug/taskwire-server" --cors-origin http://127.0.0.1:5173
 
-step "demo page: end to end in Chromium, through real outages (tests/e2e)"
-# Uses the package build above and the debug server built for conformance.
+step "OpenAPI description (docs/openapi.yaml): every status produced and valid, then schemathesis (tests/openapi)"
+# Installs schemathesis into a venv outside the repository on first use.
+bash tests/openapi/run.sh "${CARGO_TARGET_DIR:-target}/debug/taskwire-server"
+
+step "demo page: end to end in Chromium, through real outages; a standard EventSource stops at the end (tests/e2e)"
+# Uses the package build above and the debug server built for conformance
+# (eventsource.test.mjs also starts the node backend).
 node --test tests/e2e/
 
 step "scale-out: two server instances on one PostgreSQL (conformance on each, client failover)"

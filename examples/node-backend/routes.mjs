@@ -249,13 +249,15 @@ async function getTask({ req, res, rawId, store, config }) {
 
 async function resume({ req, res, query, rawId, store, config }) {
   const tenant = tenantOf(req, config);
-  const id = ownTask(store, tenant, rawId);
+  // PROTOCOL.md §Conventions, "Error precedence": the parameters are
+  // judged before the task is looked up (400 before 404).
   const cursorText = query.get("cursor");
   if (cursorText === null) throw invalid("cursor: query parameter is required");
   const cursor = parseInteger("cursor", cursorText);
   const waitText = query.get("waitMs");
   const waitMs = waitText === null ? 0 : parseInteger("waitMs", waitText, MAX_WAIT_MS);
   const snapshot = flag(query, "snapshot");
+  const id = ownTask(store, tenant, rawId);
 
   const answer = store.resume(id, cursor, snapshot);
   const worthHolding = waitMs > 0 && answer.mode === "caught-up" && !isTerminal(answer.task.state);
@@ -298,13 +300,20 @@ function flag(query, name) {
 
 async function events({ req, res, query, rawId, store, config }) {
   const tenant = tenantOf(req, config);
-  const id = ownTask(store, tenant, rawId);
   const lastEventId = header(req, "last-event-id");
-  let cursor;
-  if (lastEventId !== undefined) cursor = parseInteger("Last-Event-ID", lastEventId.trim());
-  else if (query.get("cursor") !== null) cursor = parseInteger("cursor", query.get("cursor"));
-  else cursor = 0;
+  // ?cursor= is judged even when Last-Event-ID wins over it.
+  const queryCursor = query.get("cursor") === null ? 0 : parseInteger("cursor", query.get("cursor"));
+  let cursor = lastEventId === undefined ? queryCursor : parseInteger("Last-Event-ID", lastEventId.trim());
+  const id = ownTask(store, tenant, rawId); // after the cursor: 400 before 404
 
+  const first = store.resume(id, cursor);
+  if (first.mode === "caught-up" && isTerminal(first.task.state)) {
+    // The cursor is the terminal version: nothing will ever follow. 204
+    // is what tells a standard EventSource to stop reconnecting.
+    res.writeHead(204, { "cache-control": "no-store" });
+    res.end();
+    return;
+  }
   res.writeHead(200, {
     "content-type": "text/event-stream",
     "cache-control": "no-store",
@@ -334,7 +343,7 @@ async function events({ req, res, query, rawId, store, config }) {
     unwatch();
   };
   res.on("close", close);
-  send(store.resume(id, cursor));
+  send(first);
 }
 
 // ---- POST /v1/tasks/{id}/cancel and /decisions -----------------------------------

@@ -53,7 +53,7 @@ test('changes(n): one changing event per version, retrying past progress 99', ()
 
 test('checkConfig: defaults and refusals', () => {
   const base = { baseUrl: 'http://127.0.0.1:8080/', token: 't', secret: 'whsec_c2VjcmV0' };
-  assert.deepEqual(checkConfig(base), { baseUrl: 'http://127.0.0.1:8080', token: 't', tokenB: null, secret: 'whsec_c2VjcmV0', secretB: null, retention: 8, corsOrigin: null });
+  assert.deepEqual(checkConfig(base), { baseUrl: 'http://127.0.0.1:8080', token: 't', tokenB: null, secret: 'whsec_c2VjcmV0', secretB: null, retention: 8, corsOrigin: null, concurrency: 32 });
   assert.throws(() => checkConfig({ ...base, secretB: 'whsec_Yg==' }), /--token-b/);
   assert.throws(() => checkConfig({ ...base, tokenB: 'u', secretB: base.secret }), /another secret/);
   assert.equal(checkConfig({ ...base, tokenB: 'u', secretB: 'whsec_Yg==' }).secretB, 'whsec_Yg==');
@@ -61,4 +61,53 @@ test('checkConfig: defaults and refusals', () => {
   assert.throws(() => checkConfig({ ...base, retention: '1' }), /retention/);
   assert.equal(checkConfig({ ...base, retention: '2' }).retention, 2);
   assert.throws(() => checkConfig({ ...base, tokenB: 't' }), /another tenant/);
+  assert.equal(checkConfig({ ...base, concurrency: '4' }).concurrency, 4);
+  assert.throws(() => checkConfig({ ...base, concurrency: '0' }), /concurrency/);
+});
+
+test('Slots: at most n at once, in arrival order', async () => {
+  const { Slots } = await import('./suite.mjs');
+  const slots = new Slots(2);
+  const order = [];
+  let running = 0;
+  let peak = 0;
+  await Promise.all([1, 2, 3, 4, 5].map(async (n) => {
+    await slots.acquire();
+    running += 1;
+    peak = Math.max(peak, running);
+    order.push(n);
+    await new Promise((r) => setTimeout(r, 5));
+    running -= 1;
+    slots.release();
+  }));
+  assert.equal(peak, 2);
+  assert.deepEqual(order, [1, 2, 3, 4, 5]);
+});
+
+test('every section names a PROTOCOL.md heading that exists (the rule a failing check prints)', async () => {
+  const { readFileSync } = await import('node:fs');
+  const { SECTIONS } = await import('./suite.mjs');
+  const text = readFileSync(new URL('../../PROTOCOL.md', import.meta.url), 'utf8');
+  const paths = new Set();
+  let top = null;
+  for (const line of text.split('\n')) {
+    const h2 = /^## (.+)$/.exec(line);
+    const h3 = /^### (.+)$/.exec(line);
+    if (h2) paths.add((top = h2[1].trim()));
+    else if (h3 && top) paths.add(`${top} › ${h3[1].trim()}`);
+  }
+  for (const section of SECTIONS) {
+    assert.ok(paths.has(section.protocol), `section "${section.section}" names PROTOCOL.md §${section.protocol}, which is not a heading`);
+  }
+});
+
+test('transitions: literal tasks are built with events when some sequence reaches them', async () => {
+  const { recipe } = await import('./checks/transitions.mjs');
+  const task = (fields) => ({ id: 'f', expiresAtMs: 1000, maxAttempts: 2, progress: 0, attempts: 0, version: 0, ...fields });
+  assert.deepEqual(recipe(task({ state: 'queued' })), []);
+  assert.deepEqual(recipe(task({ state: 'running', attempts: 2, progress: 40 })).map((e) => e.type), ['start', 'fail', 'start', 'progress']);
+  assert.deepEqual(recipe(task({ state: 'expired' })).map((e) => e.type), ['expire']);
+  // A queued task out of attempts (what not-startable needs) is out of reach.
+  assert.equal(recipe(task({ state: 'queued', attempts: 2 })), null);
+  assert.equal(recipe(task({ state: 'succeeded', attempts: 1, progress: 40 })), null);
 });

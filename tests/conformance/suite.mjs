@@ -30,16 +30,30 @@ import ttl from './checks/ttl.mjs';
 import lifecycle from './checks/lifecycle.mjs';
 import vectors from './checks/vectors.mjs';
 import cors from './checks/cors.mjs';
+import precedence from './checks/precedence.mjs';
+import parameters from './checks/parameters.mjs';
+import judgement from './checks/judgement.mjs';
+import expiry from './checks/expiry.mjs';
+import corsHeaders from './checks/cors-headers.mjs';
+import transitions from './checks/transitions.mjs';
 
-/** Every section, in PROTOCOL.md order. */
+/**
+ * Every section, in PROTOCOL.md order. `protocol` is the PROTOCOL.md
+ * heading it enforces ("Heading" or "Heading › Subheading");
+ * self.test.mjs checks that each one exists.
+ */
 export const SECTIONS = [
   seed,
   errors,
+  precedence,
+  parameters,
   resume,
   longPoll,
   sse,
   create,
   callbacks,
+  judgement,
+  expiry,
   signatures,
   binding,
   delivery,
@@ -48,10 +62,40 @@ export const SECTIONS = [
   ttl,
   lifecycle,
   cors,
+  corsHeaders,
   vectors,
+  transitions,
 ];
 
 const DEFAULT_TIMEOUT_MS = 30_000;
+/** node:test's own timeout: a check may wait for a slot first (its own timeout starts with the slot). */
+const QUEUED_TIMEOUT_MS = 30 * 60_000;
+
+/**
+ * At most `n` holders at once, served in arrival order. The checks share
+ * one: all of them at once would hold hundreds of connections and slow
+ * every request, failing the timing checks of a backend that is only busy.
+ */
+export class Slots {
+  constructor(n) {
+    this.free = n;
+    this.waiting = [];
+  }
+
+  async acquire() {
+    if (this.free > 0) {
+      this.free -= 1;
+      return;
+    }
+    await new Promise((resolve) => this.waiting.push(resolve));
+  }
+
+  release() {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.free += 1;
+  }
+}
 
 /**
  * Registers the checks. `feedStart` is what `checkBackend` returned, when
@@ -59,17 +103,19 @@ const DEFAULT_TIMEOUT_MS = 30_000;
  */
 export function registerConformance(options, { feedStart } = {}) {
   const config = checkConfig(options);
-  const shared = { feedStart };
+  const shared = { feedStart, slots: new Slots(config.concurrency) };
   return describe(`taskwire conformance: ${config.baseUrl}`, { concurrency: true }, () => {
     before(async () => {
       shared.feedStart ??= await checkBackend(config);
     });
     for (const section of SECTIONS) {
-      describe(section.section, { concurrency: true }, () => {
+      // A section may run fewer checks at once (`concurrency`), so that
+      // its many small checks do not crowd the timing checks of the others.
+      describe(`${section.section} (PROTOCOL.md §${section.protocol})`, { concurrency: section.concurrency ?? true }, () => {
         for (const check of section.checks) {
           const skip = skipReason(check, config);
-          test(check.name, { timeout: check.timeoutMs ?? DEFAULT_TIMEOUT_MS, skip }, () =>
-            runCheck(check, config, shared),
+          test(check.name, { timeout: QUEUED_TIMEOUT_MS, skip }, () =>
+            runCheck(check, section.protocol, config, shared),
           );
         }
       });
@@ -84,22 +130,37 @@ function skipReason(check, config) {
   return false;
 }
 
-async function runCheck(check, config, shared) {
+async function runCheck(check, protocol, config, shared) {
+  await shared.slots.acquire();
   const ctx = makeContext(config, shared);
+  const timeoutMs = check.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  let timer;
   try {
-    await check.run(ctx);
+    const timedOut = new Promise((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`the check did not finish within ${timeoutMs} ms`)), timeoutMs);
+    });
+    await Promise.race([check.run(ctx), timedOut]);
   } catch (err) {
-    throw withTranscript(err, ctx.transcript);
+    // The message names the rule broken: its PROTOCOL.md section and the check.
+    throw withTranscript(err, ctx.transcript, `PROTOCOL.md §${protocol}: ${check.name}`);
   } finally {
+    clearTimeout(timer);
     ctx.transcript.abortAll();
+    shared.slots.release();
   }
 }
 
-/** Appends the check's HTTP exchanges to the error the reporter prints. */
-function withTranscript(err, transcript) {
-  if (!(err instanceof Error) || transcript.entries.length === 0) return err;
+/**
+ * Puts `rule` (when given) before the message and the check's HTTP
+ * exchanges after it, in the error the reporter prints.
+ */
+function withTranscript(err, transcript, rule) {
+  if (!(err instanceof Error) || (transcript.entries.length === 0 && !rule)) return err;
   const frames = (err.stack ?? '').split('\n').filter((l) => /^\s+at /.test(l));
-  err.message = `${err.message}\n\n── HTTP exchanges (latest last) ──\n${transcript.describe()}\n`;
+  if (rule) err.message = `${rule}\n${err.message}`;
+  if (transcript.entries.length > 0) {
+    err.message = `${err.message}\n\n── HTTP exchanges (latest last) ──\n${transcript.describe()}\n`;
+  }
   err.stack = [`${err.name}: ${err.message}`, ...frames].join('\n');
   return err;
 }

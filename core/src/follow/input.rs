@@ -97,8 +97,22 @@ impl Follow {
             return;
         }
         // The body of any other status is not needed.
+        let kind = flight.kind;
         self.abort(id);
         self.phase = Phase::Closed;
+        if status == 204 && kind == RequestKind::Stream {
+            // PROTOCOL.md §Events stream: 204 is the server's "the task is
+            // terminal at your cursor, there is nothing more to stream"
+            // (what tells a standard EventSource to stop). A mirror that
+            // is terminal is done; one that is not (the cursor was the
+            // terminal version, but the mirror lost its copy) asks for a
+            // snapshot rather than a stream that would answer 204 again.
+            if self.mirror.state().is_some_and(|s| s.is_terminal()) {
+                return self.finish(Step::Done, t);
+            }
+            self.need_snapshot = true;
+            return self.finish(Step::Again, t);
+        }
         let floor = retry_after.and_then(|v| retry_after_ms(v, now, self.config.read_date));
         self.finish(step::classify(status, floor), t);
     }

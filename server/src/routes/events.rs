@@ -2,17 +2,19 @@
 //!
 //! First message: the answer for the starting cursor (`Last-Event-ID`,
 //! else `?cursor`, else 0). Then one message per wake, answering the
-//! previous message's `id`. The stream ends after a terminal message.
+//! previous message's `id`. The stream ends after a terminal message,
+//! and a request whose cursor is already the terminal version is answered
+//! 204 No Content, which stops a standard `EventSource` for good.
 
 use std::time::Duration;
 
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, RawQuery, State};
-use axum::http::{header, HeaderMap, HeaderValue};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use taskwire_core::wire::to_json;
-use taskwire_core::{ResumeAnswer, MAX_SAFE_INTEGER};
+use taskwire_core::{ResumeAnswer, ResumeMode, MAX_SAFE_INTEGER};
 
 use super::{parse_int, task_id, Query};
 use crate::auth::Tenant;
@@ -42,6 +44,9 @@ pub async fn events(
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     let id = task_id(path)?;
+    // `?cursor=` is judged even when `Last-Event-ID` wins over it: a bad
+    // parameter is a 400 whatever else the request carries.
+    let query_cursor = Query::parse(raw.as_deref()).int("cursor", MAX_SAFE_INTEGER)?;
     let cursor = match headers.get("last-event-id") {
         Some(v) => {
             let text = v
@@ -49,18 +54,20 @@ pub async fn events(
                 .map_err(|_| ApiError::invalid("Last-Event-ID: must be an integer"))?;
             parse_int("Last-Event-ID", text.trim(), MAX_SAFE_INTEGER)?
         }
-        None => Query::parse(raw.as_deref())
-            .int("cursor", MAX_SAFE_INTEGER)?
-            .unwrap_or(0),
+        None => query_cursor.unwrap_or(0),
     };
-    // Counted for as long as the stream is open; refused (503
-    // `watch-limit`) past the cap, before anything is read.
-    let held = state.watchers.admit(&tenant)?;
+    // Subscribed before the read, so a commit in between still wakes it.
     let sub = state.hub.subscribe(&id, &tenant);
     let first = state
         .store
         .resume(tenant.clone(), id.clone(), cursor, false)
         .await?;
+    if is_the_end(&first) {
+        return Ok(StatusCode::NO_CONTENT.into_response());
+    }
+    // Counted for as long as the stream is open; refused (503
+    // `watch-limit`) past the cap. A 204 is not a held stream.
+    let held = state.watchers.admit(&tenant)?;
     let heartbeat = Duration::from_millis(state.heartbeat_ms.max(1));
     let stream = futures_util::stream::unfold(
         Stream {
@@ -82,6 +89,14 @@ pub async fn events(
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     h.insert("x-accel-buffering", HeaderValue::from_static("no"));
     Ok(res)
+}
+
+/// The cursor is already the task's terminal version: nothing will ever
+/// follow. The answer is 204, the HTML standard's way to tell an
+/// `EventSource` to stop reconnecting (PROTOCOL.md §Events stream); a
+/// message would only make it reconnect with the same `Last-Event-ID`.
+fn is_the_end(first: &ResumeAnswer) -> bool {
+    first.mode() == ResumeMode::CaughtUp && first.task().is_some_and(|t| t.state.is_terminal())
 }
 
 type Item = Result<SseEvent, std::io::Error>;

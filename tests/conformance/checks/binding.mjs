@@ -33,6 +33,7 @@ const SIGNATURE_HEADERS = ['webhook-id', 'webhook-timestamp', 'webhook-signature
 
 export default {
   section: 'Executor callback: secrets, binding and the order of the checks',
+  protocol: 'Executor callback › Secrets and binding',
   checks: [
     {
       name: 'a callback replayed unchanged on another task of the tenant: 401, nothing changes',

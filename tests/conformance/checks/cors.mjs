@@ -22,6 +22,7 @@ function preflight(http, path, origin, method) {
 
 export default {
   section: 'CORS',
+  protocol: 'CORS',
   checks: [
     {
       name: 'preflights from a configured origin allow the method and Authorization, Content-Type, Idempotency-Key, Last-Event-ID',

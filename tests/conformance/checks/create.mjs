@@ -9,6 +9,7 @@ const FIVE_MINUTES = 5 * 60_000;
 
 export default {
   section: 'Create a task / Get a task',
+  protocol: 'Create a task',
   checks: [
     {
       name: '201 with a TaskView at version 0 plus kind and input; GET answers the same',

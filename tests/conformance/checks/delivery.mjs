@@ -25,6 +25,7 @@ async function deliverOnce(a, task, key) {
 
 export default {
   section: 'Deliver a result',
+  protocol: 'Deliver a result',
   checks: [
     {
       name: 'first delivery under a key is 201; the same key again is 200 with the same receipt',

@@ -28,6 +28,7 @@ const clientEndpoints = (id) => [
 
 export default {
   section: 'Conventions: authentication and errors',
+  protocol: 'Conventions',
   checks: [
     {
       name: '401 unauthorized on every client endpoint without a valid bearer token',

@@ -9,6 +9,7 @@ import { uid } from '../lib/client.mjs';
 
 export default {
   section: 'Tenant isolation',
+  protocol: 'Conventions',
   checks: [
     {
       name: "another tenant's task is 404 not-found on every endpoint, and stays untouched",

@@ -60,6 +60,7 @@ function assertRecordedByServer(event, what) {
 
 export default {
   section: 'Lifecycle',
+  protocol: 'Lifecycle',
   checks: [
     {
       name: '§Cancel: a queued task is cancelled at once and notified once; a repeat is duplicate-cancel, no second version',

@@ -4,7 +4,7 @@
 
 import assert from 'node:assert/strict';
 import { assertError, assertResumeResponse } from '../lib/match.mjs';
-import { progress } from '../lib/events.mjs';
+import { fail, progress } from '../lib/events.mjs';
 import { runningTask, sleep } from '../lib/scenarios.mjs';
 
 const PROMPT_MS = 2000;
@@ -25,7 +25,22 @@ function hold(a, id, params) {
 
 export default {
   section: 'Resume: long-poll',
+  protocol: 'Resume',
   checks: [
+    {
+      name: 'a long-poll on a terminal task answers caught-up at once, without waiting (nothing can change any more)',
+      async run(ctx) {
+        const task = await runningTask(ctx);
+        await ctx.exec.drive(task.id, [fail(200, 'gave up', false)]);
+        // Held would be about waitMs; a busy backend answering "at once"
+        // may still take a second or two (the client's own test: an answer
+        // in under half the wait was not held).
+        const held = hold(ctx.a, task.id, { cursor: 2, waitMs: 20_000 });
+        const res = await held.promise;
+        assertResumeResponse(res, { mode: 'caught-up', task: { version: 2, state: 'failed' } });
+        assert.ok(held.elapsed < 10_000, `the long-poll on a failed task was held ${held.elapsed} ms; a terminal task's caught-up answer comes at once`);
+      },
+    },
     {
       name: 'a held request answers the delta promptly after a callback changes the task',
       async run(ctx) {

@@ -14,7 +14,35 @@ async function pool(items, n, fn) {
 
 export default {
   section: 'Notifications feed',
+  protocol: 'Notifications feed',
   checks: [
+    {
+      name: 'seq rises in commit order within a tenant\'s feed but need not be consecutive: paging by next works across gaps',
+      needsTokenB: true,
+      async run({ a, b, exec, execB, feedStart }) {
+        const mine = [];
+        for (let i = 0; i < 3; i += 1) {
+          const t = await a.createTask();
+          await exec.drive(t.id, [expire(10)]);
+          mine.push(t.id);
+          // Another tenant's notification in between (with one counter for
+          // every tenant, as in the reference server, this leaves a gap).
+          const o = await b.createTask();
+          await (execB ?? exec).drive(o.id, [expire(10)]);
+        }
+        const feed = (await a.feedSince(feedStart.a)).filter((n) => mine.includes(n.taskId));
+        assert.deepEqual(feed.map((n) => n.taskId), mine, 'the three notifications, in commit order');
+        assert.ok(feed[0].seq < feed[1].seq && feed[1].seq < feed[2].seq, `seq rises: ${feed.map((n) => n.seq)}`);
+        // One page at a time from the first: each page is exactly the next one.
+        let after = feed[0].seq;
+        for (const expected of feed.slice(1)) {
+          const later = (await a.feedSince(after)).filter((n) => mine.includes(n.taskId));
+          assert.equal(later[0]?.seq, expected.seq, `after=${after}: the next notification is seq ${expected.seq}`);
+          after = later[0].seq;
+        }
+        assert.ok(!(await b.feedSince(feedStart.b)).some((n) => mine.includes(n.taskId)), "tenant A's notifications are not in B's feed");
+      },
+    },
     {
       name: 'one entry per terminal task, in commit order, keyed taskId:state:version',
       async run({ a, exec, feedStart }) {

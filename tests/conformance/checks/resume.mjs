@@ -12,6 +12,7 @@ const entriesAfter = (events, cursor) =>
 
 export default {
   section: 'Resume',
+  protocol: 'Resume',
   checks: [
     {
       name: 'cursor == version: caught-up (a new task at version 0 too)',

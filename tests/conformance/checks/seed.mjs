@@ -19,6 +19,7 @@ const TIMELINE = [
 
 export default {
   section: 'Seed: the summary timeline',
+  protocol: 'Resume',
   checks: [
     {
       name: 'create, signed callbacks to version 5, resume from 3, duplicates, one notification',
@@ -39,7 +40,9 @@ export default {
         const id = created.id;
 
         for (const [cb, event, outcome] of TIMELINE) {
-          const t = await exec.apply(id, event, { id: cb });
+          // Ids of this task's own (`{taskId}:cb-n`): a tenant's callback id is
+          // refused on its other tasks, so fixed ids would fail a second run.
+          const t = await exec.apply(id, event, { id: `${id}:${cb}` });
           assertMatches(
             t,
             { changed: true, duplicate: false, duplicateCallback: false, notify: false, ...outcome },
@@ -68,13 +71,13 @@ export default {
           },
         });
 
-        const again = await exec.apply(id, succeed(24900, REF, HASH), { id: 'cb-6' });
+        const again = await exec.apply(id, succeed(24900, REF, HASH), { id: `${id}:cb-6` });
         assertMatches(
           again,
           { changed: false, duplicate: true, duplicateCallback: false, notify: false, reason: 'duplicate-result', version: 5 },
           'a second success with the same hash',
         );
-        const redelivered = await exec.apply(id, TIMELINE[4][1], { id: 'cb-5' });
+        const redelivered = await exec.apply(id, TIMELINE[4][1], { id: `${id}:cb-5` });
         assertMatches(
           redelivered,
           { changed: false, duplicate: true, duplicateCallback: true, notify: false, reason: 'duplicate-callback', version: 5 },

@@ -73,6 +73,7 @@ const acceptanceCheck = ([label, make]) => ({
 
 export default {
   section: 'Executor callback: signatures',
+  protocol: 'Executor callback',
   checks: [
     ...REJECTED.map(rejectionCheck),
     ...ACCEPTED.map(acceptanceCheck),

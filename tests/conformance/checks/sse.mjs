@@ -1,5 +1,6 @@
 // PROTOCOL.md §Events stream (SSE), read with fetch streaming as the
-// taskwire client reads it.
+// taskwire client reads it. (A standard EventSource, the browser's and
+// the `eventsource` package, is driven in tests/e2e/eventsource.test.mjs.)
 
 import assert from 'node:assert/strict';
 import { assertAnswer, assertError, assertMatches, assertNoStore, TERMINAL } from '../lib/match.mjs';
@@ -81,6 +82,7 @@ async function withStreams(body) {
 
 export default {
   section: 'Events stream (SSE)',
+  protocol: 'Events stream (SSE)',
   checks: [
     {
       name: 'Last-Event-ID starts the stream; each change follows as a delta; the stream ends after a terminal state',
@@ -164,20 +166,55 @@ export default {
       async run(ctx) {
         const task = await succeededTask(ctx);
         await withStreams(async (keep) => {
-          const stream = keep(await open(ctx.a, task.id, { lastEventId: 2 }));
-          const answer = await message(stream, { mode: 'caught-up', task: { version: 2 } }, 'first message');
+          const stream = keep(await open(ctx.a, task.id, { lastEventId: 1 }));
+          const answer = await message(stream, { mode: 'delta', versions: [2], task: { version: 2 } }, 'first message');
           assert.ok(TERMINAL.includes(answer.task.state));
           await expectEnd(stream);
         });
       },
     },
     {
-      name: 'errors come before the stream: 404 unknown task, 401 without a bearer, 400 bad cursor',
+      name: 'a stream request at the terminal version is answered 204 No Content, so a standard EventSource stops',
+      async run(ctx) {
+        const task = await runningTask(ctx);
+        await withStreams(async (keep) => {
+          const stream = keep(await open(ctx.a, task.id, { lastEventId: 1 }));
+          await message(stream, { mode: 'caught-up', task: { version: 1 } }, 'first message');
+          await ctx.exec.drive(task.id, [fail(700, 'gave up', false)]);
+          const { answer } = await follow(stream, 1, 2, ctx.retention);
+          assert.equal(answer.task.state, 'failed');
+          await expectEnd(stream);
+        });
+        // What an EventSource sends next: the terminal message's id.
+        for (const opts of [{ lastEventId: 2 }, { cursor: 2 }, { cursor: 0, lastEventId: 2 }]) {
+          const res = await ctx.a.events(task.id, opts);
+          const what = `events with ${JSON.stringify(opts)} on a task terminal at version 2`;
+          assert.equal(res.status, 204,
+            `${what}: expected 204 No Content (the HTML standard's "stop reconnecting"), got ${res.status}`);
+          assert.equal(res.text, '', `${what}: a 204 has no body`);
+        }
+        // Any other cursor still gets its message: below the end a delta,
+        // past it (a view the server never had) a snapshot.
+        await withStreams(async (keep) => {
+          const below = keep(await open(ctx.a, task.id, { lastEventId: 1 }));
+          await message(below, { mode: 'delta', versions: [2], task: { version: 2 } }, 'first message (Last-Event-ID: 1)');
+          const ahead = keep(await open(ctx.a, task.id, { lastEventId: 7 }));
+          await message(ahead, { mode: 'snapshot', task: { version: 2 } }, 'first message (Last-Event-ID: 7)');
+        });
+        // The 204 comes after authentication and ownership.
+        assertError(await ctx.a.events(task.id, { lastEventId: 2, token: null }), 401, 'unauthorized');
+        assertError(await ctx.a.events('no-such-task-204', { lastEventId: 2 }), 404, 'not-found');
+      },
+    },
+    {
+      name: 'errors come before the stream: 404 unknown task, 401 without a bearer, 400 bad cursor (even next to a Last-Event-ID)',
       async run(ctx) {
         const task = await runningTask(ctx);
         assertError(await ctx.a.events('no-such-task-5d1e', {}), 404, 'not-found');
         assertError(await ctx.a.events(task.id, { token: null }), 401, 'unauthorized');
         assertError(await ctx.a.events(task.id, { cursor: -1 }), 400, 'invalid-request', 'cursor');
+        // Judged even when Last-Event-ID wins over it.
+        assertError(await ctx.a.events(task.id, { cursor: 2 ** 53, lastEventId: 1 }), 400, 'invalid-request', 'cursor');
       },
     },
   ],

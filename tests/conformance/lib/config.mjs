@@ -14,6 +14,8 @@ export const USAGE = `usage: node tests/conformance/run.mjs <baseUrl> [options]
   --retention N            the server's resume window     (TASKWIRE_RETENTION, default 8, at least 2)
   --cors-origin ORIGIN     an origin the backend allows   (TASKWIRE_CORS_ORIGIN)
                            by CORS (the CORS checks are skipped without it)
+  --concurrency N          checks run at once             (TASKWIRE_CONCURRENCY, default 32;
+                           each holds one to three connections)
 
 The base URL may also come from TASKWIRE_BASE_URL.`;
 
@@ -29,6 +31,7 @@ export function configFrom(argv, env = process.env) {
       'callback-secret-b': { type: 'string' },
       retention: { type: 'string' },
       'cors-origin': { type: 'string' },
+      concurrency: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -41,13 +44,17 @@ export function configFrom(argv, env = process.env) {
     secretB: values['callback-secret-b'] ?? env.TASKWIRE_CALLBACK_SECRET_B,
     retention: values.retention ?? env.TASKWIRE_RETENTION,
     corsOrigin: values['cors-origin'] ?? env.TASKWIRE_CORS_ORIGIN,
+    concurrency: values.concurrency ?? env.TASKWIRE_CONCURRENCY,
   });
 }
 
 export class UsageError extends Error {}
 
-/** Validates and normalizes `{baseUrl, token, tokenB, secret, secretB, retention, corsOrigin}`. */
-export function checkConfig({ baseUrl, token, tokenB, secret, secretB, retention, corsOrigin }) {
+/** How many checks run at once unless told: enough to keep a backend busy, few enough for a small one. */
+export const DEFAULT_CONCURRENCY = 32;
+
+/** Validates and normalizes `{baseUrl, token, tokenB, secret, secretB, retention, corsOrigin, concurrency}`. */
+export function checkConfig({ baseUrl, token, tokenB, secret, secretB, retention, corsOrigin, concurrency }) {
   if (!baseUrl) throw new UsageError('a base URL is required');
   let url;
   try {
@@ -75,6 +82,10 @@ export function checkConfig({ baseUrl, token, tokenB, secret, secretB, retention
   if (!Number.isInteger(r) || r < 2 || r > 10_000) {
     throw new UsageError(`--retention must be an integer from 2 to 10000, got ${retention}`);
   }
+  const c = concurrency === undefined || concurrency === '' ? DEFAULT_CONCURRENCY : Number(concurrency);
+  if (!Number.isInteger(c) || c < 1 || c > 1000) {
+    throw new UsageError(`--concurrency must be an integer from 1 to 1000, got ${concurrency}`);
+  }
   return {
     baseUrl: url.href.replace(/\/+$/, ''),
     token,
@@ -83,5 +94,6 @@ export function checkConfig({ baseUrl, token, tokenB, secret, secretB, retention
     secretB: secretB || null,
     retention: r,
     corsOrigin: corsOrigin || null,
+    concurrency: c,
   };
 }

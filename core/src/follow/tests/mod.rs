@@ -56,6 +56,15 @@ pub(super) struct H {
 
 impl H {
     pub(super) fn new(transport: Transport, online: bool) -> H {
+        H::starting_from(transport, online, Mirror::new("t").unwrap(), 0)
+    }
+    /// A follow of `mirror` (e.g. one persisted by an earlier page load).
+    pub(super) fn starting_from(
+        transport: Transport,
+        online: bool,
+        mirror: Mirror,
+        cursor_hint: u64,
+    ) -> H {
         let config = FollowConfig {
             backoff: Backoff {
                 initial_ms: 100.0,
@@ -66,7 +75,7 @@ impl H {
             seed: 1,
             ..FollowConfig::default()
         };
-        let f = Follow::new(config, Mirror::new("t").unwrap(), 0, 1_000.0, online);
+        let f = Follow::new(config, mirror, cursor_hint, 1_000.0, online);
         let mut h = H {
             f,
             now: 1_000.0,

@@ -86,3 +86,37 @@ fn a_stream_that_goes_silent_after_its_first_message_is_presumed_dead() {
     assert_eq!(h.sent.len(), 2, "reconnected");
     assert_eq!(h.sent[1].last_event_id, Some(1));
 }
+
+#[test]
+fn a_stream_answered_204_on_a_terminal_mirror_ends_the_follow_without_another_request() {
+    // A page reloaded after the task ended: its persisted mirror is
+    // terminal, and the server answers the stream at that version 204.
+    let mirror = Mirror::from_snapshot(view(5, "succeeded", 100));
+    let mut h = H::starting_from(Transport::Sse, true, mirror, 0);
+    assert_eq!(h.sent[0].last_event_id, Some(5));
+    h.f.handle_head(h.now, h.last(), 204, None);
+    h.drain();
+    assert!(
+        matches!(h.events.iter().rev().nth(1), Some(FollowEvent::Done(Some(t))) if t.version == 5),
+        "{:?}",
+        h.events
+    );
+    assert!(h.f.is_closed());
+    assert_eq!(h.f.poll_timeout(), None, "no retry timer");
+    assert_eq!(h.sent.len(), 1, "no further request");
+}
+
+#[test]
+fn a_stream_answered_204_on_a_mirror_that_knows_nothing_asks_for_a_snapshot() {
+    // Started from a cursor hint at the terminal version, with no task.
+    let mut h = H::starting_from(Transport::Sse, true, Mirror::new("t").unwrap(), 5);
+    assert_eq!(h.sent[0].last_event_id, Some(5));
+    h.f.handle_head(h.now, h.last(), 204, None);
+    h.drain();
+    assert_eq!(h.sent.len(), 2, "asked again at once, without a backoff");
+    assert_eq!(h.sent[1].kind, RequestKind::Snapshot);
+    assert_eq!(h.sent[1].query, "cursor=5&snapshot=1");
+    h.answer(&snapshot(&view(5, "succeeded", 100)));
+    assert_eq!(h.versions(), [5]);
+    assert!(h.f.is_closed());
+}

@@ -1,0 +1,139 @@
+"""Schemathesis hooks for the taskwire reference server (tests/openapi/).
+
+Loaded with SCHEMATHESIS_HOOKS=tests/openapi/hooks.py. The environment
+says where the server is and how to act as its tenant and its executor:
+TASKWIRE_BASE_URL, TASKWIRE_TOKEN, TASKWIRE_CALLBACK_SECRET.
+
+Without help, fuzzing would only ever meet unknown tasks (404) and
+unsigned callbacks (401). So before each call:
+
+- a task id in the path is, most of the time, one of a pool of real tasks
+  in every state, created at start (`/events` gets a terminal one or an
+  unknown id: a stream on a live task stays open, and fuzzing reads whole
+  bodies);
+- a callback whose headers were generated as valid is signed: the body
+  names the path's task (`taskId`), is serialized once, and the signature
+  covers exactly those bytes, with a fresh timestamp;
+- `waitMs` is at most 50 ms, so that long-polls do not eat the time budget.
+
+Negative cases (schemathesis marks what it made invalid) are left as
+generated: an invalid header stays invalid and must be refused.
+"""
+
+import base64
+import hashlib
+import hmac
+import json
+import os
+import random
+import time
+import uuid
+
+import requests
+import schemathesis
+from schemathesis.core.parameters import ParameterLocation
+
+BASE = os.environ["TASKWIRE_BASE_URL"]
+TOKEN = os.environ["TASKWIRE_TOKEN"]
+SECRET = os.environ["TASKWIRE_CALLBACK_SECRET"]
+KEY = base64.b64decode(SECRET.removeprefix("whsec_"))
+MAX_WAIT_MS = 50
+
+_rng = random.Random(int(os.environ.get("TASKWIRE_SEED", "13")))
+_pool: dict[str, list[str]] = {}
+
+
+def _api(method, path, **kwargs):
+    headers = {"authorization": f"Bearer {TOKEN}", **kwargs.pop("headers", {})}
+    res = requests.request(method, f"{BASE}{path}", headers=headers, timeout=10, **kwargs)
+    res.raise_for_status()
+    return res.json()
+
+
+def sign(callback_id: str, timestamp: str, body: bytes) -> str:
+    mac = hmac.new(KEY, f"{callback_id}.{timestamp}.".encode() + body, hashlib.sha256)
+    return "v1," + base64.b64encode(mac.digest()).decode()
+
+
+def _callback(task_id: str, event: dict) -> None:
+    body = json.dumps({"taskId": task_id, **event}).encode()
+    cid, ts = f"cb_{uuid.uuid4().hex}", str(int(time.time()))
+    headers = {"webhook-id": cid, "webhook-timestamp": ts, "webhook-signature": sign(cid, ts, body)}
+    res = requests.post(f"{BASE}/v1/tasks/{task_id}/callbacks", data=body, headers=headers, timeout=10)
+    res.raise_for_status()
+
+
+def _task(*events: dict) -> str:
+    task = _api("POST", "/v1/tasks", json={"ttlMs": 3_600_000, "maxAttempts": 2, "kind": "fuzz", "input": {"n": 1}})
+    for event in events:
+        _callback(task["id"], event)
+    return task["id"]
+
+
+def pool() -> dict[str, list[str]]:
+    """Real tasks by liveness, made once: queued, running, and each terminal state."""
+    if not _pool:
+        start = {"type": "start", "atMs": 1, "worker": "w"}
+        _pool["live"] = [_task(), _task(start), _task(start, {"type": "progress", "atMs": 2, "progress": 30, "cursor": "c"})]
+        _pool["terminal"] = [
+            _task(start, {"type": "succeed", "atMs": 3, "resultRef": "blob://r", "resultHash": "sha256:r"}),
+            _task(start, {"type": "fail", "atMs": 3, "error": "e", "retryable": False}),
+            _task({"type": "expire", "atMs": 3}),
+        ]
+    return _pool
+
+
+def _operation(case) -> tuple[str, str]:
+    return case.operation.method.upper(), case.operation.path
+
+
+def negative_at(case, location) -> bool:
+    """Whether schemathesis made `location` invalid on purpose (any phase)."""
+    meta = case.meta
+    if meta is None or not meta.generation.mode.is_negative:
+        return False
+    return meta.is_negative_at(location) or getattr(meta.phase.data, "parameter_location", None) == location
+
+
+@schemathesis.hook
+def before_call(context, case, **kwargs):
+    method, path = _operation(case)
+    negative_path = negative_at(case, ParameterLocation.PATH)
+    if "{id}" in path and not negative_path and _rng.random() < 0.8:
+        tasks = pool()
+        choices = tasks["terminal"] if path.endswith("/events") else tasks["live"] + tasks["terminal"]
+        case.path_parameters = {**case.path_parameters, "id": _rng.choice(choices)}
+    if path.endswith("/events") and case.path_parameters.get("id") in pool()["live"]:
+        case.path_parameters = {**case.path_parameters, "id": _rng.choice(pool()["terminal"])}
+    if isinstance(case.query, dict) and isinstance(case.query.get("waitMs"), int) and case.query["waitMs"] > MAX_WAIT_MS:
+        case.query = {**case.query, "waitMs": MAX_WAIT_MS}
+    if method == "POST" and path.endswith("/callbacks"):
+        _sign_callback(case)
+
+
+def _sign_callback(case):
+    negative_headers = negative_at(case, ParameterLocation.HEADER)
+    headers = dict(case.headers or {})
+    callback_id = headers.get("webhook-id")
+    if negative_headers or not isinstance(callback_id, str):
+        return
+    body = case.body
+    # The body names the path's task, so that the event itself is judged.
+    # A negative body keeps its own `taskId` when it has one (that may be
+    # what was made invalid); schemathesis revalidates what a hook changed.
+    if isinstance(body, dict) and (not negative_at(case, ParameterLocation.BODY) or "taskId" not in body):
+        body = {**body, "taskId": case.path_parameters.get("id")}
+    try:
+        # Exactly the bytes requests will send for this body (the transport
+        # passes it as `json=`: `json.dumps(body, allow_nan=False)`, UTF-8).
+        raw = body if isinstance(body, bytes) else json.dumps(body, allow_nan=False).encode()
+        timestamp = str(int(time.time()))
+        signature = sign(callback_id, timestamp, raw)
+        callback_id.encode("latin-1")
+    except (TypeError, ValueError, UnicodeEncodeError):
+        return
+    headers["webhook-timestamp"] = timestamp
+    headers["webhook-signature"] = signature
+    if body is not case.body:
+        case.body = body
+    case.headers = headers

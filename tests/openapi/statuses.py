@@ -1,0 +1,301 @@
+"""docs/openapi.yaml against a running reference server, status by status.
+
+First the document itself: a valid OpenAPI 3.1 description (the OAS 3.1
+meta-schema that schemathesis ships), and each of its schemas a valid
+JSON Schema 2020-12. Then every status the description documents for an operation is produced by
+one request below, and its answer validates against the documented
+schema and headers. Statuses the server gives only when something is
+wrong on its side (500, 503 storage-unavailable) cannot be produced on
+demand and are listed in NOT_PRODUCIBLE with the reason; any other
+documented status without a request here fails the run, and so does a
+request here for a status the description does not document.
+
+The server must run with `--body-timeout-ms 300 --max-watchers 4` (408 and
+503 watch-limit) and one tenant: TASKWIRE_BASE_URL, TASKWIRE_TOKEN,
+TASKWIRE_CALLBACK_SECRET, as tests/openapi/run.sh starts it.
+"""
+
+import json
+import os
+import socket
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import jsonschema_rs
+import requests
+import yaml
+
+sys.path.insert(0, str(Path(__file__).parent))
+from hooks import sign  # noqa: E402  (the same signing as the fuzzing run)
+
+ROOT = Path(__file__).resolve().parents[2]
+BASE = os.environ["TASKWIRE_BASE_URL"]
+TOKEN = os.environ["TASKWIRE_TOKEN"]
+AUTH = {"authorization": f"Bearer {TOKEN}"}
+MAX_WATCHERS = 4
+
+NOT_PRODUCIBLE = {
+    "500": "a server bug or corrupt stored data (server/tests/faults.rs corrupts rows to see it)",
+    "503": "storage-unavailable needs a failing disk or database (server/tests/faults.rs); "
+    "watch-limit is produced below for resume and events",
+}
+
+doc = yaml.safe_load((ROOT / "docs/openapi.yaml").read_text())
+
+
+def resolve(node):
+    while isinstance(node, dict) and "$ref" in node:
+        ref = node["$ref"].removeprefix("#/").split("/")
+        node = doc
+        for part in ref:
+            node = node[part]
+    return node
+
+
+def validator(schema):
+    wrapper = {"$schema": "https://json-schema.org/draft/2020-12/schema", "components": doc["components"], **schema}
+    return jsonschema_rs.validator_for(wrapper)
+
+
+def check_answer(op_id, status, res, documented):
+    """The answer against the documented response: headers and body."""
+    response = resolve(documented[status])
+    for name, header in (response.get("headers") or {}).items():
+        value = res.headers.get(name)
+        assert value is not None, f"{op_id} {status}: header {name} missing"
+        errors = list(validator(resolve(header)["schema"]).iter_errors(value))
+        assert not errors, f"{op_id} {status}: header {name}={value!r}: {errors[0]}"
+    content = response.get("content")
+    if not content:
+        assert res.content == b"", f"{op_id} {status}: documented without a body, got {res.content[:200]!r}"
+        return
+    (media, spec), = content.items()
+    assert res.headers.get("content-type", "").startswith(media), f"{op_id} {status}: Content-Type {res.headers.get('content-type')}"
+    if media == "application/json":
+        body = json.loads(res.content)
+        errors = list(validator(spec["schema"]).iter_errors(body))
+        assert not errors, f"{op_id} {status}: body does not validate: {errors[0]}\n{res.text[:500]}"
+    elif media == "text/event-stream":
+        events = [block for block in res.text.split("\n\n") if block.startswith("event:")]
+        assert events, f"{op_id} {status}: no event in {res.text[:300]!r}"
+        for block in events:
+            fields = dict(line.split(": ", 1) for line in block.splitlines())
+            errors = list(validator(spec["schema"]).iter_errors(fields))
+            assert not errors, f"{op_id} {status}: event does not validate: {errors[0]}"
+            answer = json.loads(fields["data"])
+            errors = list(validator({"$ref": "#/components/schemas/ResumeAnswer"}).iter_errors(answer))
+            assert not errors, f"{op_id} {status}: event data does not validate: {errors[0]}"
+
+
+# ---- the executor and a few tasks ------------------------------------------
+
+
+def callback(task_id, event, callback_id=None, body=None):
+    raw = body if body is not None else json.dumps({"taskId": task_id, **event}).encode()
+    cid = callback_id or f"cb_{uuid.uuid4().hex}"
+    ts = str(int(time.time()))
+    headers = {"content-type": "application/json", "webhook-id": cid, "webhook-timestamp": ts, "webhook-signature": sign(cid, ts, raw)}
+    return requests.post(f"{BASE}/v1/tasks/{task_id}/callbacks", data=raw, headers=headers, timeout=10)
+
+
+def create(body=None, key=None):
+    headers = {**AUTH, **({"idempotency-key": key} if key else {})}
+    return requests.post(f"{BASE}/v1/tasks", json=body or {"ttlMs": 3_600_000, "maxAttempts": 2}, headers=headers, timeout=10)
+
+
+START = {"type": "start", "atMs": 1, "worker": "w"}
+SUCCEED = {"type": "succeed", "atMs": 2, "resultRef": "blob://r", "resultHash": "sha256:r"}
+
+
+def task(*events):
+    tid = create().json()["id"]
+    for event in events:
+        assert callback(tid, event).status_code == 200
+    return tid
+
+
+def raw_partial(path, headers, declared=100, sent=b"{"):
+    """A request whose body stops short: the answer the server gives after its body timeout."""
+    url = urlsplit(BASE)
+    with socket.create_connection((url.hostname, url.port), timeout=5) as s:
+        head = f"POST {path} HTTP/1.1\r\nhost: {url.netloc}\r\ncontent-length: {declared}\r\ncontent-type: application/json\r\n"
+        head += "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
+        s.sendall(head.encode() + sent)
+        data = b""
+        while b"\r\n\r\n" not in data or len(data.split(b"\r\n\r\n", 1)[1]) < int(_header(data, "content-length") or 0):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode().split("\r\n")
+    res = requests.models.Response()
+    res.status_code = int(lines[0].split()[1])
+    res.headers = requests.structures.CaseInsensitiveDict(line.split(": ", 1) for line in lines[1:])
+    res._content = body
+    return res
+
+
+def _header(data, name):
+    for line in data.split(b"\r\n\r\n", 1)[0].decode(errors="replace").split("\r\n")[1:]:
+        k, _, v = line.partition(": ")
+        if k.lower() == name:
+            return v
+    return None
+
+
+def watch_limit(path_of):
+    """Fills the held-watch cap with long-polls, then asks once more: 503."""
+    live = task(START)
+    held = [threading.Thread(target=requests.get, args=(f"{BASE}/v1/tasks/{live}/resume?cursor=1&waitMs=10000",), kwargs={"headers": AUTH, "timeout": 15}) for _ in range(MAX_WATCHERS)]
+    for t in held:
+        t.start()
+    time.sleep(0.5)
+    try:
+        return requests.get(f"{BASE}{path_of(live)}", headers=AUTH, timeout=10)
+    finally:
+        assert callback(live, {"type": "progress", "atMs": 3, "progress": 5, "cursor": "c"}).status_code == 200
+        for t in held:
+            t.join()
+
+
+# ---- one request per documented status --------------------------------------
+
+
+def recipes():
+    running, done = task(START), task(START, SUCCEED)
+    key = f"k_{uuid.uuid4().hex}"
+    create({"ttlMs": 60_000, "maxAttempts": 1}, key)
+    delivered = f"d_{uuid.uuid4().hex}"
+    requests.post(f"{BASE}/v1/tasks/{done}/deliveries", headers={**AUTH, "idempotency-key": delivered}, timeout=10)
+    used = f"cb_{uuid.uuid4().hex}"
+    assert callback(running, {"type": "progress", "atMs": 3, "progress": 9, "cursor": "c"}, used).status_code == 200
+    other = task()
+    big = json.dumps({"ttlMs": 1000, "maxAttempts": 1, "input": "x" * 70_000})
+    get = lambda path, **kw: requests.get(f"{BASE}{path}", headers={**AUTH, **kw.pop("headers", {})}, timeout=10, **kw)  # noqa: E731
+    post = lambda path, **kw: requests.post(f"{BASE}{path}", headers={**AUTH, **kw.pop("headers", {})}, timeout=10, **kw)  # noqa: E731
+    cb_headers = lambda tid, body: {"webhook-id": "cb_partial", "webhook-timestamp": str(int(time.time())), "webhook-signature": sign("cb_partial", str(int(time.time())), body)}  # noqa: E731
+    return {
+        "createTask": {
+            "201": lambda: create(),
+            "200": lambda: create({"ttlMs": 60_000, "maxAttempts": 1}, key),
+            "400": lambda: create({"ttlMs": -1, "maxAttempts": 1}),
+            "401": lambda: requests.post(f"{BASE}/v1/tasks", json={"ttlMs": 1, "maxAttempts": 1}, timeout=10),
+            "408": lambda: raw_partial("/v1/tasks", AUTH),
+            "413": lambda: post("/v1/tasks", data=big, headers={"content-type": "application/json"}),
+            "422": lambda: create({"ttlMs": 60_000, "maxAttempts": 2}, key),
+        },
+        "getTask": {
+            "200": lambda: get(f"/v1/tasks/{running}"),
+            "400": lambda: get(f"/v1/tasks/{'t' * 256}"),
+            "401": lambda: requests.get(f"{BASE}/v1/tasks/{running}", timeout=10),
+            "404": lambda: get("/v1/tasks/no-such-task"),
+        },
+        "resumeTask": {
+            "200": lambda: get(f"/v1/tasks/{running}/resume?cursor=0"),
+            "400": lambda: get(f"/v1/tasks/{running}/resume?cursor=3.0"),
+            "401": lambda: requests.get(f"{BASE}/v1/tasks/{running}/resume?cursor=0", timeout=10),
+            "404": lambda: get("/v1/tasks/no-such-task/resume?cursor=0"),
+            "503": lambda: watch_limit(lambda live: f"/v1/tasks/{live}/resume?cursor=1&waitMs=5000"),
+        },
+        "streamTaskEvents": {
+            "200": lambda: get(f"/v1/tasks/{done}/events?cursor=0"),
+            "204": lambda: get(f"/v1/tasks/{done}/events", headers={"last-event-id": "2"}),
+            "400": lambda: get(f"/v1/tasks/{done}/events", headers={"last-event-id": "x"}),
+            "401": lambda: requests.get(f"{BASE}/v1/tasks/{done}/events", timeout=10),
+            "404": lambda: get("/v1/tasks/no-such-task/events"),
+            "503": lambda: watch_limit(lambda live: f"/v1/tasks/{live}/events?cursor=1"),
+        },
+        "executorCallback": {
+            "200": lambda: callback(running, {"type": "progress", "atMs": 4, "progress": 20, "cursor": "c"}),
+            "400": lambda: callback(running, {"type": "progress", "atMs": 4, "progress": 101, "cursor": "c"}),
+            "401": lambda: requests.post(f"{BASE}/v1/tasks/{running}/callbacks", json={"taskId": running, **START}, timeout=10),
+            "408": lambda: raw_partial(f"/v1/tasks/{running}/callbacks", cb_headers(running, b"{")),
+            "413": lambda: callback(running, None, body=json.dumps({"taskId": running, **START, "worker": "w" * 70_000}).encode()),
+            "422": lambda: callback(other, {"type": "progress", "atMs": 3, "progress": 9, "cursor": "c"}, used),
+        },
+        "deliverResult": {
+            "201": lambda: post(f"/v1/tasks/{done}/deliveries", headers={"idempotency-key": f"d_{uuid.uuid4().hex}"}),
+            "200": lambda: post(f"/v1/tasks/{done}/deliveries", headers={"idempotency-key": delivered}),
+            "400": lambda: post(f"/v1/tasks/{done}/deliveries"),
+            "401": lambda: requests.post(f"{BASE}/v1/tasks/{done}/deliveries", headers={"idempotency-key": "k"}, timeout=10),
+            "404": lambda: post("/v1/tasks/no-such-task/deliveries", headers={"idempotency-key": "k"}),
+            "409": lambda: post(f"/v1/tasks/{running}/deliveries", headers={"idempotency-key": f"d_{uuid.uuid4().hex}"}),
+            "413": lambda: post(f"/v1/tasks/{done}/deliveries", headers={"idempotency-key": "k"}, data="x" * 70_000),
+            "422": lambda: post(f"/v1/tasks/{running}/deliveries", headers={"idempotency-key": delivered}),
+        },
+        "cancelTask": {
+            "200": lambda: post(f"/v1/tasks/{running}/cancel", json={"reason": "changed my mind"}),
+            "400": lambda: post(f"/v1/tasks/{running}/cancel", json={"type": "cancel"}),
+            "401": lambda: requests.post(f"{BASE}/v1/tasks/{running}/cancel", timeout=10),
+            "404": lambda: post("/v1/tasks/no-such-task/cancel"),
+            "408": lambda: raw_partial(f"/v1/tasks/{running}/cancel", AUTH),
+            "413": lambda: post(f"/v1/tasks/{running}/cancel", data=big, headers={"content-type": "application/json"}),
+        },
+        "decideTask": {
+            "200": lambda: post(f"/v1/tasks/{done}/decisions", json={"decision": "approve", "artifactHash": "sha256:a", "version": 2}),
+            "400": lambda: post(f"/v1/tasks/{done}/decisions", json={"decision": "maybe", "artifactHash": "sha256:a", "version": 2}),
+            "401": lambda: requests.post(f"{BASE}/v1/tasks/{done}/decisions", json={}, timeout=10),
+            "404": lambda: post("/v1/tasks/no-such-task/decisions", json={"decision": "approve", "artifactHash": "a", "version": 1}),
+            "408": lambda: raw_partial(f"/v1/tasks/{done}/decisions", AUTH),
+            "413": lambda: post(f"/v1/tasks/{done}/decisions", data=big, headers={"content-type": "application/json"}),
+        },
+        "listNotifications": {
+            "200": lambda: get("/v1/notifications?after=0&limit=10"),
+            "400": lambda: get("/v1/notifications?limit=1001"),
+            "401": lambda: requests.get(f"{BASE}/v1/notifications", timeout=10),
+        },
+    }
+
+
+def document_errors():
+    """The description against the OAS 3.1 meta-schema, its schemas against JSON Schema 2020-12."""
+    from schemathesis.specs.openapi.definitions import OPENAPI_31
+
+    errors = [f"docs/openapi.yaml is not valid OpenAPI 3.1: {e}" for e in jsonschema_rs.validator_for(OPENAPI_31).iter_errors(doc)]
+    for name, schema in doc["components"]["schemas"].items():
+        try:
+            jsonschema_rs.meta.validate(schema)
+        except jsonschema_rs.ValidationError as e:
+            errors.append(f"components.schemas.{name} is not valid JSON Schema: {e}")
+    return errors
+
+
+def main():
+    failures = document_errors()
+    table = recipes()
+    produced = 0
+    for path, item in doc["paths"].items():
+        for method, op in item.items():
+            if method == "parameters":
+                continue
+            op_id = op["operationId"]
+            documented = op["responses"]
+            mine = table.pop(op_id, {})
+            for status in documented:
+                if status not in mine:
+                    if status not in NOT_PRODUCIBLE:
+                        failures.append(f"{op_id}: documented status {status} is produced by no request here")
+                    continue
+                try:
+                    res = mine.pop(status)()
+                    assert res.status_code == int(status), f"{op_id}: expected {status}, got {res.status_code}: {res.text[:300]}"
+                    check_answer(op_id, status, res, documented)
+                    produced += 1
+                except AssertionError as err:
+                    failures.append(str(err))
+            failures.extend(f"{op_id}: a request here produces {s}, which the description does not document" for s in mine)
+    failures.extend(f"{op_id}: not an operation of the description" for op_id in table)
+    for f in failures:
+        print(f"FAIL {f}", file=sys.stderr)
+    skipped = ", ".join(f"{s} ({why.split(' (')[0]})" for s, why in NOT_PRODUCIBLE.items())
+    print(f"openapi statuses: {produced} documented statuses produced and validated; not producible on demand: {skipped}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
