@@ -20,6 +20,7 @@ import {
   sendJson,
   tooLarge,
 } from "./http.mjs";
+import { credentialOf } from "./credentials.mjs";
 import { canonical, members } from "./exact.mjs";
 import { checkHeaders, verifier } from "./sign.mjs";
 import { EXACT_REQUEST, StorageError, legacyCreateRequest } from "./store.mjs";
@@ -34,7 +35,7 @@ const ALLOW_HEADERS = "Authorization, Content-Type, Idempotency-Key, Last-Event-
 
 /**
  * The request handler for `http.createServer`. `config`: {tokens (Map
- * token → tenant), keyring (sign.mjs), callbackBodyTimeoutMs,
+ * token → tenant), browserKeys (credentials.mjs), keyring (sign.mjs), callbackBodyTimeoutMs,
  * corsOrigins, heartbeatMs, onFatal}.
  */
 export function createApp(store, config) {
@@ -137,15 +138,16 @@ function cors(req, res, origins) {
 
 // ---- authentication ---------------------------------------------------------
 
-/** The tenant of the request's bearer token, or 401. */
-function tenantOf(req, config) {
-  const auth = header(req, "authorization");
-  if (auth === undefined) throw unauthorized("Authorization: a Bearer token is required");
-  const m = /^bearer +(\S+) *$/i.exec(auth);
-  if (!m) throw unauthorized("Authorization: must be Bearer <token>");
-  const tenant = config.tokens.get(m[1]);
-  if (tenant === undefined) throw unauthorized("Authorization: unknown token");
-  return tenant;
+/**
+ * The caller (credentials.mjs), or 401. The watch routes pass their query:
+ * they also take a browser token in `?access_token=`.
+ */
+const callerOf = (req, config, query) => credentialOf(header(req, "authorization"), config, query);
+
+/** The caller's task id for `right`: 404 when out of its scope or not its tenant's, 403 without the right. */
+function taskFor(credential, right, store, rawId) {
+  credential.require(right, taskIdFrom(rawId));
+  return ownTask(store, credential.tenant, rawId);
 }
 
 const unauthorized = (message) => new HttpError(401, "unauthorized", message);
@@ -166,7 +168,9 @@ function idempotencyKey(req) {
 // ---- POST /v1/tasks, GET /v1/tasks/{id} -----------------------------------------
 
 async function createTaskRoute({ req, res, store, config }) {
-  const tenant = tenantOf(req, config);
+  const caller = await callerOf(req, config);
+  caller.requireTenantToken("creating a task");
+  const tenant = caller.tenant;
   const bytes = await readBody(req);
   const body = parseJson(bytes, "body");
   const key = idempotencyKey(req);
@@ -224,16 +228,14 @@ function exactCreate(text) {
 }
 
 async function getTask({ req, res, rawId, store, config }) {
-  const tenant = tenantOf(req, config);
-  const id = ownTask(store, tenant, rawId);
+  const id = taskFor(await callerOf(req, config), "watch", store, rawId);
   sendJson(res, 200, store.taskJson(id));
 }
 
 // ---- GET /v1/tasks/{id}/resume ------------------------------------------------
 
 async function resume({ req, res, query, rawId, store, config }) {
-  const tenant = tenantOf(req, config);
-  const id = ownTask(store, tenant, rawId);
+  const id = taskFor(await callerOf(req, config, query), "watch", store, rawId);
   const cursorText = query.get("cursor");
   if (cursorText === null) throw invalid("cursor: query parameter is required");
   const cursor = parseInteger("cursor", cursorText);
@@ -282,8 +284,8 @@ const isTerminal = (state) => state === "succeeded" || state === "failed" || sta
 // ---- GET /v1/tasks/{id}/events (SSE) ------------------------------------------
 
 async function events({ req, res, query, rawId, store, config }) {
-  const tenant = tenantOf(req, config);
-  const id = ownTask(store, tenant, rawId);
+  const caller = await callerOf(req, config, query);
+  const id = taskFor(caller, "watch", store, rawId);
   const lastEventId = header(req, "last-event-id");
   let cursor;
   if (lastEventId !== undefined) cursor = parseInteger("Last-Event-ID", lastEventId.trim());
@@ -314,8 +316,16 @@ async function events({ req, res, query, rawId, store, config }) {
   const heartbeat = setInterval(() => {
     if (!res.destroyed && !res.writableEnded) res.write(": hb\n\n");
   }, config.heartbeatMs);
+  // A browser token's stream ends when the token stops being accepted;
+  // the client reconnects with a fresh one.
+  const expiresAt = caller.browser?.expiresAt;
+  const expiry = expiresAt === undefined ? undefined : setTimeout(() => {
+    close();
+    res.end();
+  }, Math.max(0, (expiresAt + config.browserKeys.leewaySecs + 1) * 1000 - Date.now()));
   const close = () => {
     clearInterval(heartbeat);
+    clearTimeout(expiry);
     unwatch();
   };
   res.on("close", close);
@@ -379,11 +389,12 @@ async function callback({ req, res, rawId, store, config }) {
 // ---- POST /v1/tasks/{id}/deliveries --------------------------------------------
 
 async function deliver({ req, res, rawId, store, config }) {
-  const tenant = tenantOf(req, config);
+  const caller = await callerOf(req, config);
+  const tenant = caller.tenant;
   await readBody(req); // no body is expected; the limit still applies
   const key = idempotencyKey(req);
   if (key === undefined) throw invalid("Idempotency-Key: header is required");
-  const id = ownTask(store, tenant, rawId);
+  const id = taskFor(caller, "deliver", store, rawId);
   const d = store.deliver(tenant, id, key, Date.now());
   switch (d.reason) {
     case "delivered":
@@ -403,7 +414,9 @@ async function deliver({ req, res, rawId, store, config }) {
 // ---- GET /v1/notifications ------------------------------------------------------
 
 async function notifications({ req, res, query, store, config }) {
-  const tenant = tenantOf(req, config);
+  const caller = await callerOf(req, config);
+  caller.requireTenantToken("the notifications feed");
+  const tenant = caller.tenant;
   const afterText = query.get("after");
   const limitText = query.get("limit");
   const after = afterText === null ? 0 : parseInteger("after", afterText);

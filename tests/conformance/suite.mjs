@@ -29,6 +29,7 @@ import errors from './checks/errors.mjs';
 import ttl from './checks/ttl.mjs';
 import vectors from './checks/vectors.mjs';
 import cors from './checks/cors.mjs';
+import browserTokens from './checks/browser-tokens.mjs';
 
 /** Every section, in PROTOCOL.md order. */
 export const SECTIONS = [
@@ -44,6 +45,7 @@ export const SECTIONS = [
   delivery,
   notifications,
   isolation,
+  browserTokens,
   ttl,
   cors,
   vectors,
@@ -79,6 +81,9 @@ function skipReason(check, config) {
   if (check.needsTokenB && !config.tokenB) return 'needs a second tenant (--token-b)';
   if (check.needsSecretB && !config.secretB) return "needs tenant B's own callback secret (--callback-secret-b)";
   if (check.needsCorsOrigin && !config.corsOrigin) return 'needs an origin the backend allows (--cors-origin)';
+  if (check.needsBrowserKey && config.browserKeys.length === 0) return 'needs a browser-token key of tenant A (--browser-key)';
+  if (check.needsBrowserKeys && config.browserKeys.length < 2) return 'needs two browser-token keys of tenant A, a rotation (--browser-key twice)';
+  if (check.needsBrowserKeyB && !config.browserKeyB) return "needs a browser-token key of tenant B (--browser-key-b)";
   return false;
 }
 
