@@ -38,6 +38,24 @@ const PAGE = `<!doctype html><meta charset="utf-8"><script type="module">
     const task = await watch.done;
     return { versions: seen, state: task.state, statuses };
   };
+  // A native EventSource cannot send Authorization: the token rides in
+  // the URL. Resolves with the versions it saw, up to the terminal one.
+  window.nativeEvents = (baseUrl, taskId, token) => new Promise((resolve, reject) => {
+    const versions = [];
+    const source = new EventSource(baseUrl + "/v1/tasks/" + taskId + "/events?access_token=" + encodeURIComponent(token));
+    source.addEventListener("resume", (e) => {
+      const answer = JSON.parse(e.data);
+      versions.push(answer.task.version);
+      if (answer.task.state === "succeeded") {
+        source.close();
+        resolve(versions);
+      }
+    });
+    source.onerror = () => {
+      source.close();
+      reject(new Error("EventSource failed at versions " + versions));
+    };
+  });
 </script>`;
 
 let api, statics, browser, origin;
@@ -125,3 +143,22 @@ for (const transport of ["long-poll", "sse"]) {
     await page.close();
   });
 }
+
+test("a native EventSource follows a task with a browser token in access_token", async (t) => {
+  if (!browser) return t.skip(`no Chromium at ${chromium}`);
+  const page = await browser.newPage();
+  await page.goto(origin + "/");
+  const taskId = await newTaskId();
+  const token = await mint(taskId, 600);
+  const result = page.evaluate(([base, id, tok]) => window.nativeEvents(base, id, tok), [api.baseUrl, taskId, token]);
+  const t0 = Date.now();
+  await sleep(300);
+  await api.callback(taskId, { type: "start", atMs: t0 + 100, worker: "w" }, "s");
+  await api.callback(taskId, { type: "succeed", atMs: t0 + 300, resultRef: "r", resultHash: "sha256:ab12" }, "ok");
+  const versions = await result;
+  assert.equal(versions.at(-1), 2, `versions ${versions}`);
+  // The tenant token is refused there: the stream never opens.
+  const refused = await page.evaluate(([base, id, tok]) => window.nativeEvents(base, id, tok).then(() => "opened", (e) => e.message), [api.baseUrl, taskId, api.token]);
+  assert.match(refused, /EventSource failed/);
+  await page.close();
+});
