@@ -96,6 +96,27 @@ async fn the_demo_mints_for_its_own_tasks_only() {
     assert_error(&r, 404, "not-found", "--demo-tenant");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn page_tokens_never_outlive_the_servers_maximum() {
+    let h = harness(|c| {
+        c.demo = true;
+        c.browser_tokens.max_ttl_secs = 30;
+    })
+    .await;
+    let id = h
+        .req("POST", "/v1/demo/workloads/long", &[], r#"{"speed": 10}"#)
+        .await
+        .json()["taskIds"][0]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let minted = mint(&h, &[&id]).await;
+    let exp = minted.json()["expiresAt"].as_i64().unwrap();
+    assert!(exp <= now_secs() + 30, "{exp}");
+    let token = minted.json()["token"].as_str().unwrap().to_string();
+    assert_eq!(h.get(&token, &format!("/v1/tasks/{id}")).await.status, 200);
+}
+
 #[tokio::test]
 async fn a_demo_tenant_without_a_token_is_refused_at_start() {
     let dir = tempfile::tempdir().unwrap();

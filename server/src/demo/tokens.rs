@@ -21,7 +21,8 @@ use crate::error::ApiError;
 use crate::routes::{body, check_id, now_secs};
 use crate::AppState;
 
-/// How long a page token lives: short, so the page shows refreshes.
+/// How long a page token lives (at most `--browser-token-max-ttl-secs`):
+/// short, so the page shows refreshes.
 pub const PAGE_TOKEN_SECS: u64 = 120;
 /// The task kinds the demo creates (the tokens endpoint mints for no other).
 const DEMO_KINDS: [&str; 3] = ["summary", "moderation", "long"];
@@ -86,7 +87,9 @@ pub async fn mint(
             return Err(ApiError::no_task(id));
         }
     }
-    let exp = u64::try_from(now_secs()).unwrap_or(0) + PAGE_TOKEN_SECS;
+    // Never longer than the server accepts.
+    let ttl = PAGE_TOKEN_SECS.min(state.config.browser_tokens.max_ttl_secs);
+    let exp = u64::try_from(now_secs()).unwrap_or(0) + ttl;
     let token = minter.mint(
         PAGE_SUBJECT,
         &req.task_ids,
