@@ -180,6 +180,59 @@ class Watch {
   }
 }
 
+/** `init` with `Authorization: Bearer <token>` added. */
+function withBearer(init, token) {
+  return { ...init, headers: { ...init?.headers, authorization: `Bearer ${token}` } };
+}
+
+/** Whether a 401 says the token expired (the one refusal a fresh token cures). */
+async function isExpired(response) {
+  try {
+    return (await response.clone().json())?.error?.code === "token-expired";
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The client's `fetch` with the `token` option's credential. A token
+ * function is asked for the first token, and again when the server
+ * answers 401 `token-expired`: then the request is sent once more with
+ * the fresh token, so the watch goes on. Requests that expire together
+ * share one ask; a second 401 reaches the loop, which stops the watch.
+ * A failing or non-string ask fails the request like a network error
+ * (the loop retries with backoff). Here, not in Rust: the page pays a few
+ * hundred bytes of JS for it, no wasm.
+ */
+function bearerFetch(inner, source) {
+  const send = inner ?? ((url, init) => globalThis.fetch(url, init));
+  if (typeof source === "string") return (url, init) => send(url, withBearer(init, source));
+  let current; // Promise of the token in use
+  let replaced; // the token the latest ask replaces
+  const ask = () => {
+    const asked = Promise.resolve()
+      .then(source)
+      .then((token) => {
+        if (typeof token !== "string" || token === "") throw invalid(`options.token: the function must return a non-empty string, got ${typeName(token)}`);
+        return token;
+      });
+    current = asked;
+    // A failed ask is asked again by the next request.
+    asked.catch(() => current === asked && (current = undefined));
+    return asked;
+  };
+  return async (url, init) => {
+    const token = await (current ?? ask());
+    const response = await send(url, withBearer(init, token));
+    if (response.status !== 401 || !(await isExpired(response))) return response;
+    if (replaced !== token || current === undefined) {
+      replaced = token;
+      ask();
+    }
+    return send(url, withBearer(init, await current));
+  };
+}
+
 /** Talks PROTOCOL.md to one backend. */
 export class TaskClient {
   #core;
@@ -191,8 +244,12 @@ export class TaskClient {
     str(baseUrl, "options.baseUrl");
     const headers = option(options, "headers") ?? {};
     if (typeof headers !== "object" || typeName(headers) === "array") throw invalid("options.headers: must be an object of strings");
-    const fetchFn = option(options, "fetch");
+    let fetchFn = option(options, "fetch");
     if (fetchFn !== undefined && typeof fetchFn !== "function") throw invalid("options.fetch: must be a function");
+    const token = option(options, "token");
+    if (token !== undefined && typeof token !== "function" && (typeof token !== "string" || token === "")) {
+      throw invalid(`options.token: must be a non-empty string or a function returning one, got ${typeName(token)}`);
+    }
     const persist = option(options, "persist");
     if (persist === true) this.#persistPrefix = "taskwire:";
     else if (typeof persist === "string" && persist !== "") this.#persistPrefix = persist;
@@ -206,8 +263,10 @@ export class TaskClient {
     const pairs = [];
     for (const [name, value] of entries) {
       if (typeof value !== "string") throw invalid(`options.headers.${name}: must be a string, got ${typeName(value)}`);
+      if (token !== undefined && name.toLowerCase() === "authorization") throw invalid("options.token: give the token here or an Authorization header in options.headers, not both");
       pairs.push(name, value);
     }
+    if (token !== undefined) fetchFn = bearerFetch(fetchFn, token);
     const backoff = option(options, "backoff") ?? {};
     if (typeof backoff !== "object") throw invalid("options.backoff: must be an object");
     const initialMs = option(backoff, "initialMs");

@@ -263,11 +263,23 @@ export class TaskMirror {
 
 // ---- the browser client --------------------------------------------------
 
+/** Gives `TaskClient` a fresh token: asked first, then on each expiry. */
+export type TokenSource = () => string | Promise<string>;
+
 /** Options of `TaskClient`. */
 export interface TaskClientOptions {
   /** The backend, e.g. `"http://127.0.0.1:8080"` (http:// or https://). */
   baseUrl: string;
-  /** Sent on every request (e.g. `Authorization`); never put in the URL. */
+  /**
+   * The credential, sent as `Authorization: Bearer …`: a token, or a
+   * function returning a fresh one (sync or async). A page gets browser
+   * tokens from its own backend (PROTOCOL.md, "Credentials"); with a
+   * function, a 401 `token-expired` makes the client ask it once and
+   * retry, so a watch outlives its tokens. Not with an `Authorization`
+   * entry in `headers`.
+   */
+  token?: string | TokenSource;
+  /** Sent on every request; never put in the URL. */
   headers?: Record<string, string>;
   /** An injected `fetch` (tests, proxies); `globalThis.fetch` otherwise. */
   fetch?: (input: string, init: RequestInit) => Promise<Response>;
@@ -394,7 +406,12 @@ export interface Watch {
  * Follows tasks on any backend that speaks PROTOCOL.md.
  *
  * @example
- * const client = new TaskClient({ baseUrl: "https://api.example.com", headers: { Authorization: "Bearer demo" }, persist: true });
+ * const client = new TaskClient({
+ *   baseUrl: "https://api.example.com",
+ *   // A browser token from the page's own backend, asked again when it expires.
+ *   token: async () => (await (await fetch("/my-backend/taskwire-token")).json()).token,
+ *   persist: true,
+ * });
  * const task = await client.createTask({ ttlMs: 3_600_000, maxAttempts: 3, kind: "summary" });
  * const watch = client.watch(task.id, { onUpdate: (u) => render(u.task) });
  * const finished = await watch.done;

@@ -11,7 +11,10 @@ import { DemoNetwork } from "./net.js";
 import { EventLog } from "./log.js";
 import { TaskCard, describe, isTerminal, kindOf, kindOfView } from "./card.js";
 
-const TOKEN = "demo";
+// The page holds no tenant token. The demo endpoints are this demo's
+// "application backend": they start workloads for the demo tenant and mint
+// the page a short-lived browser token per task (POST /v1/demo/tokens),
+// which each task's TaskClient asks for again when it expires.
 /** The page's own list of tasks (the client persists each task's cursor itself). */
 const STATE_KEY = "taskwire-demo:tasks";
 /** The key prefix of the client's `persist: true`. */
@@ -263,18 +266,11 @@ class App {
   retention = 8;
   /** Followed tasks by id, in page order (newest first). */
   tracked = new Map();
-  client;
+  /** One TaskClient per task: each holds that task's browser token. */
+  clients = new Map();
 
   async start() {
     await init();
-    this.client = new TaskClient({
-      baseUrl: location.origin,
-      headers: { Authorization: `Bearer ${TOKEN}` },
-      fetch: this.net.fetch,
-      persist: true,
-      // Short enough that a reconnect after a demo cut is seen quickly.
-      backoff: { initialMs: 500, maxMs: 4_000 },
-    });
     this.#wireControls();
     this.#restore();
     setInterval(() => this.#tick(), 200);
@@ -303,11 +299,37 @@ class App {
     document.getElementById("forget").addEventListener("click", () => this.#forget());
   }
 
-  /** Calls a demo endpoint through the page's network. */
+  /** The task's client, with a token function minting that task's browser tokens. */
+  clientFor(taskId) {
+    let client = this.clients.get(taskId);
+    if (!client) {
+      client = new TaskClient({
+        baseUrl: location.origin,
+        token: () => this.#mint(taskId),
+        fetch: this.net.fetch,
+        persist: true,
+        // Short enough that a reconnect after a demo cut is seen quickly.
+        backoff: { initialMs: 500, maxMs: 4_000 },
+      });
+      this.clients.set(taskId, client);
+    }
+    return client;
+  }
+
+  /** A fresh browser token for one task, from the demo's backend. */
+  async #mint(taskId) {
+    const { token, expiresAt } = await this.api("POST", "/v1/demo/tokens", { taskIds: [taskId] });
+    const tracked = this.tracked.get(taskId);
+    const secs = Math.round(expiresAt - Date.now() / 1000);
+    this.log.add("info", `browser token minted (watch + deliver, valid ${secs} s)`, { taskId, label: tracked?.tag });
+    return token;
+  }
+
+  /** Calls a demo endpoint through the page's network (no credential: the demo acts for its tenant). */
   async api(method, path, body) {
     const response = await this.net.fetch(location.origin + path, {
       method,
-      headers: { authorization: `Bearer ${TOKEN}`, ...(body ? { "content-type": "application/json" } : {}) },
+      headers: body ? { "content-type": "application/json" } : {},
       body: body ? JSON.stringify(body) : undefined,
     });
     const answer = await response.json().catch(() => ({}));
@@ -336,7 +358,7 @@ class App {
     this.#reorder();
     for (const t of fresh) {
       this.log.add("info", `started (${workload} workload, speed ${speed}×)`, { taskId: t.id, label: t.tag });
-      t.follow(this.client);
+      t.follow(this.clientFor(t.id));
     }
     this.save();
     this.#showEmpty();
@@ -382,7 +404,7 @@ class App {
     if (this.tracked.size > 0) {
       this.log.add("info", `page loaded: ${this.tracked.size} task(s) from localStorage, following ${unfinished.length}`);
     }
-    for (const t of unfinished) t.follow(this.client);
+    for (const t of unfinished) t.follow(this.clientFor(t.id));
     this.#showEmpty();
   }
 
@@ -396,6 +418,7 @@ class App {
       }
     }
     this.tracked.clear();
+    this.clients.clear();
     localStorage.removeItem(STATE_KEY);
     document.getElementById("tasks").replaceChildren();
     this.log.clear();
@@ -430,8 +453,8 @@ class App {
     // server must answer with the receipt it gave the first time.
     const key = `demo-delivery-${t.id}`;
     try {
-      const first = await this.client.deliver(t.id, key);
-      const second = await this.client.deliver(t.id, key);
+      const first = await this.clientFor(t.id).deliver(t.id, key);
+      const second = await this.clientFor(t.id).deliver(t.id, key);
       t.card.showReceipts(first, second);
       const equal = JSON.stringify(first) === JSON.stringify(second);
       this.log.add("deliver", `delivered twice with one idempotency key: ${equal ? "the same receipt both times" : "different receipts!"}`, {

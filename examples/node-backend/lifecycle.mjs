@@ -48,9 +48,10 @@ const SERVER_FIELDS = [
 /**
  * The event a person's request makes: the body's fields (an empty cancel
  * body is no reason), the route's `type`, the server's clock and the
- * caller's credential as `actor` (`tenant:<name>` for a tenant token).
+ * caller's credential as `actor` (`tenant:<name>` for a tenant token,
+ * `user:<sub>` for a browser token).
  */
-export function personEvent(route, bytes, tenant, nowMs) {
+export function personEvent(route, bytes, actor, nowMs) {
   const type = ACTIONS[route];
   let fields = {};
   const empty = bytes.every((b) => b === 0x20 || b === 0x09 || b === 0x0a || b === 0x0d);
@@ -61,7 +62,7 @@ export function personEvent(route, bytes, tenant, nowMs) {
   for (const [name, why] of SERVER_FIELDS) {
     if (Object.hasOwn(fields, name)) throw invalid(`body.${name}: must not be sent (${why})`);
   }
-  return { ...fields, type, atMs: nowMs, actor: `tenant:${tenant}` };
+  return { ...fields, type, atMs: nowMs, actor };
 }
 
 /** A throwaway task events are checked against, before the task they are for is looked up. */

@@ -21,6 +21,7 @@ import {
   typeOf,
   unauthorized,
 } from "./http.mjs";
+import { credentialOf } from "./credentials.mjs";
 import { canonical, members } from "./exact.mjs";
 import { callback } from "./callbacks.mjs";
 import { EXACT_REQUEST, StorageError, legacyCreateRequest } from "./store.mjs";
@@ -44,8 +45,9 @@ const ALLOW_HEADERS = "Authorization, Content-Type, Idempotency-Key, Last-Event-
 
 /**
  * The request handler for `http.createServer`. `config`: {tokens (Map
- * token → tenant), keyring (sign.mjs), callbackBodyTimeoutMs,
- * corsOrigins, heartbeatMs, leaseMs, unknownGraceMs, onFatal}.
+ * token → tenant), browserKeys (credentials.mjs), keyring (sign.mjs),
+ * callbackBodyTimeoutMs, corsOrigins, heartbeatMs, leaseMs, unknownGraceMs,
+ * onFatal}.
  */
 export function createApp(store, config) {
   const routes = [
@@ -138,15 +140,16 @@ function cors(req, res, origins) {
 
 // ---- authentication ---------------------------------------------------------
 
-/** The tenant of the request's bearer token, or 401. */
-function tenantOf(req, config) {
-  const auth = header(req, "authorization");
-  if (auth === undefined) throw unauthorized("Authorization: a Bearer token is required");
-  const m = /^bearer +(\S+) *$/i.exec(auth);
-  if (!m) throw unauthorized("Authorization: must be Bearer <token>");
-  const tenant = config.tokens.get(m[1]);
-  if (tenant === undefined) throw unauthorized("Authorization: unknown token");
-  return tenant;
+/**
+ * The caller (credentials.mjs), or 401. The watch routes pass their query:
+ * they also take a browser token in `?access_token=`.
+ */
+const callerOf = (req, config, query) => credentialOf(header(req, "authorization"), config, query);
+
+/** The caller's task id for `right`: 404 when out of its scope or not its tenant's, 403 without the right. */
+function taskFor(credential, right, store, rawId) {
+  credential.require(right, taskIdFrom(rawId));
+  return ownTask(store, credential.tenant, rawId);
 }
 
 /** The caller's task id, or 404 (unknown, or another tenant's: the same answer). */
@@ -165,7 +168,9 @@ function idempotencyKey(req) {
 // ---- POST /v1/tasks, GET /v1/tasks/{id} -----------------------------------------
 
 async function createTaskRoute({ req, res, store, config }) {
-  const tenant = tenantOf(req, config);
+  const caller = await callerOf(req, config);
+  caller.requireTenantToken("creating a task");
+  const tenant = caller.tenant;
   const bytes = await readBody(req);
   const body = parseJson(bytes, "body");
   const key = idempotencyKey(req);
@@ -240,15 +245,14 @@ function exactCreate(text) {
 }
 
 async function getTask({ req, res, rawId, store, config }) {
-  const tenant = tenantOf(req, config);
-  const id = ownTask(store, tenant, rawId);
+  const id = taskFor(await callerOf(req, config), "watch", store, rawId);
   sendJson(res, 200, store.taskJson(id));
 }
 
 // ---- GET /v1/tasks/{id}/resume ------------------------------------------------
 
 async function resume({ req, res, query, rawId, store, config }) {
-  const tenant = tenantOf(req, config);
+  const caller = await callerOf(req, config, query);
   // PROTOCOL.md §Conventions, "Error precedence": the parameters are
   // judged before the task is looked up (400 before 404).
   const cursorText = query.get("cursor");
@@ -257,7 +261,7 @@ async function resume({ req, res, query, rawId, store, config }) {
   const waitText = query.get("waitMs");
   const waitMs = waitText === null ? 0 : parseInteger("waitMs", waitText, MAX_WAIT_MS);
   const snapshot = flag(query, "snapshot");
-  const id = ownTask(store, tenant, rawId);
+  const id = taskFor(caller, "watch", store, rawId);
 
   const answer = store.resume(id, cursor, snapshot);
   const worthHolding = waitMs > 0 && answer.mode === "caught-up" && !isTerminal(answer.task.state);
@@ -299,12 +303,12 @@ function flag(query, name) {
 // ---- GET /v1/tasks/{id}/events (SSE) ------------------------------------------
 
 async function events({ req, res, query, rawId, store, config }) {
-  const tenant = tenantOf(req, config);
+  const caller = await callerOf(req, config, query);
   const lastEventId = header(req, "last-event-id");
   // ?cursor= is judged even when Last-Event-ID wins over it.
   const queryCursor = query.get("cursor") === null ? 0 : parseInteger("cursor", query.get("cursor"));
   let cursor = lastEventId === undefined ? queryCursor : parseInteger("Last-Event-ID", lastEventId.trim());
-  const id = ownTask(store, tenant, rawId); // after the cursor: 400 before 404
+  const id = taskFor(caller, "watch", store, rawId); // after the cursor: 400 before 404
 
   const first = store.resume(id, cursor);
   if (first.mode === "caught-up" && isTerminal(first.task.state)) {
@@ -338,8 +342,16 @@ async function events({ req, res, query, rawId, store, config }) {
   const heartbeat = setInterval(() => {
     if (!res.destroyed && !res.writableEnded) res.write(": hb\n\n");
   }, config.heartbeatMs);
+  // A browser token's stream ends when the token stops being accepted;
+  // the client reconnects with a fresh one.
+  const expiresAt = caller.browser?.expiresAt;
+  const expiry = expiresAt === undefined ? undefined : setTimeout(() => {
+    close();
+    res.end();
+  }, Math.max(0, (expiresAt + config.browserKeys.leewaySecs + 1) * 1000 - Date.now()));
   const close = () => {
     clearInterval(heartbeat);
+    clearTimeout(expiry);
     unwatch();
   };
   res.on("close", close);
@@ -356,15 +368,15 @@ async function events({ req, res, query, rawId, store, config }) {
  */
 function act(route) {
   return async function action({ req, res, rawId, store, config }) {
-    const tenant = tenantOf(req, config);
+    const caller = await callerOf(req, config);
     const bytes = await readBody(req);
-    const event = personEvent(route, bytes, tenant, Date.now());
+    const event = personEvent(route, bytes, caller.actor, Date.now());
     try {
       checkEvent(event);
     } catch (err) {
       throw asBodyError(err);
     }
-    const id = ownTask(store, tenant, rawId);
+    const id = taskFor(caller, route === "cancel" ? "cancel" : "decide", store, rawId);
     sendJson(res, 200, actionAnswer(store.act(id, event)));
   };
 }
@@ -372,11 +384,12 @@ function act(route) {
 // ---- POST /v1/tasks/{id}/deliveries --------------------------------------------
 
 async function deliver({ req, res, rawId, store, config }) {
-  const tenant = tenantOf(req, config);
+  const caller = await callerOf(req, config);
+  const tenant = caller.tenant;
   await readBody(req); // no body is expected; the limit still applies
   const key = idempotencyKey(req);
   if (key === undefined) throw invalid("Idempotency-Key: header is required");
-  const id = ownTask(store, tenant, rawId);
+  const id = taskFor(caller, "deliver", store, rawId);
   const d = store.deliver(tenant, id, key, Date.now());
   switch (d.reason) {
     case "delivered":
@@ -396,7 +409,9 @@ async function deliver({ req, res, rawId, store, config }) {
 // ---- GET /v1/notifications ------------------------------------------------------
 
 async function notifications({ req, res, query, store, config }) {
-  const tenant = tenantOf(req, config);
+  const caller = await callerOf(req, config);
+  caller.requireTenantToken("the notifications feed");
+  const tenant = caller.tenant;
   const afterText = query.get("after");
   const limitText = query.get("limit");
   const after = afterText === null ? 0 : parseInteger("after", afterText);

@@ -6,6 +6,7 @@
 
 import { createServer } from "node:http";
 import { parseArgs } from "node:util";
+import { BrowserKeys } from "./credentials.mjs";
 import { createApp } from "./routes.mjs";
 import { Keyring } from "./sign.mjs";
 import { StorageError, Store } from "./store.mjs";
@@ -25,6 +26,19 @@ A taskwire backend (PROTOCOL.md) on node:http and the taskwire npm package.
                              every tenant without its own; repeatable (a
                              rotation lists two; both are accepted)
                              (default: the public development secret, shared)
+  --browser-token-key TENANT:KID=ALG:KEY
+                             a key browser tokens (JWTs minted by the tenant's
+                             backend) are verified with: ALG HS256 with a base64
+                             secret of 32+ bytes, or EdDSA / ES256 with a base64
+                             SPKI DER public key; repeatable (a rotation lists
+                             two; both are accepted) (default: none)
+  --browser-token-audience AUD
+                             the aud browser tokens must carry (default taskwire)
+  --browser-token-leeway-secs N
+                             clock skew allowed on exp and nbf (default 30)
+  --browser-token-max-ttl-secs N
+                             longest a browser token may still be valid
+                             (default 3600)
   --callback-body-timeout-ms N
                              how long a callback body may take (default 10000)
   --retention N              resume window in versions (default 8)
@@ -51,6 +65,10 @@ function configure(argv) {
         data: { type: "string" },
         token: { type: "string", multiple: true, default: ["demo=demo"] },
         "callback-secret": { type: "string", multiple: true, default: [] },
+        "browser-token-key": { type: "string", multiple: true, default: [] },
+        "browser-token-audience": { type: "string", default: "taskwire" },
+        "browser-token-leeway-secs": { type: "string", default: "30" },
+        "browser-token-max-ttl-secs": { type: "string", default: "3600" },
         "callback-body-timeout-ms": { type: "string", default: "10000" },
         retention: { type: "string", default: "8" },
         "cors-origin": { type: "string", multiple: true, default: [] },
@@ -76,6 +94,11 @@ function configure(argv) {
       dataDir: values.data,
       tokens,
       keyring: new Keyring(values["callback-secret"], tokens.values()),
+      browserKeys: new BrowserKeys(values["browser-token-key"], tokens.values(), {
+        audience: values["browser-token-audience"],
+        leewaySecs: Math.min(300, count("--browser-token-leeway-secs", values["browser-token-leeway-secs"])),
+        maxTtlSecs: Math.max(1, count("--browser-token-max-ttl-secs", values["browser-token-max-ttl-secs"])),
+      }),
       callbackBodyTimeoutMs: Math.max(1, count("--callback-body-timeout-ms", values["callback-body-timeout-ms"])),
       retention: count("--retention", values.retention),
       corsOrigins: values["cors-origin"],
@@ -160,6 +183,7 @@ async function main() {
       `  data:      ${config.dataDir ? `${config.dataDir} (${replayed} records replayed)` : "memory only"}`,
       `  tenants:   ${[...new Set(config.tokens.values())].join(", ")}`,
       `  retention: ${config.retention} versions`,
+      `  browser tokens: ${config.browserKeys.size > 0 ? `${config.browserKeys.size} key(s)` : "none (no --browser-token-key)"}`,
     ];
     if (config.corsOrigins.length > 0) lines.push(`  cors:      ${config.corsOrigins.join(", ")}`);
     if (config.keyring.development) lines.push("  callback secret: the public development secret (set --callback-secret)");

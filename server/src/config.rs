@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 use clap::Parser;
 
+use crate::auth::keys::BrowserKeys;
 use crate::keyring::Keyring;
 use crate::signature::Secret;
 
@@ -153,6 +154,13 @@ pub struct Config {
     #[arg(long, env = "TASKWIRE_DEMO")]
     pub demo: bool,
 
+    /// The tenant the demo page works for with --demo: the demo endpoints
+    /// called without Authorization act for it, and mint the page's browser
+    /// tokens for its tasks (the page holds no tenant token). Must be a
+    /// tenant of --token.
+    #[arg(long, env = "TASKWIRE_DEMO_TENANT", default_value = "demo")]
+    pub demo_tenant: String,
+
     /// The static directory served at / with --demo.
     #[arg(long, env = "TASKWIRE_DEMO_DIR", default_value = "web-demo")]
     pub demo_dir: PathBuf,
@@ -211,6 +219,10 @@ pub struct Config {
           value_parser = clap::value_parser!(u64).range(1..))]
     pub max_connections: Option<u64>,
 
+    /// Browser tokens (`--browser-token-*`, see src/auth/flags.rs).
+    #[command(flatten)]
+    pub browser_tokens: crate::auth::flags::BrowserTokenFlags,
+
     /// Most held long-polls and SSE streams at once (all tenants); past it
     /// a new one gets 503 `watch-limit` with Retry-After. Default: three
     /// quarters of the connection limit, so the rest stays free for
@@ -266,6 +278,24 @@ impl Config {
     /// `tokens` (see [`Keyring`]).
     pub fn keyring(&self, tokens: &HashMap<String, String>) -> Result<Keyring, String> {
         Keyring::new(&self.callback_secrets, tokens.values().map(String::as_str))
+    }
+
+    /// The browser-token keys, checked against the tenants of `tokens`
+    /// (see [`BrowserKeys`]); with `--demo`, the demo's own key too.
+    pub fn browser_keys(&self, tokens: &HashMap<String, String>) -> Result<BrowserKeys, String> {
+        let demo_tenant = self.demo.then_some(self.demo_tenant.as_str());
+        if let Some(tenant) = demo_tenant {
+            if !tokens.values().any(|t| t == tenant) {
+                return Err(format!(
+                    "--demo-tenant: tenant {tenant:?} has no --token (the demo works for one of them)"
+                ));
+            }
+        }
+        BrowserKeys::new(
+            &self.browser_tokens,
+            tokens.values().map(String::as_str),
+            demo_tenant,
+        )
     }
 
     /// The secret `--notify-url` posts are signed with.

@@ -10,8 +10,8 @@
 //!   [`store::postgres`] implement it.
 //! - [`hub`]: wake-ups from local commits and, via LISTEN/NOTIFY, other
 //!   instances' commits.
-//! - [`routes`]: the HTTP API; [`auth`], [`signature`] and [`keyring`]
-//!   guard it.
+//! - [`routes`]: the HTTP API; [`auth`] (tenant and browser tokens),
+//!   [`signature`] and [`keyring`] guard it.
 //! - [`serve`]: the HTTP/1 connection loop, keeping [`limits`] (timeouts,
 //!   connection and held-watch caps).
 //! - [`sweeper`]: expires tasks at their TTL.
@@ -49,6 +49,7 @@ use tokio::task::JoinHandle;
 
 pub use config::Config;
 
+use crate::auth::keys::BrowserKeys;
 use crate::hub::Hub;
 use crate::keyring::Keyring;
 use crate::limits::{Limits, Watchers};
@@ -66,6 +67,8 @@ pub struct Inner {
     pub tokens: HashMap<String, String>,
     /// Callback secrets per tenant.
     pub keyring: Keyring,
+    /// Browser-token keys (JWTs minted by the tenants' backends).
+    pub browser_keys: BrowserKeys,
     /// What `--notify-url` posts are signed with (with `--notify-url`).
     pub notify_secret: Option<Secret>,
     /// Resume window, in versions.
@@ -128,6 +131,7 @@ impl Server {
 pub async fn start(config: Config) -> Result<Server, String> {
     let tokens = config.token_map()?;
     let keyring = config.keyring(&tokens)?;
+    let browser_keys = config.browser_keys(&tokens)?;
     let receivers = notify::receivers(config.notify_url.as_deref(), &config.tenant_notify_urls)?;
     let notify_secret = match receivers.is_empty() {
         false => Some(config.notify_secret(&keyring)?),
@@ -147,6 +151,7 @@ pub async fn start(config: Config) -> Result<Server, String> {
         hub,
         tokens,
         keyring,
+        browser_keys,
         notify_secret,
         retention: config.retention,
         heartbeat_ms: config.heartbeat_ms,

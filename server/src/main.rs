@@ -83,6 +83,20 @@ fn print_banner(config: &Config, server: &taskwire_server::Server) {
     } else {
         say!("  callbacks:  signed with {}", keyring.describe());
     }
+    let kids = server.state.browser_keys.kids_by_tenant();
+    if kids.is_empty() {
+        say!("  browser:    no --browser-token-key (browser tokens refused)");
+    } else {
+        let list: Vec<String> = kids
+            .iter()
+            .map(|(tenant, kids)| format!("{tenant} [{}]", kids.join(", ")))
+            .collect();
+        say!(
+            "  browser:    tokens (aud {:?}) verified for {}",
+            config.browser_tokens.audience,
+            list.join(", ")
+        );
+    }
     say!("  retention:  {} versions", config.retention);
     if !config.cors_origins.is_empty() {
         say!("  cors:       {}", config.cors_origins.join(", "));

@@ -85,9 +85,12 @@ async fn summary_workload_runs_the_seed_timeline_with_duplicates_absorbed() {
         let res = h.post("demo", path, &[], &big).await;
         assert_error(&res, 413, "payload-too-large", "body");
     }
-    // Bearer required.
-    let anon = h.req("POST", "/v1/demo/workloads/summary", &[], "").await;
-    assert_error(&anon, 401, "unauthorized", "Authorization");
+    // A token, when given, must be a tenant's (without one the page acts
+    // for --demo-tenant: tests/demo_tokens.rs).
+    let unknown = h
+        .post("nobody", "/v1/demo/workloads/summary", &[], "")
+        .await;
+    assert_error(&unknown, 401, "unauthorized", "Authorization");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -9,7 +9,9 @@
 //   <server> --listen 127.0.0.1:PORT --data DIR --token TA=tenant-a
 //            --token TB=tenant-b --callback-secret tenant-a=whsec_…
 //            --callback-secret tenant-b=whsec_… --retention N
-// with fresh random tokens and secrets (one per tenant), DIR an empty
+//            --browser-token-key tenant-a:ka1=HS256:… (and ka2, a rotation)
+//            --browser-token-key tenant-b:kb1=HS256:…
+// with fresh random tokens, secrets and keys (per tenant), DIR an empty
 // directory. Its output goes to server.log next to DIR, printed on failure.
 
 import { spawn } from 'node:child_process';
@@ -25,7 +27,8 @@ import { parseArgs } from 'node:util';
 const USAGE = `usage: node tests/conformance/local.mjs --server "<command>" [--retention N] [--keep]
 
   --server CMD     the backend command (split on spaces), started with
-                   --listen/--data/--token/--callback-secret/--retention
+                   --listen/--data/--token/--callback-secret/--retention/
+                   --browser-token-key
   --retention N    passed to the backend and the suite (default 8)
   --cors-origin O  passed to the backend and the suite (runs the CORS checks)
   --keep           keep the temporary directory (data and server.log)
@@ -115,6 +118,10 @@ async function main() {
     TASKWIRE_CALLBACK_SECRET_B: `whsec_${randomBytes(32).toString('base64')}`,
     TASKWIRE_RETENTION: opts.retention,
   };
+  // Browser-token keys: two of tenant A's at once (a rotation), one of B's.
+  const keys = { ka1: randomBytes(32), ka2: randomBytes(32), kb1: randomBytes(32) };
+  config.TASKWIRE_BROWSER_KEY = ['ka1', 'ka2'].map((kid) => `${kid}=${keys[kid].toString('base64')}`).join(',');
+  config.TASKWIRE_BROWSER_KEY_B = `kb1=${keys.kb1.toString('base64')}`;
   const args = [
     ...commandArgs,
     '--listen', `127.0.0.1:${port}`,
@@ -124,6 +131,9 @@ async function main() {
     '--callback-secret', `tenant-a=${config.TASKWIRE_CALLBACK_SECRET}`,
     '--callback-secret', `tenant-b=${config.TASKWIRE_CALLBACK_SECRET_B}`,
     '--retention', opts.retention,
+    '--browser-token-key', `tenant-a:ka1=HS256:${keys.ka1.toString('base64')}`,
+    '--browser-token-key', `tenant-a:ka2=HS256:${keys.ka2.toString('base64')}`,
+    '--browser-token-key', `tenant-b:kb1=HS256:${keys.kb1.toString('base64')}`,
     ...(opts['cors-origin'] ? ['--cors-origin', opts['cors-origin']] : []),
   ];
   if (opts['cors-origin']) config.TASKWIRE_CORS_ORIGIN = opts['cors-origin'];

@@ -53,7 +53,7 @@ test('changes(n): one changing event per version, retrying past progress 99', ()
 
 test('checkConfig: defaults and refusals', () => {
   const base = { baseUrl: 'http://127.0.0.1:8080/', token: 't', secret: 'whsec_c2VjcmV0' };
-  assert.deepEqual(checkConfig(base), { baseUrl: 'http://127.0.0.1:8080', token: 't', tokenB: null, secret: 'whsec_c2VjcmV0', secretB: null, retention: 8, corsOrigin: null, concurrency: 32 });
+  assert.deepEqual(checkConfig(base), { baseUrl: 'http://127.0.0.1:8080', token: 't', tokenB: null, secret: 'whsec_c2VjcmV0', secretB: null, retention: 8, corsOrigin: null, concurrency: 32, browserKeys: [], browserKeyB: null, browserAudience: 'taskwire' });
   assert.throws(() => checkConfig({ ...base, secretB: 'whsec_Yg==' }), /--token-b/);
   assert.throws(() => checkConfig({ ...base, tokenB: 'u', secretB: base.secret }), /another secret/);
   assert.equal(checkConfig({ ...base, tokenB: 'u', secretB: 'whsec_Yg==' }).secretB, 'whsec_Yg==');
@@ -61,6 +61,12 @@ test('checkConfig: defaults and refusals', () => {
   assert.throws(() => checkConfig({ ...base, retention: '1' }), /retention/);
   assert.equal(checkConfig({ ...base, retention: '2' }).retention, 2);
   assert.throws(() => checkConfig({ ...base, tokenB: 't' }), /another tenant/);
+  // Browser-token keys: KID=BASE64 of at least 32 bytes; B's needs tenant B.
+  const key = `k1=${Buffer.alloc(32, 7).toString('base64')}`;
+  assert.deepEqual(checkConfig({ ...base, browserKeys: [key] }).browserKeys, [{ kid: 'k1', secret: Buffer.alloc(32, 7) }]);
+  assert.throws(() => checkConfig({ ...base, browserKeys: ['k1=c2hvcnQ='] }), /at least 32 bytes/);
+  assert.throws(() => checkConfig({ ...base, browserKeys: ['no-secret'] }), /KID=BASE64SECRET/);
+  assert.throws(() => checkConfig({ ...base, browserKeyB: key }), /--token-b/);
   assert.equal(checkConfig({ ...base, concurrency: '4' }).concurrency, 4);
   assert.throws(() => checkConfig({ ...base, concurrency: '0' }), /concurrency/);
 });

@@ -36,6 +36,7 @@ import judgement from './checks/judgement.mjs';
 import expiry from './checks/expiry.mjs';
 import corsHeaders from './checks/cors-headers.mjs';
 import transitions from './checks/transitions.mjs';
+import browserTokens from './checks/browser-tokens.mjs';
 
 /**
  * Every section, in PROTOCOL.md order. `protocol` is the PROTOCOL.md
@@ -59,6 +60,7 @@ export const SECTIONS = [
   delivery,
   notifications,
   isolation,
+  browserTokens,
   ttl,
   lifecycle,
   cors,
@@ -127,6 +129,9 @@ function skipReason(check, config) {
   if (check.needsTokenB && !config.tokenB) return 'needs a second tenant (--token-b)';
   if (check.needsSecretB && !config.secretB) return "needs tenant B's own callback secret (--callback-secret-b)";
   if (check.needsCorsOrigin && !config.corsOrigin) return 'needs an origin the backend allows (--cors-origin)';
+  if (check.needsBrowserKey && config.browserKeys.length === 0) return 'needs a browser-token key of tenant A (--browser-key)';
+  if (check.needsBrowserKeys && config.browserKeys.length < 2) return 'needs two browser-token keys of tenant A, a rotation (--browser-key twice)';
+  if (check.needsBrowserKeyB && !config.browserKeyB) return "needs a browser-token key of tenant B (--browser-key-b)";
   return false;
 }
 

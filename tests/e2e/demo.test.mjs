@@ -93,6 +93,8 @@ async function until(condition, what, limitMs = 10 * SECOND) {
 describe("demo page, in Chromium, through real outages", { timeout: 150 * SECOND }, () => {
   let server, proxy, browser, page, cdp, origin;
   const pageErrors = [];
+  /** Every Authorization header the page sent. */
+  const authorizations = [];
   /** Progress samples: taskId → the last {attempt, progress, version} seen. */
   const lastSeen = new Map();
   const regressions = [];
@@ -194,6 +196,7 @@ describe("demo page, in Chromium, through real outages", { timeout: 150 * SECOND
     });
     page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
     page.on("pageerror", (e) => pageErrors.push(e.message));
+    page.on("request", (r) => r.headers().authorization && authorizations.push(r.headers().authorization));
     cdp = await page.context().newCDPSession(page);
     await page.goto(`${origin}/`);
     await page.waitForSelector("body[data-ready=true]", { timeout: 20 * SECOND });
@@ -375,5 +378,11 @@ describe("demo page, in Chromium, through real outages", { timeout: 150 * SECOND
     await page.screenshot({ path: shot });
     // The README's screenshot is refreshed on request, not on every run.
     if (process.env.UPDATE_SCREENSHOT) copyFileSync(shot, join(root, "docs/screenshot.png"));
+  });
+
+  it("the page holds no tenant token: it sends minted browser tokens only", () => {
+    assert.ok(authorizations.length > 0, "the page sent credentials");
+    const jwt = /^Bearer [\w-]+\.[\w-]+\.[\w-]+$/;
+    assert.deepEqual(authorizations.filter((a) => !jwt.test(a)), [], "only browser tokens (JWTs)");
   });
 });

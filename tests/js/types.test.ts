@@ -21,7 +21,7 @@ import init, {
   type TaskView,
   type TerminalState,
 } from "taskwire";
-import { TaskClient as SmallClient, type WatchStatus, type WatchUpdate } from "taskwire/client";
+import { TaskClient as SmallClient, type TokenSource, type WatchStatus, type WatchUpdate } from "taskwire/client";
 
 async function example(): Promise<void> {
   await init();
@@ -113,6 +113,15 @@ async function client(): Promise<void> {
   });
   const done: TaskView = await watch.done;
   void done;
+  // A token, or a function returning one, sync or async.
+  const source: TokenSource = async () => "browser-token";
+  new SmallClient({ baseUrl: "http://127.0.0.1:8080", token: "browser-token" });
+  new SmallClient({ baseUrl: "http://127.0.0.1:8080", token: () => "browser-token" });
+  new SmallClient({ baseUrl: "http://127.0.0.1:8080", token: source });
+  // @ts-expect-error: a token is a string
+  new SmallClient({ baseUrl: "http://127.0.0.1:8080", token: 42 });
+  // @ts-expect-error: the function gives a string (or its promise)
+  new SmallClient({ baseUrl: "http://127.0.0.1:8080", token: async () => 42 });
   watch.stop();
   const receipt = await c.deliver(task.id, "k");
   const hash: string = receipt.resultHash;

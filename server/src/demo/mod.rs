@@ -13,11 +13,13 @@
 //!
 //! - [`plans`]: what each workload's executor sends, and when;
 //! - [`limits`]: per-tenant counters, caps and the start rate;
-//! - [`files`]: the static page, regular files under the root only.
+//! - [`files`]: the static page, regular files under the root only;
+//! - [`tokens`]: who the page is, and its browser tokens.
 
 pub mod files;
 pub mod limits;
 pub mod plans;
+pub mod tokens;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -37,7 +39,7 @@ use taskwire_core::wire::from_json_serde_bytes;
 pub use self::limits::Demo;
 use self::limits::{Slot, MAX_SPEED, MIN_SPEED, TENANT_RUNNING};
 use self::plans::{Step, EXPIRING_TTL_MS};
-use crate::auth::Tenant;
+use self::tokens::DemoCaller;
 use crate::error::ApiError;
 use crate::exact_json::RawJson;
 use crate::routes::tasks::create_for;
@@ -53,6 +55,7 @@ pub fn routes(app: Router<AppState>) -> Router<AppState> {
         .route("/v1/demo/workloads/long", limited(post(long)))
         .route("/v1/demo/drop-connections", post(drop_connections))
         .route("/v1/demo/stats", get(stats))
+        .route("/v1/demo/tokens", limited(post(tokens::mint)))
         .fallback(files::static_file)
 }
 
@@ -127,7 +130,7 @@ async fn start_workload(
 
 async fn summary(
     State(state): State<AppState>,
-    Tenant(tenant): Tenant,
+    DemoCaller(tenant): DemoCaller,
     raw: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let speed = speed(raw)?;
@@ -143,7 +146,7 @@ async fn summary(
 
 async fn batch(
     State(state): State<AppState>,
-    Tenant(tenant): Tenant,
+    DemoCaller(tenant): DemoCaller,
     raw: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let speed = speed(raw)?;
@@ -172,7 +175,7 @@ async fn batch(
 
 async fn long(
     State(state): State<AppState>,
-    Tenant(tenant): Tenant,
+    DemoCaller(tenant): DemoCaller,
     raw: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let speed = speed(raw)?;
@@ -187,14 +190,17 @@ async fn long(
 }
 
 /// Cuts the caller's held long-polls and SSE streams, and only theirs.
-async fn drop_connections(State(state): State<AppState>, Tenant(tenant): Tenant) -> Json<Value> {
+async fn drop_connections(
+    State(state): State<AppState>,
+    DemoCaller(tenant): DemoCaller,
+) -> Json<Value> {
     let held = state.hub.drop_connections_of(&tenant);
     Json(json!({"dropped": true, "heldRequests": held}))
 }
 
 /// The caller's own counters: its workloads' callbacks by reason, its
 /// held requests and demo tasks, and the server's resume window.
-async fn stats(State(state): State<AppState>, Tenant(tenant): Tenant) -> Json<Value> {
+async fn stats(State(state): State<AppState>, DemoCaller(tenant): DemoCaller) -> Json<Value> {
     let mut v = state.demo.stats(&tenant).callbacks_json();
     if let Value::Object(map) = &mut v {
         map.insert("heldRequests".into(), state.hub.held_by(&tenant).into());

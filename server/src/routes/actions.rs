@@ -2,8 +2,11 @@
 //! people ask of a task, through the client API (bearer-authenticated).
 //!
 //! The body says what is asked; the server adds when (its clock) and who
-//! (the caller's credential: never the body, so a page cannot decide in
-//! someone else's name). Core judges it as any event: a cancel repeated is
+//! (the caller's credential, `Credential::actor`: `user:<sub>` for a
+//! browser token, `tenant:<name>` for a tenant token; never the body, so
+//! a page cannot decide in someone else's name). A browser token needs the
+//! `cancel` or `decide` right on the task (403 `right-not-granted`; a task
+//! out of its scope is 404). Core judges it as any event: a cancel repeated is
 //! `duplicate-cancel`, a decision on another artifact or an older version
 //! is `stale-decision`, and neither changes anything. Every judged request
 //! is answered 200 with core's reason and the task as it is now, so a
@@ -21,7 +24,7 @@ use taskwire_core::wire::from_json;
 use taskwire_core::{Event, EventKind, Reason, TaskView};
 
 use super::{body, now_ms, TaskId};
-use crate::auth::Tenant;
+use crate::auth::{Credential, Right};
 use crate::error::ApiError;
 use crate::store::Action;
 use crate::AppState;
@@ -45,7 +48,7 @@ pub struct ActionAnswer {
 /// reason).
 pub async fn cancel(
     State(state): State<AppState>,
-    Tenant(tenant): Tenant,
+    credential: Credential,
     TaskId(id): TaskId,
     raw: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
@@ -55,7 +58,7 @@ pub async fn cancel(
     } else {
         request_fields(&raw)?
     };
-    act(state, tenant, id, EventKind::Cancel, fields).await
+    act(state, credential, id, EventKind::Cancel, fields).await
 }
 
 /// A decision on the task's held artifact: `{"decision": "approve" |
@@ -63,13 +66,13 @@ pub async fn cancel(
 /// number, "reason"?: string}`.
 pub async fn decide(
     State(state): State<AppState>,
-    Tenant(tenant): Tenant,
+    credential: Credential,
     TaskId(id): TaskId,
     raw: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let raw = body(raw)?;
     let fields = request_fields(&raw)?;
-    act(state, tenant, id, EventKind::Decide, fields).await
+    act(state, credential, id, EventKind::Decide, fields).await
 }
 
 /// The body's fields, refusing those the server fills in itself.
@@ -93,23 +96,29 @@ fn request_fields(raw: &[u8]) -> Result<Map<String, Value>, ApiError> {
     Ok(fields)
 }
 
-/// Makes the event (validated field by field by core) and hands it to the
-/// store.
+/// Makes the event (validated field by field by core), checks the
+/// caller's right on the task (after the body: 400 before 404), and hands
+/// it to the store.
 async fn act(
     state: AppState,
-    tenant: String,
+    credential: Credential,
     task_id: String,
     kind: EventKind,
     mut fields: Map<String, Value>,
 ) -> Result<Response, ApiError> {
     fields.insert("type".into(), kind.as_str().into());
     fields.insert("atMs".into(), now_ms().into());
-    fields.insert("actor".into(), actor_of(&tenant).into());
+    fields.insert("actor".into(), credential.actor().into());
     let event: Event = from_json(&Value::Object(fields).to_string(), "body")?;
+    let right = match kind {
+        EventKind::Cancel => Right::Cancel,
+        _ => Right::Decide,
+    };
+    credential.require(right, &task_id)?;
     let acted = state
         .store
         .act(Action {
-            tenant,
+            tenant: credential.into_tenant(),
             task_id,
             event,
         })
@@ -121,10 +130,4 @@ async fn act(
         task: acted.task,
     };
     Ok((StatusCode::OK, Json(answer)).into_response())
-}
-
-/// Who a static tenant token acts as. (Browser tokens carry the end
-/// user; see the credentials section of PROTOCOL.md.)
-fn actor_of(tenant: &str) -> String {
-    format!("tenant:{tenant}")
 }

@@ -17,7 +17,7 @@ use taskwire_core::wire::to_json;
 use taskwire_core::{ResumeAnswer, ResumeMode, MAX_SAFE_INTEGER};
 
 use super::{parse_int, task_id, Query};
-use crate::auth::Tenant;
+use crate::auth::{Right, WatchCredential};
 use crate::error::ApiError;
 use crate::hub::{answer_from, Subscription, Wake};
 use crate::limits::WatchPermit;
@@ -38,7 +38,7 @@ struct Stream {
 /// Opens the stream (errors before the first byte are normal HTTP errors).
 pub async fn events(
     State(state): State<AppState>,
-    Tenant(tenant): Tenant,
+    WatchCredential(credential): WatchCredential,
     path: Result<Path<String>, PathRejection>,
     headers: HeaderMap,
     RawQuery(raw): RawQuery,
@@ -47,6 +47,13 @@ pub async fn events(
     // `?cursor=` is judged even when `Last-Event-ID` wins over it: a bad
     // parameter is a 400 whatever else the request carries.
     let query_cursor = Query::parse(raw.as_deref()).int("cursor", MAX_SAFE_INTEGER)?;
+    credential.require(Right::Watch, &id)?;
+    // A browser token's stream ends when the token stops being accepted:
+    // the client reconnects, with a fresh token.
+    let expires_at = credential
+        .expires_at()
+        .map(|exp| exp.saturating_add(state.browser_keys.leeway_secs()));
+    let tenant = credential.into_tenant();
     let cursor = match headers.get("last-event-id") {
         Some(v) => {
             let text = v
@@ -82,6 +89,7 @@ pub async fn events(
         },
         next,
     );
+    let stream = crate::auth::until_expiry(stream, expires_at);
     let mut res = Sse::new(stream)
         .keep_alive(KeepAlive::new().interval(heartbeat).text("hb"))
         .into_response();

@@ -168,7 +168,8 @@ impl Query {
         )
     }
 
-    fn get(&self, name: &str) -> Option<&str> {
+    /// A parameter's (first) value, decoded.
+    pub fn get(&self, name: &str) -> Option<&str> {
         self.0
             .iter()
             .find(|(k, _)| k == name)

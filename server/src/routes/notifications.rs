@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 use taskwire_core::MAX_SAFE_INTEGER;
 
 use super::Query;
-use crate::auth::Tenant;
+use crate::auth::Credential;
 use crate::error::ApiError;
 use crate::AppState;
 
@@ -16,9 +16,11 @@ const MAX_LIMIT: u64 = 1_000;
 /// One page of the tenant's notifications, in commit order.
 pub async fn list(
     State(state): State<AppState>,
-    Tenant(tenant): Tenant,
+    credential: Credential,
     RawQuery(raw): RawQuery,
 ) -> Result<Json<Value>, ApiError> {
+    credential.require_tenant_token("the notifications feed")?;
+    let tenant = credential.into_tenant();
     let q = Query::parse(raw.as_deref());
     let after = q.int("after", MAX_SAFE_INTEGER)?.unwrap_or(0);
     let limit = q.int("limit", MAX_LIMIT)?.unwrap_or(100);

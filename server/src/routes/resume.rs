@@ -17,7 +17,7 @@ use taskwire_core::wire::to_json;
 use taskwire_core::{ResumeMode, MAX_SAFE_INTEGER};
 
 use super::{no_store_json, Query, TaskId};
-use crate::auth::Tenant;
+use crate::auth::{Right, WatchCredential};
 use crate::error::ApiError;
 use crate::hub::{answer_from, Wake};
 use crate::AppState;
@@ -58,7 +58,7 @@ impl<S: Send + Sync> FromRequestParts<S> for Params {
 #[allow(clippy::manual_async_fn)]
 pub fn resume(
     State(state): State<AppState>,
-    Tenant(tenant): Tenant,
+    WatchCredential(credential): WatchCredential,
     TaskId(id): TaskId,
     Params {
         cursor,
@@ -66,7 +66,13 @@ pub fn resume(
         snapshot,
     }: Params,
 ) -> impl Future<Output = Result<Response, ApiError>> {
+    // Checked before the future is built, so that a held request keeps
+    // the tenant, not the whole credential.
+    let tenant = credential
+        .require(Right::Watch, &id)
+        .map(|()| credential.into_tenant());
     async move {
+        let tenant = tenant?;
         let mut sub = state.hub.subscribe(&id, &tenant);
         let answer = state
             .store

@@ -12,7 +12,7 @@ use taskwire_core::wire::from_json_serde_bytes;
 use taskwire_core::{create_task, CreateTask, DeliveryReason};
 
 use super::{body, idempotency_key, now_ms, task_id};
-use crate::auth::Tenant;
+use crate::auth::{Credential, Right};
 use crate::error::ApiError;
 use crate::exact_json::{self, RawJson};
 use crate::store::{Idempotency, NewTask, TaskRecord, EXACT_REQUEST};
@@ -66,10 +66,12 @@ pub fn new_task_id() -> Result<String, ApiError> {
 /// Creates a task for the caller's tenant (idempotent with a key).
 pub async fn create(
     State(state): State<AppState>,
-    Tenant(tenant): Tenant,
+    credential: Credential,
     headers: HeaderMap,
     raw: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
+    credential.require_tenant_token("creating a task")?;
+    let tenant = credential.into_tenant();
     let raw = body(raw)?;
     let key = idempotency_key(&headers)?;
     let req: CreateBody = from_json_serde_bytes(&raw, "body")?;
@@ -225,10 +227,12 @@ fn json_text(status: StatusCode, body: String) -> Response {
 /// The caller's task.
 pub async fn get(
     State(state): State<AppState>,
-    Tenant(tenant): Tenant,
+    credential: Credential,
     path: Result<Path<String>, PathRejection>,
 ) -> Result<Response, ApiError> {
     let id = task_id(path)?;
+    credential.require(Right::Watch, &id)?;
+    let tenant = credential.into_tenant();
     let record = state.store.get(tenant, id).await?;
     Ok(json_text(StatusCode::OK, record.to_json()))
 }
@@ -236,13 +240,15 @@ pub async fn get(
 /// Hands a succeeded task's result over, at most once per key.
 pub async fn deliver(
     State(state): State<AppState>,
-    Tenant(tenant): Tenant,
+    credential: Credential,
     path: Result<Path<String>, PathRejection>,
     headers: HeaderMap,
     raw: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     body(raw)?;
     let id = task_id(path)?;
+    credential.require(Right::Deliver, &id)?;
+    let tenant = credential.into_tenant();
     let key = idempotency_key(&headers)?
         .ok_or_else(|| ApiError::invalid("Idempotency-Key: header is required"))?;
     let delivery = state

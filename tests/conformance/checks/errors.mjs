@@ -52,15 +52,18 @@ export default {
             });
             assertError(res, 401, 'unauthorized');
           }
-          // Credentials never go in the URL.
+          // Tenant tokens never go in the URL: the watch routes, which take
+          // a browser token there (§Credentials), say so; elsewhere the URL
+          // is not read at all.
           const sep = path.includes('?') ? '&' : '?';
+          const watchRoute = /\/(resume|events)(\?|$)/.test(path);
           for (const q of ['access_token', 'token']) {
             const res = await http.request(method, `${path}${sep}${q}=${encodeURIComponent(ctx.config.token)}`, {
               token: null,
               body,
               headers: { 'content-type': 'application/json', 'idempotency-key': uid('k') },
             });
-            assertError(res, 401, 'unauthorized');
+            assertError(res, 401, q === 'access_token' && watchRoute ? 'browser-token-required' : 'unauthorized');
           }
         }
       },

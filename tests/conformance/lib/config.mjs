@@ -2,6 +2,7 @@
 
 import { parseArgs } from 'node:util';
 import { secretKey } from './sign.mjs';
+import { parseBrowserKey } from './tokens.mjs';
 
 export const USAGE = `usage: node tests/conformance/run.mjs <baseUrl> [options]
 
@@ -11,6 +12,11 @@ export const USAGE = `usage: node tests/conformance/run.mjs <baseUrl> [options]
   --callback-secret whsec_…  tenant A's executor callback secret (TASKWIRE_CALLBACK_SECRET)
   --callback-secret-b whsec_… tenant B's, when it has its own (TASKWIRE_CALLBACK_SECRET_B;
                            the per-tenant secret checks are skipped without it)
+  --browser-key KID=BASE64 an HS256 browser-token key of  (TASKWIRE_BROWSER_KEY, comma-separated)
+                           tenant A the backend accepts; repeat it for a
+                           rotation (the token checks are skipped without it)
+  --browser-key-b KID=BASE64 one of tenant B's             (TASKWIRE_BROWSER_KEY_B)
+  --browser-audience AUD   the aud the backend expects    (TASKWIRE_BROWSER_AUDIENCE, default taskwire)
   --retention N            the server's resume window     (TASKWIRE_RETENTION, default 8, at least 2)
   --cors-origin ORIGIN     an origin the backend allows   (TASKWIRE_CORS_ORIGIN)
                            by CORS (the CORS checks are skipped without it)
@@ -30,6 +36,9 @@ export function configFrom(argv, env = process.env) {
       'callback-secret': { type: 'string' },
       'callback-secret-b': { type: 'string' },
       retention: { type: 'string' },
+      'browser-key': { type: 'string', multiple: true },
+      'browser-key-b': { type: 'string' },
+      'browser-audience': { type: 'string' },
       'cors-origin': { type: 'string' },
       concurrency: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
@@ -45,6 +54,9 @@ export function configFrom(argv, env = process.env) {
     retention: values.retention ?? env.TASKWIRE_RETENTION,
     corsOrigin: values['cors-origin'] ?? env.TASKWIRE_CORS_ORIGIN,
     concurrency: values.concurrency ?? env.TASKWIRE_CONCURRENCY,
+    browserKeys: values['browser-key'] ?? (env.TASKWIRE_BROWSER_KEY ? env.TASKWIRE_BROWSER_KEY.split(',') : []),
+    browserKeyB: values['browser-key-b'] ?? env.TASKWIRE_BROWSER_KEY_B,
+    browserAudience: values['browser-audience'] ?? env.TASKWIRE_BROWSER_AUDIENCE,
   });
 }
 
@@ -53,8 +65,12 @@ export class UsageError extends Error {}
 /** How many checks run at once unless told: enough to keep a backend busy, few enough for a small one. */
 export const DEFAULT_CONCURRENCY = 32;
 
-/** Validates and normalizes `{baseUrl, token, tokenB, secret, secretB, retention, corsOrigin, concurrency}`. */
-export function checkConfig({ baseUrl, token, tokenB, secret, secretB, retention, corsOrigin, concurrency }) {
+/**
+ * Validates and normalizes `{baseUrl, token, tokenB, secret, secretB,
+ * retention, corsOrigin, concurrency, browserKeys, browserKeyB,
+ * browserAudience}`.
+ */
+export function checkConfig({ baseUrl, token, tokenB, secret, secretB, retention, corsOrigin, concurrency, browserKeys = [], browserKeyB, browserAudience }) {
   if (!baseUrl) throw new UsageError('a base URL is required');
   let url;
   try {
@@ -86,8 +102,20 @@ export function checkConfig({ baseUrl, token, tokenB, secret, secretB, retention
   if (!Number.isInteger(c) || c < 1 || c > 1000) {
     throw new UsageError(`--concurrency must be an integer from 1 to 1000, got ${concurrency}`);
   }
+  let keys;
+  let keyB;
+  try {
+    keys = browserKeys.filter((k) => k !== '').map((k) => (typeof k === 'string' ? parseBrowserKey(k) : k));
+    keyB = browserKeyB ? (typeof browserKeyB === 'string' ? parseBrowserKey(browserKeyB) : browserKeyB) : null;
+  } catch (err) {
+    throw new UsageError(err.message);
+  }
+  if (keyB && !tokenB) throw new UsageError('--browser-key-b needs --token-b (the tenant it belongs to)');
   return {
     baseUrl: url.href.replace(/\/+$/, ''),
+    browserKeys: keys,
+    browserKeyB: keyB,
+    browserAudience: browserAudience || 'taskwire',
     token,
     tokenB: tokenB || null,
     secret,

@@ -1,0 +1,100 @@
+//! The demo page's credentials: the page holds no tenant token. The demo
+//! endpoints are the demo application's backend: called without
+//! `Authorization` they act for `--demo-tenant`, and `POST /v1/demo/tokens`
+//! mints the page a short-lived browser token for tasks the demo started,
+//! with the demo's own key (drawn at start, held in memory). A backend of
+//! a real application does the same with its own JWT library and key.
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{FromRequestParts, State};
+use axum::http::header::AUTHORIZATION;
+use axum::http::request::Parts;
+use axum::Json;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use taskwire_core::wire::from_json_serde_bytes;
+
+use crate::auth::keys::MAX_TASKS;
+use crate::auth::{Right, Tenant};
+use crate::error::ApiError;
+use crate::routes::{body, check_id, now_secs};
+use crate::AppState;
+
+/// How long a page token lives (at most `--browser-token-max-ttl-secs`):
+/// short, so the page shows refreshes.
+pub const PAGE_TOKEN_SECS: u64 = 120;
+/// The task kinds the demo creates (the tokens endpoint mints for no other).
+const DEMO_KINDS: [&str; 3] = ["summary", "moderation", "long"];
+/// The end user every demo page is (the demo has no sign-in).
+pub const PAGE_SUBJECT: &str = "demo-page";
+
+/// The tenant a demo endpoint acts for: the caller's tenant token's, or,
+/// without `Authorization`, `--demo-tenant` (the page's case).
+#[derive(Debug, Clone)]
+pub struct DemoCaller(pub String);
+
+impl FromRequestParts<AppState> for DemoCaller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        if parts.headers.contains_key(AUTHORIZATION) {
+            let Tenant(tenant) = Tenant::from_request_parts(parts, state).await?;
+            return Ok(DemoCaller(tenant));
+        }
+        Ok(DemoCaller(state.config.demo_tenant.clone()))
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TokenRequest {
+    task_ids: Vec<String>,
+}
+
+/// `POST /v1/demo/tokens {"taskIds": [...]}`: a browser token for those
+/// tasks (`watch` and `deliver`, [`PAGE_TOKEN_SECS`]), if each is a demo
+/// task of the demo tenant (404 naming the first that is not).
+pub async fn mint(
+    State(state): State<AppState>,
+    DemoCaller(tenant): DemoCaller,
+    raw: Result<Bytes, BytesRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let raw = body(raw)?;
+    let req: TokenRequest = from_json_serde_bytes(&raw, "body")?;
+    let minter = state
+        .browser_keys
+        .demo_minter()
+        .ok_or_else(|| ApiError::internal("demo: no minting key"))?;
+    if tenant != minter.tenant() {
+        return Err(ApiError::not_found(
+            "body.taskIds: the demo mints tokens for --demo-tenant's tasks only",
+        ));
+    }
+    if req.task_ids.is_empty() || req.task_ids.len() > MAX_TASKS {
+        return Err(ApiError::invalid(format!(
+            "body.taskIds: must list 1 to {MAX_TASKS} task ids"
+        )));
+    }
+    for id in &req.task_ids {
+        check_id("body.taskIds", id)?;
+        let record = state.store.get(tenant.clone(), id.clone()).await?;
+        if !record
+            .kind
+            .as_deref()
+            .is_some_and(|k| DEMO_KINDS.contains(&k))
+        {
+            return Err(ApiError::no_task(id));
+        }
+    }
+    // Never longer than the server accepts.
+    let ttl = PAGE_TOKEN_SECS.min(state.config.browser_tokens.max_ttl_secs);
+    let exp = u64::try_from(now_secs()).unwrap_or(0) + ttl;
+    let token = minter.mint(
+        PAGE_SUBJECT,
+        &req.task_ids,
+        &[Right::Watch, Right::Deliver],
+        exp,
+    )?;
+    Ok(Json(json!({"token": token, "expiresAt": exp})))
+}

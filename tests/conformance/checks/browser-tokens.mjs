@@ -1,0 +1,134 @@
+// PROTOCOL.md §Credentials: the token matrix. Every client endpoint ×
+// {no token, tenant token, browser token in scope, out of scope, missing
+// right, expired, wrong audience, alg none, tampered, old key after
+// rotation} gives the documented status and code; browser tokens in the
+// URL of the watch routes, never a tenant token there.
+
+import assert from 'node:assert/strict';
+import { assertError } from '../lib/match.mjs';
+import { succeededTask, runningTask } from '../lib/scenarios.mjs';
+import { uid } from '../lib/client.mjs';
+import { algNone, claims, expiredAgo, hs256, notBefore, retiredKey, tampered } from '../lib/tokens.mjs';
+
+const ALL = ['watch', 'cancel', 'decide', 'deliver'];
+const TENANT_ONLY = [403, 'tenant-token-required'];
+const OUT = [404, 'not-found'];
+const NO_RIGHT = [403, 'right-not-granted'];
+const OK = [200, null];
+const all = (answer) => Array(6).fill(answer);
+
+/** The client endpoints, in the matrix's column order. */
+const endpoints = (id) => [
+  ['create', 'POST', '/v1/tasks', '{"ttlMs":60000,"maxAttempts":1}'],
+  ['get', 'GET', `/v1/tasks/${id}`],
+  ['resume', 'GET', `/v1/tasks/${id}/resume?cursor=0`],
+  ['events', 'GET', `/v1/tasks/${id}/events`],
+  ['deliver', 'POST', `/v1/tasks/${id}/deliveries`],
+  ['notifications', 'GET', '/v1/notifications'],
+];
+
+async function send(http, [, method, path, body], token) {
+  return http.request(method, path, {
+    token,
+    body,
+    headers: { 'content-type': 'application/json', 'idempotency-key': uid('k') },
+  });
+}
+
+function expect(res, [status, code], what) {
+  if (code === null) {
+    // 200 or 201: a create or a first delivery is 201.
+    assert.ok(res.status === status || res.status === status + 1, `${what}: expected ${status}/${status + 1}, got ${res.status} ${res.text}`);
+  } else {
+    try {
+      assertError(res, status, code);
+    } catch (err) {
+      err.message = `${what}: ${err.message}`;
+      throw err;
+    }
+  }
+}
+
+export default {
+  section: 'Credentials: browser tokens',
+  protocol: 'Credentials',
+  checks: [
+    {
+      name: 'the token matrix: every endpoint × every kind of credential',
+      needsBrowserKey: true,
+      async run(ctx) {
+        const { audience, key } = { audience: ctx.config.browserAudience, key: ctx.config.browserKeys[0] };
+        const task = await succeededTask(ctx);
+        const elsewhere = await runningTask(ctx);
+        const good = hs256(key, claims(audience, [task.id], ALL));
+        const cases = [
+          ['no token', null, all([401, 'unauthorized'])],
+          ['tenant token', ctx.config.token, all(OK)],
+          ['browser token in scope', good, [TENANT_ONLY, OK, OK, OK, OK, TENANT_ONLY]],
+          ['out of scope', hs256(key, claims(audience, [elsewhere.id], ALL)), [TENANT_ONLY, OUT, OUT, OUT, OUT, TENANT_ONLY]],
+          ['missing right', hs256(key, claims(audience, [task.id], ['cancel', 'decide'])), [TENANT_ONLY, NO_RIGHT, NO_RIGHT, NO_RIGHT, NO_RIGHT, TENANT_ONLY]],
+          ['only watch, delivering', hs256(key, claims(audience, [task.id], ['watch'])), [TENANT_ONLY, OK, OK, OK, NO_RIGHT, TENANT_ONLY]],
+          ['expired (10 min ago)', hs256(key, claims(audience, [task.id], ALL, expiredAgo(600))), all([401, 'token-expired'])],
+          ['not valid yet (nbf in 10 min)', hs256(key, claims(audience, [task.id], ALL, notBefore(600))), all([401, 'unauthorized'])],
+          ['wrong audience', hs256(key, claims(`not-${audience}`, [task.id], ALL)), all([401, 'unauthorized'])],
+          ['alg none', algNone(key, claims(audience, [task.id], ALL)), all([401, 'unauthorized'])],
+          ['tampered (scope widened)', tampered(good, claims(audience, [task.id, elsewhere.id], ALL)), all([401, 'unauthorized'])],
+          ['old key after rotation (a retired kid)', hs256(retiredKey(), claims(audience, [task.id], ALL)), all([401, 'unauthorized'])],
+          ['a configured kid with a retired secret', hs256({ kid: key.kid, secret: retiredKey().secret }, claims(audience, [task.id], ALL)), all([401, 'unauthorized'])],
+          ['no kid', hs256({ kid: undefined, secret: key.secret }, claims(audience, [task.id], ALL)), all([401, 'unauthorized'])],
+          ['HS512 with the key', hs256(key, claims(audience, [task.id], ALL), { alg: 'HS512' }), all([401, 'unauthorized'])],
+        ];
+        for (const [name, token, row] of cases) {
+          const columns = endpoints(task.id);
+          for (let i = 0; i < columns.length; i++) {
+            expect(await send(ctx.a.http, columns[i], token), row[i], `${name} × ${columns[i][0]}`);
+          }
+        }
+      },
+    },
+    {
+      name: 'a rotation: tokens of every configured key are accepted at once',
+      needsBrowserKeys: true,
+      async run(ctx) {
+        const task = await runningTask(ctx);
+        for (const key of ctx.config.browserKeys) {
+          const token = hs256(key, claims(ctx.config.browserAudience, [task.id], ['watch']));
+          const res = await ctx.a.http.request('GET', `/v1/tasks/${task.id}`, { token });
+          assert.equal(res.status, 200, `kid ${key.kid}: ${res.text}`);
+        }
+      },
+    },
+    {
+      name: "another tenant's key grants nothing here: its token naming this task is 404",
+      needsBrowserKey: true,
+      needsBrowserKeyB: true,
+      async run(ctx) {
+        const task = await runningTask(ctx);
+        const token = hs256(ctx.config.browserKeyB, claims(ctx.config.browserAudience, [task.id], ALL));
+        for (const column of endpoints(task.id).slice(1, 5)) {
+          expect(await send(ctx.a.http, column, token), OUT, column[0]);
+        }
+      },
+    },
+    {
+      name: 'the watch routes take a browser token in ?access_token=, never a tenant token',
+      needsBrowserKey: true,
+      async run(ctx) {
+        const task = await succeededTask(ctx);
+        const token = hs256(ctx.config.browserKeys[0], claims(ctx.config.browserAudience, [task.id], ['watch']));
+        const http = ctx.a.http;
+        for (const route of [`/v1/tasks/${task.id}/resume?cursor=0&`, `/v1/tasks/${task.id}/events?`]) {
+          const ok = await http.request('GET', `${route}access_token=${encodeURIComponent(token)}`, { token: null });
+          assert.equal(ok.status, 200, `${route}: ${ok.text}`);
+          const tenant = await http.request('GET', `${route}access_token=${encodeURIComponent(ctx.config.token)}`, { token: null });
+          assertError(tenant, 401, 'browser-token-required', 'access_token');
+          const both = await http.request('GET', `${route}access_token=${encodeURIComponent(token)}`);
+          assertError(both, 400, 'invalid-request', 'access_token');
+        }
+        // Other routes do not read the URL.
+        const res = await http.request('GET', `/v1/tasks/${task.id}?access_token=${encodeURIComponent(token)}`, { token: null });
+        assertError(res, 401, 'unauthorized');
+      },
+    },
+  ],
+};
