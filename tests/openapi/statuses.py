@@ -11,10 +11,14 @@ documented status without a request here fails the run, and so does a
 request here for a status the description does not document.
 
 The server must run with `--body-timeout-ms 300 --max-watchers 4` (408 and
-503 watch-limit) and one tenant: TASKWIRE_BASE_URL, TASKWIRE_TOKEN,
-TASKWIRE_CALLBACK_SECRET, as tests/openapi/run.sh starts it.
+503 watch-limit), one tenant and one HS256 browser-token key `k1` of it
+(403): TASKWIRE_BASE_URL, TASKWIRE_TOKEN, TASKWIRE_CALLBACK_SECRET,
+TASKWIRE_BROWSER_KEY (the key, base64), as tests/openapi/run.sh starts it.
 """
 
+import base64
+import hashlib
+import hmac
 import json
 import os
 import socket
@@ -163,6 +167,21 @@ def watch_limit(path_of):
             t.join()
 
 
+def browser_token(tasks, rights):
+    """A browser token for `tasks` with `rights`, minted as an application's
+    backend would (PROTOCOL.md §Credentials): HS256 with key `k1`."""
+
+    def b64url(data):
+        return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+    key = base64.b64decode(os.environ["TASKWIRE_BROWSER_KEY"])
+    header = {"alg": "HS256", "typ": "JWT", "kid": "k1"}
+    claims = {"sub": "openapi", "aud": "taskwire", "exp": int(time.time()) + 600, "tasks": tasks, "rights": rights}
+    signing = f"{b64url(json.dumps(header).encode())}.{b64url(json.dumps(claims).encode())}"
+    signature = hmac.new(key, signing.encode(), hashlib.sha256).digest()
+    return f"{signing}.{b64url(signature)}"
+
+
 # ---- one request per documented status --------------------------------------
 
 
@@ -178,6 +197,10 @@ def recipes():
     big = json.dumps({"ttlMs": 1000, "maxAttempts": 1, "input": "x" * 70_000})
     get = lambda path, **kw: requests.get(f"{BASE}{path}", headers={**AUTH, **kw.pop("headers", {})}, timeout=10, **kw)  # noqa: E731
     post = lambda path, **kw: requests.post(f"{BASE}{path}", headers={**AUTH, **kw.pop("headers", {})}, timeout=10, **kw)  # noqa: E731
+    # Browser tokens that lack the right each operation needs (403).
+    bearer = lambda token: {"authorization": f"Bearer {token}"}  # noqa: E731
+    no_watch = bearer(browser_token([running, done], ["cancel"]))
+    watch_only = bearer(browser_token([running, done], ["watch"]))
     cb_headers = lambda tid, body: {"webhook-id": "cb_partial", "webhook-timestamp": str(int(time.time())), "webhook-signature": sign("cb_partial", str(int(time.time())), body)}  # noqa: E731
     return {
         "createTask": {
@@ -185,6 +208,7 @@ def recipes():
             "200": lambda: create({"ttlMs": 60_000, "maxAttempts": 1}, key),
             "400": lambda: create({"ttlMs": -1, "maxAttempts": 1}),
             "401": lambda: requests.post(f"{BASE}/v1/tasks", json={"ttlMs": 1, "maxAttempts": 1}, timeout=10),
+            "403": lambda: post("/v1/tasks", json={"ttlMs": 60_000, "maxAttempts": 1}, headers=watch_only),
             "408": lambda: raw_partial("/v1/tasks", AUTH),
             "413": lambda: post("/v1/tasks", data=big, headers={"content-type": "application/json"}),
             "422": lambda: create({"ttlMs": 60_000, "maxAttempts": 2}, key),
@@ -193,12 +217,14 @@ def recipes():
             "200": lambda: get(f"/v1/tasks/{running}"),
             "400": lambda: get(f"/v1/tasks/{'t' * 256}"),
             "401": lambda: requests.get(f"{BASE}/v1/tasks/{running}", timeout=10),
+            "403": lambda: get(f"/v1/tasks/{running}", headers=no_watch),
             "404": lambda: get("/v1/tasks/no-such-task"),
         },
         "resumeTask": {
             "200": lambda: get(f"/v1/tasks/{running}/resume?cursor=0"),
             "400": lambda: get(f"/v1/tasks/{running}/resume?cursor=3.0"),
             "401": lambda: requests.get(f"{BASE}/v1/tasks/{running}/resume?cursor=0", timeout=10),
+            "403": lambda: get(f"/v1/tasks/{running}/resume?cursor=0", headers=no_watch),
             "404": lambda: get("/v1/tasks/no-such-task/resume?cursor=0"),
             "503": lambda: watch_limit(lambda live: f"/v1/tasks/{live}/resume?cursor=1&waitMs=5000"),
         },
@@ -207,6 +233,7 @@ def recipes():
             "204": lambda: get(f"/v1/tasks/{done}/events", headers={"last-event-id": "2"}),
             "400": lambda: get(f"/v1/tasks/{done}/events", headers={"last-event-id": "x"}),
             "401": lambda: requests.get(f"{BASE}/v1/tasks/{done}/events", timeout=10),
+            "403": lambda: get(f"/v1/tasks/{running}/events", headers=no_watch),
             "404": lambda: get("/v1/tasks/no-such-task/events"),
             "503": lambda: watch_limit(lambda live: f"/v1/tasks/{live}/events?cursor=1"),
         },
@@ -223,6 +250,7 @@ def recipes():
             "200": lambda: post(f"/v1/tasks/{done}/deliveries", headers={"idempotency-key": delivered}),
             "400": lambda: post(f"/v1/tasks/{done}/deliveries"),
             "401": lambda: requests.post(f"{BASE}/v1/tasks/{done}/deliveries", headers={"idempotency-key": "k"}, timeout=10),
+            "403": lambda: post(f"/v1/tasks/{done}/deliveries", headers={**watch_only, "idempotency-key": "k"}),
             "404": lambda: post("/v1/tasks/no-such-task/deliveries", headers={"idempotency-key": "k"}),
             "409": lambda: post(f"/v1/tasks/{running}/deliveries", headers={"idempotency-key": f"d_{uuid.uuid4().hex}"}),
             "413": lambda: post(f"/v1/tasks/{done}/deliveries", headers={"idempotency-key": "k"}, data="x" * 70_000),
@@ -232,6 +260,7 @@ def recipes():
             "200": lambda: post(f"/v1/tasks/{running}/cancel", json={"reason": "changed my mind"}),
             "400": lambda: post(f"/v1/tasks/{running}/cancel", json={"type": "cancel"}),
             "401": lambda: requests.post(f"{BASE}/v1/tasks/{running}/cancel", timeout=10),
+            "403": lambda: post(f"/v1/tasks/{running}/cancel", headers=watch_only),
             "404": lambda: post("/v1/tasks/no-such-task/cancel"),
             "408": lambda: raw_partial(f"/v1/tasks/{running}/cancel", AUTH),
             "413": lambda: post(f"/v1/tasks/{running}/cancel", data=big, headers={"content-type": "application/json"}),
@@ -240,6 +269,7 @@ def recipes():
             "200": lambda: post(f"/v1/tasks/{done}/decisions", json={"decision": "approve", "artifactHash": "sha256:a", "version": 2}),
             "400": lambda: post(f"/v1/tasks/{done}/decisions", json={"decision": "maybe", "artifactHash": "sha256:a", "version": 2}),
             "401": lambda: requests.post(f"{BASE}/v1/tasks/{done}/decisions", json={}, timeout=10),
+            "403": lambda: post(f"/v1/tasks/{done}/decisions", json={"decision": "approve", "artifactHash": "sha256:a", "version": 2}, headers=watch_only),
             "404": lambda: post("/v1/tasks/no-such-task/decisions", json={"decision": "approve", "artifactHash": "a", "version": 1}),
             "408": lambda: raw_partial(f"/v1/tasks/{done}/decisions", AUTH),
             "413": lambda: post(f"/v1/tasks/{done}/decisions", data=big, headers={"content-type": "application/json"}),
@@ -248,6 +278,7 @@ def recipes():
             "200": lambda: get("/v1/notifications?after=0&limit=10"),
             "400": lambda: get("/v1/notifications?limit=1001"),
             "401": lambda: requests.get(f"{BASE}/v1/notifications", timeout=10),
+            "403": lambda: get("/v1/notifications", headers=watch_only),
         },
     }
 
