@@ -1,7 +1,8 @@
 // PROTOCOL.md §Credentials: the token matrix. Every client endpoint ×
 // {no token, tenant token, browser token in scope, out of scope, missing
 // right, expired, wrong audience, alg none, tampered, old key after
-// rotation} gives the documented status and code; browser tokens in the
+// rotation} gives the documented status and code; cancel and decisions
+// need their right and record the token's user; browser tokens in the
 // URL of the watch routes, never a tenant token there.
 
 import assert from 'node:assert/strict';
@@ -84,6 +85,39 @@ export default {
             expect(await send(ctx.a.http, columns[i], token), row[i], `${name} × ${columns[i][0]}`);
           }
         }
+      },
+    },
+    {
+      name: "cancel and decisions need the token's right on the task, and record its user as the actor",
+      needsBrowserKey: true,
+      async run(ctx) {
+        const { browserAudience: aud, browserKeys: [key] } = ctx.config;
+        const token = (tasks, rights) => hs256(key, claims(aud, tasks, rights));
+        const post = (id, what, t, body = {}) =>
+          ctx.a.http.request('POST', `/v1/tasks/${id}/${what}`, { token: t, body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+        const actorOfLast = async (id) => {
+          const res = await ctx.a.http.request('GET', `/v1/tasks/${id}/resume?cursor=0`);
+          const events = JSON.parse(res.text).events;
+          return events[events.length - 1].event.actor;
+        };
+        const running = await ctx.a.createTask({ ttlMs: 3_600_000, maxAttempts: 3 });
+        await ctx.exec.apply(running.id, { type: 'start', atMs: Date.now(), worker: 'w1', attempt: 1, leaseMs: 60_000 });
+        const elsewhere = await runningTask(ctx);
+        expect(await post(running.id, 'cancel', token([running.id], ['watch'])), NO_RIGHT, 'cancel with watch only');
+        expect(await post(running.id, 'cancel', token([elsewhere.id], ['cancel'])), OUT, 'cancel of a task out of scope');
+        const cancelled = await post(running.id, 'cancel', token([running.id], ['cancel']));
+        assert.equal(cancelled.status, 200, `cancel with the right: ${cancelled.text}`);
+        assert.equal(JSON.parse(cancelled.text).task.state, 'cancelling');
+        assert.equal(await actorOfLast(running.id), 'user:conformance-user', 'the token\'s subject is the actor');
+
+        const held = await ctx.a.createTask({ ttlMs: 3_600_000, maxAttempts: 3 });
+        await ctx.exec.apply(held.id, { type: 'start', atMs: Date.now(), worker: 'w1', attempt: 1, leaseMs: 60_000 });
+        const hold = await ctx.exec.apply(held.id, { type: 'hold', atMs: Date.now(), attempt: 1, artifactRef: 'blob://d', artifactHash: 'sha256:d' });
+        const decision = { decision: 'approve', artifactHash: 'sha256:d', version: hold.version };
+        expect(await post(held.id, 'decisions', token([held.id], ['cancel']), decision), NO_RIGHT, 'a decision with cancel only');
+        const approved = await post(held.id, 'decisions', token([held.id], ['decide']), decision);
+        assert.equal(JSON.parse(approved.text).reason, 'approved', approved.text);
+        assert.equal(await actorOfLast(held.id), 'user:conformance-user');
       },
     },
     {
