@@ -12,17 +12,7 @@ use serde_json::{json, Value};
 use tokens::*;
 
 async fn post(h: &Harness, token: &str, path: &str, body: Value) -> taskwire_server::client::Reply {
-    let auth = format!("Bearer {token}");
-    h.req(
-        "POST",
-        path,
-        &[
-            ("authorization", &auth),
-            ("content-type", "application/json"),
-        ],
-        body.to_string(),
-    )
-    .await
+    h.post(token, path, &[], &body.to_string()).await
 }
 
 async fn actor_of_last(h: &Harness, task: &str) -> Value {

@@ -44,13 +44,7 @@ pub(crate) struct Judged {
 /// [`TaskView::step_with`].
 pub(crate) fn judge_event(record: &mut TaskRecord, event: &Event) -> Judged {
     let step = record.view.step_with(record.lease.as_ref(), event);
-    let mut judged = Judged {
-        outcome: step.outcome,
-        appended: Vec::new(),
-        write: false,
-    };
-    take(record, step, &mut judged);
-    judged
+    judge_one(record, step)
 }
 
 /// Runs core's sweeper steps on a due row until none is due at `now`
@@ -80,6 +74,11 @@ pub(crate) fn judge_sweep(record: &mut TaskRecord, now: Millis) -> Judged {
 /// and with it the lease, ends.
 pub(crate) fn judge_expiry(record: &mut TaskRecord) -> Judged {
     let step = record.view.expire_step();
+    judge_one(record, step)
+}
+
+/// What one step of core's did to the record.
+fn judge_one(record: &mut TaskRecord, step: Step) -> Judged {
     let mut judged = Judged {
         outcome: step.outcome,
         appended: Vec::new(),
