@@ -71,6 +71,12 @@ impl ApiError {
         )
     }
 
+    /// 409 with its own code: the request is understood but the resource
+    /// is not in a state that allows it.
+    pub fn conflict(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, code, message)
+    }
+
     /// 409 `not-succeeded`.
     pub fn not_succeeded(id: &str) -> Self {
         Self::new(

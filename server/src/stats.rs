@@ -13,34 +13,31 @@ use taskwire_core::Reason;
 
 use crate::store::Quarantined;
 
-const REASONS: [Reason; 17] = [
-    Reason::Started,
-    Reason::AlreadyRunning,
-    Reason::NotStartable,
-    Reason::Progress,
-    Reason::StaleProgress,
-    Reason::DuplicateProgress,
-    Reason::NotRunning,
-    Reason::Succeeded,
-    Reason::Requeued,
-    Reason::Failed,
-    Reason::Expired,
-    Reason::DuplicateExpire,
-    Reason::DuplicateResult,
-    Reason::ResultConflict,
-    Reason::TerminalConflict,
-    Reason::DuplicateCallback,
-    Reason::CallbackConflict,
-];
+/// Every reason core gives, so that the lifecycle's (`stale-attempt`,
+/// `cancel-acknowledged`, …) are counted like the seed's.
+const REASONS: [Reason; Reason::ALL.len()] = Reason::ALL;
 
 /// Callback counters.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Stats {
-    by_reason: [AtomicU64; 17],
+    by_reason: [AtomicU64; REASONS.len()],
     callbacks: AtomicU64,
     rejected_signatures: AtomicU64,
     expired_by_sweeper: AtomicU64,
     quarantined_rows: AtomicU64,
+}
+
+impl Default for Stats {
+    // By hand: `Default` for arrays stops at 32 elements.
+    fn default() -> Self {
+        Stats {
+            by_reason: std::array::from_fn(|_| AtomicU64::new(0)),
+            callbacks: AtomicU64::new(0),
+            rejected_signatures: AtomicU64::new(0),
+            expired_by_sweeper: AtomicU64::new(0),
+            quarantined_rows: AtomicU64::new(0),
+        }
+    }
 }
 
 impl Stats {

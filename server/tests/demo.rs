@@ -33,7 +33,7 @@ async fn summary_workload_runs_the_seed_timeline_with_duplicates_absorbed() {
             "demo",
             "/v1/demo/workloads/summary",
             &[],
-            r#"{"speed": 20}"#,
+            r#"{"speed": 20, "approval": false}"#,
         )
         .await;
     assert_eq!(r.status, 201, "{:?}", r.json());

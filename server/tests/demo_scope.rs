@@ -65,11 +65,11 @@ async fn stats_are_the_callers_own() {
             "demo",
             "/v1/demo/workloads/summary",
             &[],
-            r#"{"speed": 50}"#,
+            r#"{"speed": 50, "approval": false}"#,
         )
         .await;
     assert_eq!(r.status, 201);
-    // The summary plan is 24.8 s of demo time: 0.5 s at speed 50.
+    // The seed's summary plan is 24.8 s of demo time: 0.5 s at speed 50.
     tokio::time::sleep(Duration::from_millis(1200)).await;
     let mine = h.get("demo", "/v1/demo/stats").await.json();
     assert_eq!(mine["callbacks"], 7, "{mine}");

@@ -40,6 +40,8 @@ pub const STARTS_PER_SEC: f64 = 2.0;
 #[derive(Debug, Default)]
 pub struct Demo {
     state: Mutex<DemoState>,
+    /// The playing executors (for kills) and their notes.
+    pub workers: Arc<super::workers::Workers>,
 }
 
 #[derive(Debug, Default)]

@@ -1,5 +1,8 @@
 //! The demo's scripted executors: each plan is the callbacks one task
-//! receives, and when (in demo milliseconds, divided by `speed`).
+//! receives, and when (in demo milliseconds, divided by `speed`). A plan
+//! that ends in a `hold` goes on, after the person's decision, with
+//! [`publish_plan`] (approved) or [`revision_plan`] (changes requested);
+//! see `executor`.
 
 use serde_json::{json, Value};
 
@@ -12,6 +15,10 @@ pub struct Step {
     pub callback_id: String,
     /// The event, without `atMs` (stamped when sent).
     pub event: Value,
+    /// Whether the work can still stop here: a cancel request met before
+    /// this step is acknowledged (`ack_cancel`), else answered
+    /// `cannot_cancel` and the plan goes on.
+    pub cancellable: bool,
 }
 
 fn step(at: u64, callback_id: &str, event: Value) -> Step {
@@ -19,6 +26,15 @@ fn step(at: u64, callback_id: &str, event: Value) -> Step {
         at,
         callback_id: callback_id.to_string(),
         event,
+        cancellable: true,
+    }
+}
+
+/// A step past the point of no return (see [`Step::cancellable`]).
+fn committed(at: u64, callback_id: &str, event: Value) -> Step {
+    Step {
+        cancellable: false,
+        ..step(at, callback_id, event)
     }
 }
 
@@ -45,16 +61,69 @@ pub fn duration(plan: &[Step]) -> u64 {
 
 /// The seed's 24.3 s summary: versions 1..=5, plus a redelivery of the
 /// 55 % callback (same id) and a duplicate success (new id, same hash).
+/// The summary workload plays it with `"approval": false`.
+pub fn seed_summary_plan() -> Vec<Step> {
+    let mut plan = summary_drafting();
+    plan.extend([
+        step(24_300, "sum-5", succeed(SUMMARY_REF, "sha256:ab12")),
+        step(24_800, "sum-5b", succeed(SUMMARY_REF, "sha256:ab12")), // duplicate-result
+    ]);
+    plan
+}
+
+/// The summary workload (001 §9): the seed's first 20.7 s, then the
+/// draft is held for a person's approval (v5, `waiting_approval`).
 pub fn summary_plan() -> Vec<Step> {
-    let doc = "blob://summaries/doc-1";
+    let mut plan = summary_drafting();
+    plan.push(step(22_000, "sum-hold-1", hold(1)));
+    plan
+}
+
+const SUMMARY_REF: &str = "blob://summaries/doc-1";
+
+fn summary_drafting() -> Vec<Step> {
     vec![
         step(1_200, "sum-1", start("summarizer-1")),
         step(6_400, "sum-2", progress(25)),
         step(13_100, "sum-3", progress(55)),
         step(13_600, "sum-3", progress(55)), // redelivery: duplicate-callback
         step(20_700, "sum-4", progress(82)),
-        step(24_300, "sum-5", succeed(doc, "sha256:ab12")),
-        step(24_800, "sum-5b", succeed(doc, "sha256:ab12")), // duplicate-result
+    ]
+}
+
+/// Draft `n` of the summary, held for approval.
+fn hold(n: u32) -> Value {
+    json!({
+        "type": "hold",
+        "artifactRef": format!("blob://drafts/doc-1/v{n}"),
+        "artifactHash": draft_hash(n),
+        "question": format!("Publish draft {n} of the summary?"),
+    })
+}
+
+/// The content hash of draft `n`.
+pub fn draft_hash(n: u32) -> String {
+    format!("sha256:d{n:02}f7")
+}
+
+/// After an approval (times from the decision): the next attempt goes on
+/// from the draft and publishes it, with a duplicate success (new id,
+/// same hash) as in the seed. Publishing is past the point of no return.
+pub fn publish_plan() -> Vec<Step> {
+    vec![
+        step(500, "sum-publish", start("summarizer-1")),
+        committed(1_500, "sum-5", succeed(SUMMARY_REF, "sha256:ab12")),
+        committed(2_000, "sum-5b", succeed(SUMMARY_REF, "sha256:ab12")), // duplicate-result
+    ]
+}
+
+/// After "request changes" on draft `n - 1` (times from the decision):
+/// the next attempt revises it and holds draft `n`.
+pub fn revision_plan(n: u32) -> Vec<Step> {
+    vec![
+        step(500, &format!("sum-rev-{n}"), start("summarizer-1")),
+        step(2_500, &format!("sum-rev-{n}-p"), progress(60)),
+        step(4_500, &format!("sum-hold-{n}"), hold(n)),
     ]
 }
 
@@ -103,13 +172,21 @@ pub fn expiring_plan() -> Vec<Step> {
 pub const EXPIRING_TTL_MS: u64 = 6_000;
 
 /// 40 progress steps over ~20 s: a client cut off for a while is more than
-/// `retention` versions behind and needs a snapshot.
+/// `retention` versions behind and needs a snapshot. Past
+/// [`LONG_POINT_OF_NO_RETURN`] % the index is being written: a cancel then
+/// cannot take effect (`cannot_cancel`), and the task ends `cancelled`
+/// with its result kept for compensation.
 pub fn long_plan() -> Vec<Step> {
     let mut plan = vec![step(300, "l-start", start("indexer-1"))];
     for k in 1..=40u64 {
-        plan.push(step(300 + k * 500, &format!("l-{k}"), progress(k * 2)));
+        let (at, id, event) = (300 + k * 500, format!("l-{k}"), progress(k * 2));
+        plan.push(if k * 2 > LONG_POINT_OF_NO_RETURN {
+            committed(at, &id, event)
+        } else {
+            step(at, &id, event)
+        });
     }
-    plan.push(step(
+    plan.push(committed(
         20_800,
         "l-done",
         succeed("blob://index/doc-1", "sha256:9a7b"),
@@ -117,13 +194,19 @@ pub fn long_plan() -> Vec<Step> {
     plan
 }
 
+/// The long job's progress (%) after which it cannot stop.
+pub const LONG_POINT_OF_NO_RETURN: u64 = 60;
+
+/// Why the long job cannot stop (its `cannot_cancel` reason).
+pub const LONG_CANNOT_CANCEL: &str = "the index is being written: stopping now would corrupt it";
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn plans_follow_the_seed() {
-        let s = summary_plan();
+        let s = seed_summary_plan();
         let ats: Vec<u64> = s.iter().map(|st| st.at).collect();
         assert!(ats.windows(2).all(|w| w[0] <= w[1]));
         assert_eq!(
@@ -132,7 +215,34 @@ mod tests {
         );
         assert_eq!(long_plan().len(), 42);
         assert!(expiring_plan().last().map(|s| s.at).unwrap_or(0) > EXPIRING_TTL_MS);
-        assert_eq!(duration(&summary_plan()), 24_800);
+        assert_eq!(duration(&seed_summary_plan()), 24_800);
         assert_eq!(duration(&[]), 0);
+    }
+
+    #[test]
+    fn the_summary_holds_its_draft_and_each_revision_is_a_new_artifact() {
+        let held = summary_plan();
+        let last = held.last().map(|s| s.event.clone()).unwrap_or_default();
+        assert_eq!(last["type"], "hold");
+        assert_eq!(last["artifactHash"], json!(draft_hash(1)));
+        let revised = revision_plan(2);
+        assert_eq!(revised[0].event["type"], "start", "a new attempt first");
+        assert_eq!(revised[2].event["artifactHash"], json!(draft_hash(2)));
+        assert_ne!(draft_hash(1), draft_hash(2));
+        assert_eq!(publish_plan()[0].event["type"], "start");
+        assert!(publish_plan()[1..].iter().all(|s| !s.cancellable));
+    }
+
+    #[test]
+    fn the_long_job_cannot_stop_past_its_point_of_no_return() {
+        let plan = long_plan();
+        let stoppable = |p: u64| {
+            plan.iter()
+                .find(|s| s.event["progress"] == json!(p))
+                .map(|s| s.cancellable)
+        };
+        assert_eq!(stoppable(LONG_POINT_OF_NO_RETURN), Some(true));
+        assert_eq!(stoppable(LONG_POINT_OF_NO_RETURN + 2), Some(false));
+        assert!(!plan.last().map(|s| s.cancellable).unwrap_or(true));
     }
 }

@@ -53,7 +53,8 @@ struct TokenRequest {
 }
 
 /// `POST /v1/demo/tokens {"taskIds": [...]}`: a browser token for those
-/// tasks (`watch` and `deliver`, [`PAGE_TOKEN_SECS`]), if each is a demo
+/// tasks (`watch`, `deliver`, `cancel` and `decide`, [`PAGE_TOKEN_SECS`]),
+/// if each is a demo
 /// task of the demo tenant (404 naming the first that is not).
 pub async fn mint(
     State(state): State<AppState>,
@@ -93,7 +94,7 @@ pub async fn mint(
     let token = minter.mint(
         PAGE_SUBJECT,
         &req.task_ids,
-        &[Right::Watch, Right::Deliver],
+        &[Right::Watch, Right::Deliver, Right::Cancel, Right::Decide],
         exp,
     )?;
     Ok(Json(json!({"token": token, "expiresAt": exp})))

@@ -1,0 +1,67 @@
+//! How the executor's callbacks reach the server: signed with the
+//! tenant's secrets and posted over loopback HTTP, as an outside executor
+//! posts them.
+
+use serde_json::Value;
+use taskwire_core::State;
+use tokio::time::Instant;
+
+use super::{Answer, Executor};
+use crate::routes::now_secs;
+use crate::signature::{callback_body, signed_headers};
+use crate::{client, AppState};
+
+impl Executor {
+    /// Posts one callback, counts its answer; `None` if it failed.
+    pub(super) async fn post(&mut self, callback_id: &str, event: &Value) -> Option<Answer> {
+        self.last_sent = Instant::now();
+        let id = format!("{}-{callback_id}", self.task);
+        match send_callback(&self.state, &self.tenant, &self.task, &id, event).await {
+            Ok(answer) => {
+                let reason = answer["reason"].as_str().unwrap_or("").to_string();
+                self.stats.callback_named(&reason);
+                Some(Answer {
+                    reason,
+                    state: State::ALL
+                        .into_iter()
+                        .find(|s| answer["state"] == s.as_str()),
+                    cancel_requested: answer["cancelRequested"] == true,
+                })
+            }
+            Err(e) => {
+                eprintln!("taskwire-server: demo executor: {}: {e}", self.task);
+                None
+            }
+        }
+    }
+}
+
+/// Posts one signed callback; returns the server's answer.
+async fn send_callback(
+    state: &AppState,
+    tenant: &str,
+    task: &str,
+    callback_id: &str,
+    event: &Value,
+) -> Result<Value, String> {
+    let body = callback_body(task, event);
+    let secrets = state.keyring.secrets_of(tenant);
+    let signed = signed_headers(secrets, callback_id, now_secs(), body.as_bytes());
+    let mut headers: Vec<(&str, &str)> = signed.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    headers.push(("content-type", "application/json"));
+    let addr = state.addr.to_string();
+    let reply = client::request(
+        &addr,
+        "POST",
+        &format!("/v1/tasks/{task}/callbacks"),
+        &headers,
+        body,
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    if reply.status == 200 {
+        Ok(reply.json())
+    } else {
+        Err(format!("callback answered {}", reply.status))
+    }
+}
