@@ -1,15 +1,14 @@
 // The taskwire demo page. It loads the real package build (`/pkg/` is
 // dist/client, served by `taskwire-server --demo`), follows tasks with
-// `TaskClient.watch`, and explains every reconnect in the event log.
-//
-// What is shown comes only from the client: task views from `onUpdate`
-// (merged by the client's mirror, which never moves version or progress
-// backwards), connection states from `onStatus`, refusals from `onReject`.
+// `TaskClient.watch` (tracked.js), explains every reconnect in the event
+// log, and cancels, decides and kills workers (actions.js).
 
 import init, { TaskClient } from "/pkg/index.js";
 import { DemoNetwork } from "./net.js";
 import { EventLog } from "./log.js";
-import { TaskCard, describe, isTerminal, kindOf, kindOfView } from "./card.js";
+import { isTerminal } from "./card.js";
+import { Tracked } from "./tracked.js";
+import { Actions } from "./actions.js";
 
 // The page holds no tenant token. The demo endpoints are this demo's
 // "application backend": they start workloads for the demo tenant and mint
@@ -28,237 +27,6 @@ const LABELS = {
   expires: ["Moderation: goes silent, expires", "expires"],
 };
 
-const range = (versions) =>
-  versions.length === 1 ? `v${versions[0]}` : `v${versions[0]}–v${versions[versions.length - 1]}`;
-
-/** One followed task: its card, its watch, and how its reconnects went. */
-class Tracked {
-  entry;
-  card;
-  watch = undefined;
-  status = { state: "closed" };
-  /** When the next attempt starts (performance.now()), while reconnecting. */
-  retryAt = 0;
-  /** The version held when the connection was lost (or restored from storage): set until the resume is resolved. */
-  #resumeFrom = null;
-  #restored = false;
-  /** Whether the current outage was logged already (one line per outage, not per attempt). */
-  #outageLogged = false;
-  /** The log line of the current run of live updates. */
-  #liveLine = undefined;
-  #app;
-
-  constructor(app, entry) {
-    this.#app = app;
-    this.entry = entry;
-    this.card = new TaskCard(entry, { onDeliver: () => app.deliver(this) });
-    this.card.root.dataset.workload = entry.workload;
-    if (entry.scenario) this.card.root.dataset.scenario = entry.scenario;
-    this.card.showTask(entry.task);
-    this.card.showTimeline(entry.task.version, entry.seen);
-    this.#showConnection();
-  }
-
-  get id() {
-    return this.entry.id;
-  }
-
-  /** The short name used in the log. */
-  get tag() {
-    return `${this.entry.short} ${this.id.slice(-4)}`;
-  }
-
-  follow(client) {
-    this.status = { state: "connecting" };
-    this.#showConnection();
-    this.watch = client.watch(this.id, {
-      onUpdate: (u) => this.#onUpdate(u),
-      onStatus: (s) => this.#onStatus(s),
-      onReject: (r) => this.#onReject(r),
-    });
-    // `persist: true`: the client restored the task it saved earlier and
-    // resumes from that version; what comes back is logged as a resume.
-    const restored = this.watch.task;
-    if (restored) {
-      this.#show(restored);
-      this.#resumeFrom = restored.version;
-      this.#restored = true;
-      this.#log("resume", `restored v${restored.version} from localStorage; resuming from cursor ${restored.version}`, {
-        mode: "restore",
-        from: restored.version,
-      });
-    }
-    this.watch.done.then(
-      (task) => {
-        this.#show(task);
-        this.#app.save();
-      },
-      (err) => {
-        if (err.code === "stopped") return;
-        this.#log("error", `watch ended: ${err.message}`, { code: err.code });
-        this.card.showConnection(err.code === "not-found" ? "unknown to the server (restarted with new data?)" : err.message, "error");
-      },
-    );
-  }
-
-  stop() {
-    this.watch?.stop();
-  }
-
-  /** Shows a view unless a newer one is shown already (the stored one and the watch's are two sources). */
-  #show(task) {
-    if (task.version < this.entry.task.version) return;
-    this.entry.task = task;
-    this.card.showTask(task);
-    this.card.showTimeline(task.version, this.entry.seen);
-  }
-
-  #onUpdate({ task, mode, applied, rejected }) {
-    const from = this.entry.task.version;
-    const net = this.#app.net;
-    const texts = [];
-    const resuming = this.#resumeFrom !== null;
-    for (const version of applied) {
-      let kind, text;
-      const event = mode === "delta" ? net.eventAt(this.id, version) : undefined;
-      if (event) {
-        kind = kindOf(event);
-        text = describe(event);
-      } else {
-        kind = kindOfView(task);
-        text = `${task.state}, ${task.progress} %`;
-      }
-      const via = mode === "snapshot" ? "snapshot" : resuming ? "resume" : "live";
-      this.entry.seen[version] = { kind, via, text };
-      texts.push(text);
-    }
-    this.#show(task);
-    this.#app.save();
-
-    const facts = { mode, from, to: task.version, applied: applied.join(",") };
-    let how;
-    if (mode === "snapshot") {
-      const gap = task.version - from;
-      const retention = this.#app.retention;
-      how = gap > retention ? `gap ${gap} > ${retention} → snapshot v${task.version}` : `snapshot v${task.version}`;
-      how += ` (${task.state}, ${task.progress} %)`;
-    } else if (resuming) {
-      how = `${mode} ${range(applied)}: ${texts.join("; ")}`;
-    } else {
-      how = applied.map((v, i) => `v${v} ${texts[i]}`).join("; ");
-    }
-    if (resuming) {
-      this.#resumeFrom = null;
-      const restored = this.#restored ? " after reload" : "";
-      this.#restored = false;
-      this.#log("resume", `resumed at v${from}${restored} → ${how}`, facts);
-    } else if (mode === "snapshot") {
-      // Not after an outage: the client found a gap or divergence itself.
-      this.#log("resume", `out of step at v${from} → ${how}`, facts);
-    } else {
-      this.#logLive(applied, texts[texts.length - 1], facts);
-    }
-    for (const r of rejected) this.#logRejection(r, mode);
-  }
-
-  /**
-   * Live updates in a row (nothing else logged in between) share one
-   * line, "v12–v25 progress 50 %", so that a 40-step job does not bury
-   * the lines that explain reconnects.
-   */
-  #logLive(applied, text, facts) {
-    const log = this.#app.log;
-    const last = applied[applied.length - 1];
-    if (log.isNewest(this.#liveLine)) {
-      const updates = Number(this.#liveLine.dataset.updates) + applied.length;
-      log.rewrite(this.#liveLine, `v${this.#liveLine.dataset.first}–v${last} ${text} (${updates} live updates)`, {
-        ...facts,
-        from: this.#liveLine.dataset.from,
-        applied: `${this.#liveLine.dataset.applied},${applied.join(",")}`,
-        updates,
-      });
-    } else {
-      const first = applied[0];
-      const what = applied.length === 1 ? `v${first} ${text}` : `${range(applied)} ${text}`;
-      this.#liveLine = this.#log("live", what, { ...facts, first, updates: applied.length });
-    }
-  }
-
-  #onReject({ mode, rejected }) {
-    for (const r of rejected) this.#logRejection(r, mode);
-  }
-
-  #logRejection({ version, reason }, mode) {
-    const words = {
-      "stale-answer": "stale response",
-      "stale-snapshot": "stale snapshot",
-      duplicate: "duplicate",
-      gap: "answer with a gap",
-      diverged: "diverging history",
-      regressed: "regressing answer",
-      "wrong-task": "answer for another task",
-      "no-base": "delta without a base",
-    };
-    this.#log("reject", `rejected ${words[reason] ?? reason} v${version} (${mode})`, { reason, version });
-  }
-
-  #onStatus(status) {
-    this.status = status;
-    const { state } = status;
-    if (state === "reconnecting" || state === "offline") {
-      this.#resumeFrom ??= this.entry.task.version;
-      if (state === "reconnecting") this.retryAt = performance.now() + (status.retryInMs ?? 0);
-      if (!this.#outageLogged) {
-        this.#outageLogged = true;
-        this.#log(
-          "conn",
-          state === "offline"
-            ? `offline at v${this.entry.task.version}: waiting for the network`
-            : `connection lost at v${this.entry.task.version} (${status.error}); retrying with backoff`,
-          { state },
-        );
-      }
-    } else if (state === "live") {
-      this.#outageLogged = false;
-      // The client reports `live`, then (in the same turn) `onUpdate` if
-      // the answer moved the task. No update by the next microtask means
-      // the resume found nothing new.
-      if (this.#resumeFrom !== null) {
-        queueMicrotask(() => {
-          if (this.#resumeFrom === null) return;
-          const from = this.#resumeFrom;
-          this.#resumeFrom = null;
-          this.#restored = false;
-          this.#log("resume", `resumed at v${from} → caught up`, { mode: "caught-up", from, to: from, applied: "" });
-        });
-      }
-    }
-    this.#showConnection();
-  }
-
-  /** This task's connection, for its card (called on every status and tick). */
-  #showConnection() {
-    const { state } = this.status;
-    let text = state;
-    if (state === "reconnecting") {
-      const left = this.retryAt - performance.now();
-      const attempt = this.status.attempt ? ` (attempt ${this.status.attempt})` : "";
-      text = left > 0 ? `reconnecting in ${Math.ceil(left / 1000)} s${attempt}` : "reconnecting…";
-    } else if (state === "closed") {
-      text = isTerminal(this.entry.task) ? "done" : "not followed";
-    }
-    this.card.showConnection(text, state);
-  }
-
-  tick() {
-    if (this.status.state === "reconnecting") this.#showConnection();
-  }
-
-  #log(kind, text, facts = {}) {
-    return this.#app.log.add(kind, text, { taskId: this.id, label: this.tag, ...facts });
-  }
-}
-
 class App {
   log = new EventLog(document.getElementById("log"));
   net = new DemoNetwork({ onChange: (cut) => this.#onNetwork(cut) });
@@ -268,6 +36,8 @@ class App {
   tracked = new Map();
   /** One TaskClient per task: each holds that task's browser token. */
   clients = new Map();
+  /** Cancel, decisions, kill the worker, and the executor's notes. */
+  actions = new Actions(this);
 
   async start() {
     await init();
@@ -276,7 +46,8 @@ class App {
     setInterval(() => this.#tick(), 200);
     this.#tick();
     this.#pollStats();
-    setInterval(() => this.#pollStats(), 2_000);
+    // Every second: the executor's notes (a zombie fenced off) are news.
+    setInterval(() => this.#pollStats(), 1_000);
     document.body.dataset.ready = "true";
   }
 
@@ -321,7 +92,7 @@ class App {
     const { token, expiresAt } = await this.api("POST", "/v1/demo/tokens", { taskIds: [taskId] });
     const tracked = this.tracked.get(taskId);
     const secs = Math.round(expiresAt - Date.now() / 1000);
-    this.log.add("info", `browser token minted (watch + deliver, valid ${secs} s)`, { taskId, label: tracked?.tag });
+    this.log.add("info", `browser token minted (watch, deliver, cancel, decide; valid ${secs} s)`, { taskId, label: tracked?.tag });
     return token;
   }
 
@@ -473,6 +244,7 @@ class App {
     try {
       const stats = await this.api("GET", "/v1/demo/stats");
       if (Number.isSafeInteger(stats.retention)) this.retention = stats.retention;
+      this.actions.showNotes(stats.notes);
       box.querySelector("strong").textContent = String(stats.deduplicated);
       box.dataset.deduplicated = String(stats.deduplicated);
       const reasons = Object.entries(stats.byReason ?? {})

@@ -1,7 +1,9 @@
 // One task on the page: a card with its state, progress bar, numbers,
-// connection, timeline of versions and result delivery. Rendering only:
-// what to show comes from app.js. The `data-*` attributes on the card are
-// the page's contract with tests/e2e (state, version, progress, attempt).
+// connection, timeline of versions, result delivery, its lifecycle
+// controls (cancel, kill the worker) and, while the task waits for a
+// person, its draft with the decision buttons. Rendering only: what to
+// show comes from tracked.js. The `data-*` attributes on the card are the
+// page's contract with tests/e2e (state, version, progress, attempt).
 
 const SVG = "http://www.w3.org/2000/svg";
 
@@ -13,12 +15,27 @@ export const KINDS = {
   retry: "failed, will retry",
   fail: "failed",
   expire: "expired",
+  hold: "waiting for approval",
+  decide: "decided",
+  cancel: "cancelled or stopping",
+  lapse: "lease lapsed, re-queued",
 };
 
 /** The kind of a history event (a retryable failure gets its own colour). */
 export function kindOf(event) {
-  if (event.type === "fail") return event.retryable ? "retry" : "fail";
-  return event.type;
+  switch (event.type) {
+    case "fail":
+      return event.retryable ? "retry" : "fail";
+    case "ack_cancel":
+    case "cannot_cancel":
+      return "cancel";
+    case "abandon":
+      return "lapse";
+    case "timeout":
+      return "expire";
+    default:
+      return event.type;
+  }
 }
 
 /**
@@ -32,9 +49,18 @@ export function kindOfView(task) {
     case "failed":
       return "fail";
     case "expired":
+    case "timed_out":
       return "expire";
     case "queued":
       return "retry"; // queued at a version > 0: requeued after a failure
+    case "waiting_approval":
+      return "hold";
+    case "cancelling":
+    case "cancel_ineffective":
+    case "cancelled":
+      return "cancel";
+    case "unknown":
+      return "lapse";
     default:
       return task.progress > 0 ? "progress" : "start";
   }
@@ -53,8 +79,42 @@ export function describe(event) {
       return `failed: ${event.error}${event.retryable ? " (retryable)" : ""}`;
     case "expire":
       return "expired (time to live ran out)";
+    case "hold":
+      return `draft held for approval (${event.artifactHash})`;
+    case "decide":
+      return `${event.decision.replace("_", " ")} by ${event.actor ?? "someone"}`;
+    case "cancel":
+      return `cancel asked by ${event.actor ?? "someone"}`;
+    case "ack_cancel":
+      return "the worker stopped (cancelled)";
+    case "cannot_cancel":
+      return `the worker cannot stop: ${event.reason ?? "no reason given"}`;
+    case "lapse":
+      return `attempt ${event.attempt}'s lease lapsed: unknown`;
+    case "abandon":
+      return "no word within the grace period: re-queued";
+    case "timeout":
+      return "timed out (execution deadline passed)";
     default:
       return event.type;
+  }
+}
+
+/** What the card says about a lifecycle state (none for the others). */
+function noticeFor(task) {
+  switch (task.state) {
+    case "cancelling":
+      return ["cancel requested: waiting for the worker to stop", ""];
+    case "cancel_ineffective":
+      return ["cancel did not take effect: the worker cannot stop now, the task ends cancelled when it finishes", "warn"];
+    case "unknown":
+      return [`the worker's lease lapsed: attempt ${task.attempts} may still be running`, "warn"];
+    case "cancelled":
+      return [task.resultHash ? "cancelled; a result arrived anyway and is kept for compensation" : "cancelled", ""];
+    case "timed_out":
+      return ["timed out: the execution deadline passed", "warn"];
+    default:
+      return ["", ""];
   }
 }
 
@@ -68,7 +128,9 @@ export function shownAttempt(task) {
   return task.state === "queued" ? task.attempts + 1 : task.attempts;
 }
 
-const TERMINAL = new Set(["succeeded", "failed", "expired"]);
+const TERMINAL = new Set(["succeeded", "failed", "expired", "cancelled", "timed_out"]);
+/** States in which a worker holds the task (it can be killed). */
+const HELD_BY_WORKER = new Set(["running", "cancelling", "cancel_ineffective"]);
 export const isTerminal = (task) => TERMINAL.has(task?.state);
 
 function el(tag, className, text) {
@@ -83,8 +145,12 @@ export class TaskCard {
   root;
   #parts;
 
-  /** `onDeliver()` runs when "Deliver result" is pressed. */
-  constructor({ id, label }, { onDeliver }) {
+  /**
+   * The handlers run when a button is pressed: `onDeliver()`,
+   * `onCancel()`, `onKill()`, and `onDecide(decision, {replaced})` (with
+   * `replaced: true` for "Approve the replaced draft").
+   */
+  constructor({ id, label }, { onDeliver, onCancel, onKill, onDecide }) {
     const template = document.getElementById("task-template");
     this.root = template.content.firstElementChild.cloneNode(true);
     const q = (name) => this.root.querySelector(`[data-part="${name}"]`);
@@ -104,11 +170,25 @@ export class TaskCard {
       timeline: q("timeline"),
       deliver: q("deliver"),
       receipts: q("receipts"),
+      cancel: q("cancel"),
+      kill: q("kill"),
+      notice: q("notice"),
+      approval: q("approval"),
+      question: q("question"),
+      draft: q("draft"),
+      staleApprove: q("stale-approve"),
+      refusal: q("refusal"),
     };
     this.root.dataset.taskId = id;
     this.#parts.label.textContent = label;
     this.#parts.id.textContent = id;
     this.#parts.deliver.addEventListener("click", () => onDeliver());
+    this.#parts.cancel.addEventListener("click", () => onCancel());
+    this.#parts.kill.addEventListener("click", () => onKill());
+    for (const button of this.root.querySelectorAll("[data-decision]")) {
+      button.addEventListener("click", () => onDecide(button.dataset.decision, { replaced: false }));
+    }
+    this.#parts.staleApprove.addEventListener("click", () => onDecide("approve", { replaced: true }));
   }
 
   /** Shows a task view. The caller never passes an older version. */
@@ -135,6 +215,34 @@ export class TaskCard {
     p.error.textContent = task.error ?? "";
     p.error.hidden = !task.error;
     p.deliver.disabled = task.state !== "succeeded";
+    p.cancel.disabled = isTerminal(task) || task.state === "cancelling";
+    p.kill.disabled = !HELD_BY_WORKER.has(task.state);
+    const [notice, tone] = noticeFor(task);
+    p.notice.textContent = notice;
+    p.notice.dataset.tone = tone;
+    p.notice.hidden = notice === "";
+    const waiting = task.state === "waiting_approval";
+    p.approval.hidden = !waiting;
+    if (waiting) {
+      p.question.textContent = task.question ?? "Approve this draft?";
+      p.draft.textContent = `${task.artifactRef} (${task.artifactHash})`;
+      p.approval.dataset.artifactHash = task.artifactHash ?? "";
+    }
+  }
+
+  /** Offers "Approve the replaced draft" while an earlier draft exists. */
+  showReplacedDraft(draft) {
+    this.#parts.staleApprove.hidden = !draft;
+    if (draft) this.#parts.staleApprove.title = `approve ${draft.artifactHash} (v${draft.version}), as a page still showing it would`;
+  }
+
+  /** Shows why the server refused a decision (or clears it with `null`). */
+  showRefusal(text, reason) {
+    const p = this.#parts.refusal;
+    p.textContent = text ?? "";
+    p.hidden = !text;
+    if (reason) p.dataset.reason = reason;
+    else delete p.dataset.reason;
   }
 
   /** Shows the connection of this task's watch. */

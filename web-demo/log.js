@@ -13,7 +13,7 @@ export class EventLog {
 
   /**
    * Adds a line. `kind`: resume | live | reject | conn | net | deliver |
-   * info | error. `facts` become data-* attributes (taskId, mode, …);
+   * cancel | decide | executor | info | error. `facts` become data-* attributes (taskId, mode, …);
    * `facts.label` names the task in the line.
    */
   add(kind, text, facts = {}) {

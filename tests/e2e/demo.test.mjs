@@ -17,78 +17,13 @@
 
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { copyFileSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
 import { startProxy } from "./proxy.mjs";
+import { SECOND, launchChromium, pageReader, root, sleep, startServer, until } from "./harness.mjs";
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const artifacts = join(root, "tests/e2e/artifacts");
 const TOKEN = "demo";
-const SECOND = 1000;
-
-function findServer() {
-  if (process.env.TASKWIRE_SERVER) return process.env.TASKWIRE_SERVER;
-  const target = process.env.CARGO_TARGET_DIR ? resolve(root, process.env.CARGO_TARGET_DIR) : join(root, "target");
-  const found = ["debug", "server", "release"].map((p) => join(target, p, "taskwire-server")).find(existsSync);
-  if (!found) throw new Error(`no taskwire-server under ${target}: cargo build -p taskwire-server (or set TASKWIRE_SERVER)`);
-  return found;
-}
-
-/** Starts taskwire-server --demo on a free port with an empty data directory. */
-async function startServer() {
-  const data = mkdtempSync(join(tmpdir(), "taskwire-e2e-"));
-  const child = spawn(
-    findServer(),
-    [
-      "--demo",
-      "--listen", "127.0.0.1:0",
-      "--data", data,
-      "--demo-dir", join(root, "web-demo"),
-      "--demo-pkg-dir", join(root, "dist/client"),
-    ],
-    { stdio: ["ignore", "pipe", "pipe"] },
-  );
-  let output = "";
-  const base = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 20 * SECOND);
-    const read = (chunk) => {
-      output += chunk;
-      const m = /listening on (http:\/\/\S+)/.exec(output);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1]);
-      }
-    };
-    child.stdout.setEncoding("utf8").on("data", read);
-    child.stderr.setEncoding("utf8").on("data", (c) => (output += c));
-    child.once("exit", (code) => reject(new Error(`server exited (${code}):\n${output}`)));
-  });
-  return {
-    base,
-    port: Number(new URL(base).port),
-    async stop() {
-      if (child.exitCode === null) {
-        const exited = new Promise((r) => child.once("exit", r));
-        child.kill("SIGINT");
-        await exited;
-      }
-      rmSync(data, { recursive: true, force: true });
-    },
-  };
-}
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function until(condition, what, limitMs = 10 * SECOND) {
-  const deadline = Date.now() + limitMs;
-  while (!condition()) {
-    assert.ok(Date.now() < deadline, `timed out waiting until ${what}`);
-    await sleep(20);
-  }
-}
 
 describe("demo page, in Chromium, through real outages", { timeout: 150 * SECOND }, () => {
   let server, proxy, browser, page, cdp, origin;
@@ -121,47 +56,7 @@ describe("demo page, in Chromium, through real outages", { timeout: 150 * SECOND
     }
   }
 
-  const card = (id) => `#tasks .task[data-task-id="${id}"]`;
-
-  async function cardData(id) {
-    return page.$eval(card(id), (node) => ({ ...node.dataset }));
-  }
-
-  /** Waits until `predicate(dataset)` holds for a task's card (the predicate runs in the page). */
-  async function waitCard(id, predicate, timeout = 60 * SECOND) {
-    await page.waitForFunction(
-      ([selector, source]) => {
-        const node = document.querySelector(selector);
-        return node ? new Function(`return (${source})`)()(node.dataset) : false;
-      },
-      [card(id), predicate.toString()],
-      { timeout, polling: 25 },
-    );
-  }
-
-  /** Clicks a workload button; returns the new task ids, in page order. */
-  async function start(workload, speed) {
-    await page.selectOption("#speed", String(speed));
-    const before = new Set(await page.$$eval("#tasks .task", (nodes) => nodes.map((n) => n.dataset.taskId)));
-    const expected = workload === "batch" ? 3 : 1;
-    await page.click(`[data-start="${workload}"]`);
-    await page.waitForFunction(
-      ([known, n]) => [...document.querySelectorAll("#tasks .task")].filter((t) => !known.includes(t.dataset.taskId)).length === n,
-      [[...before], expected],
-      { timeout: 10 * SECOND },
-    );
-    return (await page.$$eval("#tasks .task", (nodes) => nodes.map((n) => n.dataset.taskId))).filter((id) => !before.has(id));
-  }
-
-  /** Log lines (newest first) matching a CSS attribute filter, as their data. */
-  async function logLines(filter) {
-    return page.$$eval(`#log .log-line${filter}`, (nodes) => nodes.map((n) => ({ ...n.dataset, text: n.textContent })));
-  }
-
-  async function waitLog(filter, timeout = 30 * SECOND) {
-    await page.waitForSelector(`#log .log-line${filter}`, { state: "attached", timeout });
-    return (await logLines(filter))[0];
-  }
+  let card, cardData, waitCard, start, logLines, waitLog;
 
   const offline = (flag) =>
     cdp.send("Network.emulateNetworkConditions", { offline: flag, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
@@ -181,20 +76,12 @@ describe("demo page, in Chromium, through real outages", { timeout: 150 * SECOND
   }
 
   before(async () => {
-    for (const file of ["index.js", "taskwire_wasm_bg.wasm"]) {
-      assert.ok(existsSync(join(root, "dist/client", file)), `dist/client/${file} is missing: run npm run build`);
-    }
-    const chrome = process.env.CHROME_BIN ?? "/usr/bin/chromium";
-    assert.ok(existsSync(chrome), `no Chromium at ${chrome}: run scripts/setup.sh browser, or set CHROME_BIN`);
     server = await startServer();
     proxy = await startProxy(server.port);
     origin = `http://127.0.0.1:${proxy.port}`;
-    const { chromium } = await import("playwright-core");
-    browser = await chromium.launch({
-      executablePath: chrome,
-      args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"],
-    });
+    browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
+    ({ card, cardData, waitCard, start, logLines, waitLog } = pageReader(page));
     page.on("pageerror", (e) => pageErrors.push(e.message));
     page.on("request", (r) => r.headers().authorization && authorizations.push(r.headers().authorization));
     cdp = await page.context().newCDPSession(page);
@@ -313,7 +200,7 @@ describe("demo page, in Chromium, through real outages", { timeout: 150 * SECOND
     await waitCard(id, (d) => d.state === "succeeded" && d.version === "42");
   });
 
-  it("summary cut at version 3 and restored after it finished resumes by delta v4–v5", async () => {
+  it("summary cut at version 3 and restored once its draft waits for approval resumes by delta v4–v5", async () => {
     const [id] = await start("summary", 2);
 
     // First the server drops every held connection (at v1, 2.6 s before
@@ -327,11 +214,11 @@ describe("demo page, in Chromium, through real outages", { timeout: 150 * SECOND
     await until(() => proxy.closedByServer > closed, "the server closes the held connection");
     await waitCard(id, (d) => d.version === "2");
 
-    // Then a real outage from v3 until the task has finished.
+    // Then a real outage from v3 until the draft is held (v5).
     await waitCard(id, (d) => +d.version >= 3);
     await cutNetwork();
     assert.equal((await cardData(id)).version, "3", "cut too late: v4 was already shown");
-    await waitServer(id, (t) => t.state === "succeeded", "succeeded");
+    await waitServer(id, (t) => t.state === "waiting_approval", "waiting_approval");
     await page.waitForSelector('#connection[data-state="offline"]', { timeout: 10 * SECOND });
     const during = await cardData(id);
     assert.equal(during.version, "3", "the page moved while cut off");
@@ -342,9 +229,12 @@ describe("demo page, in Chromium, through real outages", { timeout: 150 * SECOND
     assert.equal(line.mode, "delta");
     assert.equal(line.applied, "4,5");
     assert.match(line.text, /resumed at v3 → delta v4–v5/);
+    await waitCard(id, (d) => d.state === "waiting_approval");
+    // The draft is approved on the page; the next attempt publishes it.
+    await page.click(`${card(id)} [data-decision="approve"]`);
     await waitCard(id, (d) => d.state === "succeeded");
     const done = await cardData(id);
-    assert.equal(done.version, "5");
+    assert.equal(done.version, "8", "hold v5, approved v6, start v7, succeed v8");
     assert.equal(done.progress, "100");
     assert.equal(await page.$eval(`${card(id)} [data-part="result"]`, (n) => n.textContent), "sha256:ab12");
     // The timeline draws v4 and v5 as having arrived on the resume.

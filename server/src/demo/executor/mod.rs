@@ -282,7 +282,9 @@ impl Executor {
             let text = format!(
                 "zombie {worker} (attempt {}) came back late with {}: fenced off \
                  (stale-attempt); attempt {} goes on",
-                event["attempt"], event["type"], self.attempt
+                event["attempt"],
+                event["type"].as_str().unwrap_or("an event"),
+                self.attempt
             );
             self.note("fenced", text);
         }
