@@ -8,8 +8,11 @@
 // server made of them (`changed`, `reason`), and a refusal is shown, not
 // swallowed. What the task then does arrives through the watch.
 
-/** The demo executor's notes, by kind, as the log names them. */
-const NOTE_KINDS = new Set(["killed", "replaced", "fenced", "cannot-cancel", "gave-up"]);
+/**
+ * The executor's notes the log shows (`killed` is not: the page logs its
+ * own kill from the answer, at once).
+ */
+const NOTE_KINDS = new Set(["replaced", "fenced", "cannot-cancel", "gave-up"]);
 
 export class Actions {
   #app;
