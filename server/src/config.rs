@@ -143,8 +143,9 @@ pub struct Config {
     #[arg(long, env = "TASKWIRE_NOTIFY_IN_FLIGHT", default_value_t = 8)]
     pub notify_in_flight: usize,
 
-    /// Notify posts: milliseconds to connect to a receiver before the
-    /// attempt counts as failed (and is retried with backoff).
+    /// Notify posts: milliseconds to connect to a receiver (with https://,
+    /// the TLS handshake included) before the attempt counts as failed
+    /// (and is retried with backoff).
     #[arg(
         long,
         env = "TASKWIRE_NOTIFY_CONNECT_TIMEOUT_MS",

@@ -215,12 +215,15 @@ async fn plain_receiver() -> (String, std::sync::Arc<std::sync::Mutex<Vec<Post>>
     (url, seen)
 }
 
+/// A change to a test's config.
+type Tweak = Box<dyn Fn(&mut Config)>;
+
 #[tokio::test]
 async fn bad_urls_and_ca_files_are_refused_at_start_naming_the_flag() {
     let dir = tempfile::tempdir().unwrap();
     let not_pem = dir.path().join("not.pem");
     std::fs::write(&not_pem, "hello\n").unwrap();
-    let cases: [(&str, Box<dyn Fn(&mut Config)>); 5] = [
+    let cases: [(&str, Tweak); 5] = [
         (
             "--notify-url",
             Box::new(|c| c.notify_url = Some("ftp://127.0.0.1/hook".into())),
