@@ -1,16 +1,18 @@
 //! A minimal HTTP/1.1 client on hyper (already in axum's tree), for the
 //! demo executor's callbacks, the notify webhook, the tests and the load
-//! tool. Plain `http://` only: the reference server talks to executors
-//! and webhooks on a trusted network or loopback (TLS belongs to a proxy).
+//! tool. [`Conn::open`] speaks plain HTTP; [`Conn::over`] speaks it over
+//! any stream, which is how the notify sender posts to `https://`
+//! receivers (src/notify/tls.rs).
 
 use std::io;
 
 use axum::body::Bytes;
-use axum::http::{HeaderMap, Method, Request, Response, Uri};
+use axum::http::{HeaderMap, Method, Request, Response};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
 /// A complete response.
@@ -51,6 +53,15 @@ impl Conn {
     pub async fn open(authority: &str) -> io::Result<Conn> {
         let stream = TcpStream::connect(authority).await?;
         stream.set_nodelay(true)?;
+        Conn::over(stream, authority).await
+    }
+
+    /// Speaks HTTP/1.1 over `stream` (a TLS stream, say), sending `host`
+    /// as the Host header.
+    pub async fn over<S>(stream: S, host: &str) -> io::Result<Conn>
+    where
+        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
         let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
             .await
             .map_err(other)?;
@@ -59,7 +70,7 @@ impl Conn {
         });
         Ok(Conn {
             sender,
-            host: authority.to_string(),
+            host: host.to_string(),
         })
     }
 
@@ -115,19 +126,4 @@ pub async fn request(
         .await?
         .send(method, path, headers, body)
         .await
-}
-
-/// Splits `http://host:port/path` into (`host:port`, `/path`).
-pub fn split_http_url(url: &str) -> Result<(String, String), String> {
-    let uri: Uri = url.parse().map_err(|e| format!("{url}: {e}"))?;
-    if uri.scheme_str() != Some("http") {
-        return Err(format!("{url}: only http:// URLs are supported"));
-    }
-    let authority = uri.authority().ok_or_else(|| format!("{url}: no host"))?;
-    let host = match authority.port_u16() {
-        Some(_) => authority.to_string(),
-        None => format!("{}:80", authority.host()),
-    };
-    let path = uri.path_and_query().map_or("/", |p| p.as_str()).to_string();
-    Ok((host, path))
 }

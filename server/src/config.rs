@@ -112,13 +112,16 @@ pub struct Config {
     )]
     pub cors_origins: Vec<String>,
 
-    /// POST each committed notification to this http:// URL, signed like
-    /// callbacks (webhook-id = notification key), retried with backoff;
-    /// for every tenant without a --tenant-notify-url of its own.
+    /// POST each committed notification to this http:// or https:// URL,
+    /// signed like callbacks (webhook-id = notification key), retried with
+    /// backoff; for every tenant without a --tenant-notify-url of its own.
+    /// An https:// receiver's certificate must be valid for the URL's host
+    /// (Mozilla's roots, built in, or --notify-ca-file); a bad one fails
+    /// the attempt, which is logged and retried.
     #[arg(long, env = "TASKWIRE_NOTIFY_URL")]
     pub notify_url: Option<String>,
 
-    /// POST this tenant's notifications to its own http:// URL instead,
+    /// POST this tenant's notifications to its own http(s):// URL instead,
     /// as TENANT=URL. Repeatable; the environment twin takes a
     /// comma-separated list. Each receiver has its own posts in flight, so
     /// a slow one never holds back the others.
@@ -130,12 +133,19 @@ pub struct Config {
     )]
     pub tenant_notify_urls: Vec<String>,
 
+    /// PEM file of CA certificates (one or more) that https:// notify
+    /// receivers' certificates may chain to, trusted in addition to
+    /// Mozilla's roots: for a private CA.
+    #[arg(long, env = "TASKWIRE_NOTIFY_CA_FILE", value_name = "PATH")]
+    pub notify_ca_file: Option<PathBuf>,
+
     /// Notify posts: most posts in flight at once per receiver URL.
     #[arg(long, env = "TASKWIRE_NOTIFY_IN_FLIGHT", default_value_t = 8)]
     pub notify_in_flight: usize,
 
-    /// Notify posts: milliseconds to connect to a receiver before the
-    /// attempt counts as failed (and is retried with backoff).
+    /// Notify posts: milliseconds to connect to a receiver (with https://,
+    /// the TLS handshake included) before the attempt counts as failed
+    /// (and is retried with backoff).
     #[arg(
         long,
         env = "TASKWIRE_NOTIFY_CONNECT_TIMEOUT_MS",

@@ -133,6 +133,7 @@ pub async fn start(config: Config) -> Result<Server, String> {
     let keyring = config.keyring(&tokens)?;
     let browser_keys = config.browser_keys(&tokens)?;
     let receivers = notify::receivers(config.notify_url.as_deref(), &config.tenant_notify_urls)?;
+    let sending = notify::Sending::from_config(&config)?;
     let notify_secret = match receivers.is_empty() {
         false => Some(config.notify_secret(&keyring)?),
         true => None,
@@ -171,7 +172,7 @@ pub async fn start(config: Config) -> Result<Server, String> {
         background.push(tokio::spawn(notify::run(
             Arc::clone(&state),
             receivers,
-            notify::Sending::from_config(&config),
+            sending,
         )));
     }
     let app = routes::router(Arc::clone(&state));

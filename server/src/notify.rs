@@ -20,8 +20,14 @@
 //! **Order.** A lane starts its posts in `seq` order. With several in
 //! flight they can finish out of order, as a retried post always could:
 //! a receiver orders by `seq` and deduplicates by `webhook-id`.
+//!
+//! **`https://` receivers** ([`tls`]) must present a certificate valid for
+//! the URL's host from Mozilla's roots or `--notify-ca-file`; one that
+//! does not fails the attempt before any byte of the post is sent, and
+//! is retried like any other failure, with each refusal logged.
 
 pub mod receivers;
+pub mod tls;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -29,6 +35,7 @@ use std::time::Duration;
 
 use taskwire_core::wire::to_json;
 use tokio::task::JoinSet;
+use tokio_rustls::TlsConnector;
 
 use crate::client::Conn;
 use crate::routes::{now_ms, now_secs};
@@ -44,24 +51,28 @@ pub fn backoff_ms(attempts: u32) -> f64 {
 }
 
 /// How posts are sent (flags `--notify-*`).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Clone)]
 pub struct Sending {
     /// Most posts in flight per receiver (at least 1).
     pub in_flight: usize,
-    /// Time to connect.
+    /// Time to connect (with TLS, the handshake included).
     pub connect_timeout: Duration,
     /// Time from connected to the whole answer.
     pub response_timeout: Duration,
+    /// The client side of `https://` posts (Mozilla's roots and
+    /// `--notify-ca-file`).
+    pub tls: TlsConnector,
 }
 
 impl Sending {
-    /// From the flags.
-    pub fn from_config(c: &Config) -> Self {
-        Sending {
+    /// From the flags; a bad `--notify-ca-file` is an error naming it.
+    pub fn from_config(c: &Config) -> Result<Self, String> {
+        Ok(Sending {
             in_flight: c.notify_in_flight.max(1),
             connect_timeout: Duration::from_millis(c.notify_connect_timeout_ms),
             response_timeout: Duration::from_millis(c.notify_timeout_ms),
-        }
+            tls: tls::connector(c.notify_ca_file.as_deref())?,
+        })
     }
 
     /// How long a claimed row stays off other instances' reads
@@ -122,7 +133,8 @@ pub async fn run(state: AppState, receivers: Vec<Receiver>, sending: Sending) {
                     for row in pending.rows {
                         lane.in_flight.insert(row.seq);
                         let seq = row.seq;
-                        let post = attempt(state.clone(), Arc::clone(&lane.receiver), sending, row);
+                        let receiver = Arc::clone(&lane.receiver);
+                        let post = attempt(state.clone(), receiver, sending.clone(), row);
                         let handle = posts.spawn(async move { (i, seq, post.await) });
                         tasks.insert(handle.id(), (i, seq));
                     }
@@ -180,14 +192,14 @@ async fn attempt(
     sending: Sending,
     row: OutboxEntry,
 ) -> Result<(), StoreError> {
-    let sent = post(&state, &receiver, sending, &row).await;
+    let sent = post(&state, &receiver, &sending, &row).await;
     let next = now_ms() + backoff_ms(row.attempts);
     state.store.webhook_attempted(row.seq, sent, next).await
 }
 
 /// Whether the receiver answered 2xx in time, on a fresh connection
 /// (dropped, with its socket, when a timeout ends the attempt).
-async fn post(state: &AppState, receiver: &Receiver, sending: Sending, row: &OutboxEntry) -> bool {
+async fn post(state: &AppState, receiver: &Receiver, sending: &Sending, row: &OutboxEntry) -> bool {
     let Some(secret) = &state.notify_secret else {
         return false;
     };
@@ -195,14 +207,38 @@ async fn post(state: &AppState, receiver: &Receiver, sending: Sending, row: &Out
     let signed = secret.headers(&row.key, now_secs(), body.as_bytes());
     let mut headers: Vec<(&str, &str)> = signed.iter().map(|(k, v)| (*k, v.as_str())).collect();
     headers.push(("content-type", "application/json"));
-    let connect = tokio::time::timeout(sending.connect_timeout, Conn::open(&receiver.authority));
-    let Ok(Ok(mut conn)) = connect.await else {
-        return false;
+    let connect = tokio::time::timeout(sending.connect_timeout, open(receiver, &sending.tls));
+    let mut conn = match connect.await {
+        Ok(Ok(conn)) => conn,
+        // A refused certificate is an operator's to fix: say why, every
+        // attempt (at most one per backoff step).
+        Ok(Err(tls::OpenError::Handshake(e))) => {
+            eprintln!(
+                "taskwire-server: notify: {}: TLS handshake failed, nothing sent: {e} \
+                 (notification {}, attempt {}; retried with backoff)",
+                receiver.url,
+                row.key,
+                row.attempts.saturating_add(1)
+            );
+            return false;
+        }
+        Ok(Err(tls::OpenError::Connect(_))) | Err(_) => return false,
     };
     let call = conn.send("POST", &receiver.path, &headers, body);
     match tokio::time::timeout(sending.response_timeout, call).await {
         Ok(Ok(reply)) => (200..300).contains(&reply.status),
         _ => false,
+    }
+}
+
+/// A fresh connection to `receiver`: plain, or TLS with its certificate
+/// verified.
+async fn open(receiver: &Receiver, connector: &TlsConnector) -> Result<Conn, tls::OpenError> {
+    match &receiver.tls {
+        None => Conn::open(&receiver.authority)
+            .await
+            .map_err(tls::OpenError::Connect),
+        Some(name) => tls::open(connector, &receiver.authority, name.clone(), &receiver.host).await,
     }
 }
 
