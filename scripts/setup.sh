@@ -5,12 +5,16 @@
 #
 #   scripts/setup.sh            toolchain + npm dependencies
 #   scripts/setup.sh browser    … + Chromium and chromedriver
+#   scripts/setup.sh firefox    … + Firefox ESR and geckodriver (the second engine)
 #   scripts/setup.sh postgres   … + PostgreSQL server binaries
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Must equal the `=` pin of wasm-bindgen in wasm/Cargo.toml.
 WASM_BINDGEN_VERSION=0.2.130
+# geckodriver compiles from crates.io (~3 min once on 2 cores): the test
+# machines reach no download site but the registries.
+GECKODRIVER_VERSION=0.37.1
 
 say() { printf 'setup: %s\n' "$*" >&2; }
 
@@ -57,6 +61,24 @@ need_browser() {
   fi
 }
 
+need_firefox() {
+  local firefox="${FIREFOX_BIN:-/usr/bin/firefox-esr}"
+  if [ ! -x "$firefox" ]; then
+    if command -v apt-get >/dev/null && as_root true 2>/dev/null; then
+      say "installing Firefox ESR with apt"
+      as_root apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq firefox-esr >/dev/null
+    else
+      say "Firefox is needed for the second-engine browser tests: install firefox-esr, or set FIREFOX_BIN."
+      exit 1
+    fi
+  fi
+  if [ "$(geckodriver --version 2>/dev/null | awk 'NR==1{print $2}')" != "$GECKODRIVER_VERSION" ]; then
+    say "installing geckodriver $GECKODRIVER_VERSION (a few minutes, once)"
+    cargo install geckodriver --version "$GECKODRIVER_VERSION" --locked --force
+  fi
+}
+
 need_postgres() {
   if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null; then return; fi
   if command -v apt-get >/dev/null && as_root true 2>/dev/null; then
@@ -74,6 +96,7 @@ need_npm
 for extra in "$@"; do
   case "$extra" in
     browser) need_browser ;;
+    firefox) need_firefox ;;
     postgres) need_postgres ;;
     *) say "unknown extra: $extra"; exit 2 ;;
   esac

@@ -8,12 +8,15 @@ cd "$(dirname "$0")/.."
 step() { printf '\n== %s\n' "$*"; }
 
 step "setup (installs only what is missing)"
-bash scripts/setup.sh browser postgres
+bash scripts/setup.sh browser firefox postgres
 # The PostgreSQL tests start their own throwaway server (scripts/pg.sh);
 # here they must run, not skip.
 export TASKWIRE_PG_REQUIRED=1
 export CHROME_BIN="${CHROME_BIN:-/usr/bin/chromium}"
 export CHROMEDRIVER="${CHROMEDRIVER:-/usr/bin/chromedriver}"
+export FIREFOX_BIN="${FIREFOX_BIN:-/usr/bin/firefox-esr}"
+# Likewise both browser engines must run.
+export TASKWIRE_BROWSERS_REQUIRED=1
 
 step "rust: format"
 cargo fmt --all -- --check
@@ -34,7 +37,7 @@ npx tsc -p tests/js
 step "reference server: build (the client and conformance tests run against it)"
 cargo build --locked -p taskwire-server
 
-step "npm package: vectors, API, bad input, packed tarball, client (Node + Vite + Chromium)"
+step "npm package: vectors, API, bad input, packed tarball, client (Node + Vite + Chromium + Firefox)"
 node --test tests/js/
 
 step "conformance: the suite's own helpers, then the reference server"
@@ -57,9 +60,10 @@ step "node backend (examples/node-backend): its tests, then the conformance suit
 node --test examples/node-backend/
 node tests/conformance/local.mjs --server "node examples/node-backend/server.mjs" --cors-origin http://127.0.0.1:5173
 
-step "wasm bindings: wasm-pack test --node and --headless --chrome"
+step "wasm bindings: wasm-pack test --node, --headless --chrome and --headless --firefox"
 wasm-pack test --node wasm
 WASM_BINDGEN_USE_BROWSER=1 wasm-pack test --headless --chrome wasm
+WASM_BINDGEN_USE_BROWSER=1 wasm-pack test --headless --firefox wasm
 
 echo
 echo "all checks passed"

@@ -1,6 +1,10 @@
-// taskwire/client in real Chromium, in a window and in a module Web
-// Worker (no `window` there), against the real server across origins
-// (CORS): each follows the seed's timeline to `succeeded`.
+// taskwire/client in real browsers, Chromium and Firefox (tests/js/
+// engines.mjs), in a window and in a module Web Worker (no `window`
+// there), against the real server across origins (CORS), through a real
+// outage: a TCP proxy between the page and the server resets every
+// connection (a held long-poll or SSE stream dies unanswered) and refuses
+// new ones for a while. Each watch must reconnect, resume and follow the
+// seed's timeline to `succeeded` with versions that only rise.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
@@ -8,24 +12,29 @@ import { existsSync, readFileSync } from "node:fs";
 import { join, dirname, extname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startServer, freePort } from "./server.mjs";
+import { ENGINES, launch } from "./engines.mjs";
+import { startProxy } from "../e2e/proxy.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
-const chromium = process.env.CHROME_BIN ?? "/usr/bin/chromium";
 
 const PAGE = `<!doctype html><meta charset="utf-8"><script type="module">
   import init, { TaskClient } from "/pkg/index.js";
-  window.follow = async (baseUrl, headers, taskId) => {
+  window.follow = async ({ baseUrl, headers, taskId }) => {
     await init();
     const seen = [];
-    const watch = new TaskClient({ baseUrl, headers }).watch(taskId, { onUpdate: (u) => seen.push(u.task.version) });
+    const states = [];
+    const watch = new TaskClient({ baseUrl, headers, backoff: { initialMs: 100, maxMs: 400 } }).watch(taskId, {
+      onUpdate: (u) => seen.push(u.task.version),
+      onStatus: (s) => states.push(s.state),
+    });
     const task = await watch.done;
-    return { versions: seen, state: task.state, hasWindow: typeof window !== "undefined" };
+    return { versions: seen, states, state: task.state, hasWindow: typeof window !== "undefined" };
   };
-  window.followInWorker = (baseUrl, headers, taskId) => new Promise((resolve, reject) => {
+  window.followInWorker = (options) => new Promise((resolve, reject) => {
     const worker = new Worker("/worker.js", { type: "module" });
     worker.onmessage = (e) => resolve(e.data);
     worker.onerror = (e) => reject(new Error(e.message));
-    worker.postMessage({ baseUrl, headers, taskId });
+    worker.postMessage(options);
   });
 </script>`;
 
@@ -33,18 +42,21 @@ const WORKER = `import init, { TaskClient } from "/pkg/index.js";
 self.onmessage = async ({ data: { baseUrl, headers, taskId } }) => {
   await init();
   const seen = [];
-  const watch = new TaskClient({ baseUrl, headers, transport: "sse" }).watch(taskId, { onUpdate: (u) => seen.push(u.task.version) });
+  const states = [];
+  const client = new TaskClient({ baseUrl, headers, transport: "sse", backoff: { initialMs: 100, maxMs: 400 } });
+  const watch = client.watch(taskId, { onUpdate: (u) => seen.push(u.task.version), onStatus: (s) => states.push(s.state) });
   const task = await watch.done;
-  self.postMessage({ versions: seen, state: task.state, hasWindow: typeof window !== "undefined" });
+  self.postMessage({ versions: seen, states, state: task.state, hasWindow: typeof window !== "undefined" });
 };`;
 
-let api, statics, browser, origin;
+let api, statics, proxy, origin;
+const browsers = new Map();
 
 before(async () => {
-  if (!existsSync(chromium)) return;
   const port = await freePort();
   origin = `http://127.0.0.1:${port}`;
   api = await startServer(["--cors-origin", origin]);
+  proxy = await startProxy(Number(new URL(api.baseUrl).port));
   const types = { ".js": "text/javascript", ".wasm": "application/wasm" };
   statics = createServer((req, res) => {
     const url = req.url.split("?")[0];
@@ -55,20 +67,20 @@ before(async () => {
     res.writeHead(200, { "content-type": types[extname(file)] ?? "application/octet-stream" }).end(readFileSync(file));
   });
   await new Promise((r) => statics.listen(port, "127.0.0.1", r));
-  const { chromium: pw } = await import("playwright-core");
-  browser = await pw.launch({
-    executablePath: chromium,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"],
-  });
+  for (const engine of ENGINES) browsers.set(engine.name, await launch(engine));
 });
 
 after(async () => {
-  await browser?.close();
+  for (const browser of browsers.values()) await browser?.close();
   statics?.close();
+  await proxy?.close();
   await api?.stop();
 });
 
-async function drive(taskId) {
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** Posts the seed's timeline; `during(i)` runs before event `i`. */
+async function drive(taskId, during) {
   const t = Date.now();
   const events = [
     { type: "start", atMs: t + 1200, worker: "w" },
@@ -78,7 +90,8 @@ async function drive(taskId) {
     { type: "succeed", atMs: t + 24300, resultRef: "r", resultHash: "sha256:ab12" },
   ];
   for (const [i, e] of events.entries()) {
-    await new Promise((r) => setTimeout(r, 60));
+    await during(i);
+    await sleep(60);
     await api.callback(taskId, e, `${taskId}-${i}`);
   }
 }
@@ -92,23 +105,38 @@ async function newTaskId() {
   return (await r.json()).id;
 }
 
-for (const where of ["window", "worker"]) {
-  test(`follows a task to the end in a ${where}`, async (t) => {
-    if (!browser) return t.skip(`no Chromium at ${chromium}`);
-    const page = await browser.newPage();
-    const errors = [];
-    page.on("pageerror", (e) => errors.push(e.message));
-    await page.goto(origin + "/");
-    const taskId = await newTaskId();
-    const fn = where === "window" ? "follow" : "followInWorker";
-    const result = page.evaluate(([f, base, headers, id]) => window[f](base, headers, id), [fn, api.baseUrl, api.headers, taskId]);
-    await drive(taskId);
-    const { versions, state, hasWindow } = await result;
-    assert.equal(state, "succeeded");
-    assert.equal(hasWindow, where === "window");
-    assert.equal(versions.at(-1), 5);
-    assert.deepEqual(versions, [...versions].sort((a, b) => a - b), "versions only rise");
-    assert.deepEqual(errors, []);
-    await page.close();
-  });
+for (const engine of ENGINES) {
+  for (const where of ["window", "worker"]) {
+    test(`${engine.name}: follows a task to the end in a ${where}, through an outage`, async (t) => {
+      const browser = browsers.get(engine.name);
+      if (!browser) return t.skip(`no ${engine.name} at ${engine.binary}`);
+      const page = await browser.newPage();
+      await page.goto(origin + "/");
+      const taskId = await newTaskId();
+      const fn = where === "window" ? "follow" : "followInWorker";
+      const options = { baseUrl: `http://127.0.0.1:${proxy.port}`, headers: api.headers, taskId };
+      const result = page.evaluate(([f, o]) => window[f](o), [fn, options]);
+      await drive(taskId, async (i) => {
+        if (i === 2) {
+          // v2 is shown; its next request is held. Cut: v3 and v4 happen
+          // while the page cannot reach the server.
+          await sleep(300);
+          proxy.cut();
+        }
+        if (i === 4) {
+          await sleep(800);
+          proxy.restore();
+        }
+      });
+      const { versions, states, state, hasWindow } = await result;
+      assert.equal(state, "succeeded");
+      assert.equal(hasWindow, where === "window");
+      assert.equal(versions.at(-1), 5);
+      assert.deepEqual(versions, [...versions].sort((a, b) => a - b), "versions only rise");
+      assert.ok(states.includes("reconnecting"), `the outage was noticed: ${states.join(",")}`);
+      assert.equal(states.at(-1), "closed", states.join(","));
+      assert.deepEqual(page.errors, []);
+      await page.close();
+    });
+  }
 }
