@@ -3,7 +3,8 @@
 # and does nothing when it is already there. Called by `npm test`,
 # `npm run build` and `npm run demo`; safe to run by hand.
 #
-#   scripts/setup.sh            toolchain + npm dependencies
+#   scripts/setup.sh            toolchain + npm dependencies (what the demo needs)
+#   scripts/setup.sh wasm-pack  … + wasm-pack (only `wasm-pack test` uses it)
 #   scripts/setup.sh browser    … + Chromium and chromedriver
 #   scripts/setup.sh firefox    … + Firefox ESR and geckodriver (the second engine)
 #   scripts/setup.sh postgres   … + PostgreSQL server binaries
@@ -29,6 +30,11 @@ need_rust() {
     say "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION (a few minutes, once)"
     cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --force
   fi
+}
+
+# Only the tests run `wasm-pack test`: the demo and the build never wait
+# for it to compile.
+need_wasm_pack() {
   if ! command -v wasm-pack >/dev/null; then
     say "installing wasm-pack (a few minutes, once)"
     cargo install wasm-pack
@@ -95,6 +101,7 @@ need_rust
 need_npm
 for extra in "$@"; do
   case "$extra" in
+    wasm-pack) need_wasm_pack ;;
     browser) need_browser ;;
     firefox) need_firefox ;;
     postgres) need_postgres ;;

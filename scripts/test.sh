@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 step() { printf '\n== %s\n' "$*"; }
 
 step "setup (installs only what is missing)"
-bash scripts/setup.sh browser firefox postgres
+bash scripts/setup.sh wasm-pack browser firefox postgres
 # The PostgreSQL tests start their own throwaway server (scripts/pg.sh);
 # here they must run, not skip.
 export TASKWIRE_PG_REQUIRED=1
