@@ -48,6 +48,10 @@ CREATE TABLE IF NOT EXISTS tasks (
 CREATE INDEX IF NOT EXISTS tasks_due ON tasks (expires_at_ms) WHERE live = 1;
 CREATE INDEX IF NOT EXISTS tasks_lifecycle_due ON tasks (due_at_ms)
     WHERE live = 1 AND due_at_ms IS NOT NULL;
+-- Each tenant's open tasks, for the `max-open-tasks` quota (quotas/):
+-- only live rows, so it is as small as the open tasks. No schema version
+-- of its own: a server that does not know it keeps it up to date anyway.
+CREATE INDEX IF NOT EXISTS tasks_open ON tasks (tenant) WHERE live = 1;
 CREATE TABLE IF NOT EXISTS history (
     task_id TEXT NOT NULL,
     version INTEGER NOT NULL,
