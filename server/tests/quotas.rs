@@ -58,6 +58,28 @@ async fn the_open_task_count_survives_a_restart() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_from_before_the_quota_counts_its_open_tasks() {
+    let mut h = harness(|_| {}).await;
+    for _ in 0..2 {
+        assert_eq!(create_plain(&h, "demo").await.status, 201);
+    }
+    end(&h, &id_of(&create_plain(&h, "demo").await)).await;
+    h.server.take().unwrap().stop().await;
+    // What a file written before the count existed looks like.
+    let db = rusqlite::Connection::open(h.dir.path().join("taskwire.sqlite3")).unwrap();
+    db.execute_batch(
+        "DROP TRIGGER open_tasks_insert; DROP TRIGGER open_tasks_update;
+         DROP TRIGGER open_tasks_delete; DROP TABLE open_tasks;",
+    )
+    .unwrap();
+    drop(db);
+    h.config.quotas.max_open_tasks = Some(3);
+    h.restart().await;
+    assert_eq!(create_plain(&h, "demo").await.status, 201);
+    assert_eq!(create_plain(&h, "demo").await.status, 429, "2 + 1 open");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_creates_never_pass_the_open_task_quota() {
     let h = harness(|c| c.quotas.max_open_tasks = Some(5)).await;
     let mut racing = Vec::new();

@@ -89,21 +89,19 @@ pub(super) fn replay(
 }
 
 /// Refuses a create when `tenant` already has `max` open (non-terminal)
-/// tasks. Counted on the writer's transaction, so creates earlier in the
-/// same batch count; the partial index `tasks_open` holds only live rows,
-/// and the count stops at `max`, so it costs O(min(open, max)) index
-/// entries of this tenant whatever the others hold.
+/// tasks. Read on the writer's transaction, so creates earlier in the same
+/// batch count; one row of `open_tasks` (kept by triggers on `tasks`, see
+/// `sqlite_schema.rs`), whatever the tenant holds.
 pub(super) fn check_open_tasks(
     conn: &Connection,
     tenant: &str,
     max: u64,
 ) -> Result<(), StoreError> {
-    let open: i64 = conn
-        .prepare_cached(
-            "SELECT count(*) FROM (SELECT 1 FROM tasks WHERE tenant = ?1 AND live = 1 LIMIT ?2)",
-        )?
-        .query_row(params![tenant, to_i64(max)], |r| r.get(0))?;
-    if u64::try_from(open).unwrap_or(0) >= max {
+    let open: Option<i64> = conn
+        .prepare_cached("SELECT open FROM open_tasks WHERE tenant = ?1")?
+        .query_row(params![tenant], |r| r.get(0))
+        .optional()?;
+    if u64::try_from(open.unwrap_or(0)).unwrap_or(0) >= max {
         return Err(StoreError::OpenTaskQuota {
             tenant: tenant.to_string(),
             max,
