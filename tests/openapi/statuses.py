@@ -12,8 +12,8 @@ request here for a status the description does not document.
 
 The server must run with `--body-timeout-ms 300 --max-watchers 4` (408 and
 503 watch-limit), one tenant and one HS256 browser-token key `k1` of it
-(403), and a second tenant (TASKWIRE_QUOTA_TOKEN, the same callback
-secret) with `create-rate=0.01,create-burst=1,max-watches=1` (429):
+(403), and a second tenant (TASKWIRE_QUOTA_TOKEN, callback secret
+TASKWIRE_QUOTA_SECRET) with `create-rate=0.01,create-burst=1,max-watches=1` (429):
 TASKWIRE_BASE_URL, TASKWIRE_TOKEN, TASKWIRE_CALLBACK_SECRET,
 TASKWIRE_BROWSER_KEY (the key, base64), as tests/openapi/run.sh starts it.
 """
@@ -100,11 +100,11 @@ def check_answer(op_id, status, res, documented):
 # ---- the executor and a few tasks ------------------------------------------
 
 
-def callback(task_id, event, callback_id=None, body=None):
+def callback(task_id, event, callback_id=None, body=None, signer=sign):
     raw = body if body is not None else json.dumps({"taskId": task_id, **event}).encode()
     cid = callback_id or f"cb_{uuid.uuid4().hex}"
     ts = str(int(time.time()))
-    headers = {"content-type": "application/json", "webhook-id": cid, "webhook-timestamp": ts, "webhook-signature": sign(cid, ts, raw)}
+    headers = {"content-type": "application/json", "webhook-id": cid, "webhook-timestamp": ts, "webhook-signature": signer(cid, ts, raw)}
     return requests.post(f"{BASE}/v1/tasks/{task_id}/callbacks", data=raw, headers=headers, timeout=10)
 
 
@@ -170,6 +170,13 @@ def watch_limit(path_of):
 
 
 QUOTA_AUTH = {"authorization": f"Bearer {os.environ['TASKWIRE_QUOTA_TOKEN']}"}
+QUOTA_KEY = base64.b64decode(os.environ["TASKWIRE_QUOTA_SECRET"].removeprefix("whsec_"))
+
+
+def quota_sign(callback_id, timestamp, body):
+    """The quota tenant's callbacks are signed with its own secret."""
+    mac = hmac.new(QUOTA_KEY, f"{callback_id}.{timestamp}.".encode() + body, hashlib.sha256)
+    return "v1," + base64.b64encode(mac.digest()).decode()
 
 
 def watch_quota(live, path_of):
@@ -182,7 +189,7 @@ def watch_quota(live, path_of):
         return requests.get(f"{BASE}{path_of(version)}", headers=QUOTA_AUTH, timeout=10)
     finally:
         wake = {"type": "progress", "atMs": 3 + version, "progress": version, "cursor": f"c{version}"}
-        assert callback(live, wake).status_code == 200
+        assert callback(live, wake, signer=quota_sign).status_code == 200
         held.join()
 
 
@@ -222,7 +229,7 @@ def recipes():
     watch_only = bearer(browser_token([running, done], ["watch"]))
     # The quota tenant's one create (its burst): its task, for the watch 429s.
     quota_task = requests.post(f"{BASE}/v1/tasks", json={"ttlMs": 3_600_000, "maxAttempts": 2}, headers=QUOTA_AUTH, timeout=10).json()["id"]
-    assert callback(quota_task, START).status_code == 200
+    assert callback(quota_task, START, signer=quota_sign).status_code == 200
     cb_headers = lambda tid, body: {"webhook-id": "cb_partial", "webhook-timestamp": str(int(time.time())), "webhook-signature": sign("cb_partial", str(int(time.time())), body)}  # noqa: E731
     return {
         "createTask": {
