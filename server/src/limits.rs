@@ -274,6 +274,19 @@ impl Watchers {
         })
     }
 
+    /// Refuses at once (429 `watch-quota`) when `tenant` already holds its
+    /// quota: the watch routes ask before they read the task, so that a
+    /// tenant flooding past its quota costs no store read. [`Self::admit`]
+    /// still decides once the request is found worth holding.
+    pub fn check_quota(&self, tenant: &str) -> Result<(), ApiError> {
+        match self.tenants.get(tenant) {
+            Some(count) if count.own.held.load(Ordering::Acquire) >= count.own.max => {
+                Err(crate::quotas::watch_quota(tenant, count.own.max))
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Watches held now.
     pub fn held(&self) -> usize {
         self.server.held.load(Ordering::Acquire)

@@ -224,6 +224,12 @@ async fn past_its_watch_quota_a_long_poll_or_stream_gets_429_until_one_ends() {
         "2",
         Some("2"),
     );
+    // Refused before the task is read (a flood past the quota costs no
+    // store read): even an unknown task gets the 429.
+    let unknown = h
+        .get("demo", "/v1/tasks/no-such-task/resume?cursor=0&waitMs=1000")
+        .await;
+    assert_quota(&unknown, "watch-quota", "max-watches", "2", Some("2"));
     // An answer that is not held is no watch: still served.
     assert_eq!(
         h.get("demo", &format!("/v1/tasks/{task}/resume?cursor=0"))
