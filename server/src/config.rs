@@ -233,6 +233,10 @@ pub struct Config {
     #[command(flatten)]
     pub browser_tokens: crate::auth::flags::BrowserTokenFlags,
 
+    /// Per-tenant quotas (`--tenant-*`, see src/quotas/flags.rs).
+    #[command(flatten)]
+    pub quotas: crate::quotas::QuotaFlags,
+
     /// Most held long-polls and SSE streams at once (all tenants); past it
     /// a new one gets 503 `watch-limit` with Retry-After. Default: three
     /// quarters of the connection limit, so the rest stays free for

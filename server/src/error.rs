@@ -209,6 +209,9 @@ impl From<StoreError> for ApiError {
                     quoted(&id)
                 ),
             ),
+            StoreError::OpenTaskQuota { tenant, max } => {
+                crate::quotas::open_task_quota(&tenant, max)
+            }
             StoreError::Overloaded => ApiError::overloaded("store: too many writes queued"),
             StoreError::Unavailable(message) => ApiError::storage_unavailable(message),
             StoreError::Corrupt(message) | StoreError::Internal(message) => {

@@ -12,6 +12,8 @@
 //!   instances' commits.
 //! - [`routes`]: the HTTP API; [`auth`] (tenant and browser tokens),
 //!   [`signature`] and [`keyring`] guard it.
+//! - [`quotas`]: per-tenant limits on creates, held watches and open
+//!   tasks (429 past them).
 //! - [`serve`]: the HTTP/1 connection loop, keeping [`limits`] (timeouts,
 //!   connection and held-watch caps).
 //! - [`sweeper`]: expires tasks at their TTL.
@@ -32,6 +34,7 @@ pub mod hub;
 pub mod keyring;
 pub mod limits;
 pub mod notify;
+pub mod quotas;
 pub mod routes;
 pub mod serve;
 pub mod signature;
@@ -89,6 +92,8 @@ pub struct Inner {
     pub limits: Limits,
     /// Held long-polls and SSE streams, counted against their cap.
     pub watchers: Arc<Watchers>,
+    /// Per-tenant limits (`--tenant-*`).
+    pub quotas: quotas::Quotas,
 }
 
 /// Shared application state.
@@ -139,6 +144,7 @@ pub async fn start(config: Config) -> Result<Server, String> {
         true => None,
     };
     let limits = Limits::resolve(&config);
+    let quotas = quotas::Quotas::new(config.quotas.resolve(tokens.values().map(String::as_str))?);
     let hub = Hub::new(config.retention);
     let store = store::open(&config, Arc::clone(&hub)).await?;
     let listener = serve::bind(&config.listen)
@@ -161,8 +167,9 @@ pub async fn start(config: Config) -> Result<Server, String> {
         demo: Arc::default(),
         config: config.clone(),
         addr,
-        watchers: Watchers::new(limits.max_watchers),
+        watchers: Watchers::with_quotas(limits.max_watchers, quotas.max_watches()),
         limits,
+        quotas,
     });
     let mut background = vec![tokio::spawn(sweeper::run(
         Arc::clone(&state),

@@ -30,15 +30,21 @@ export TASKWIRE_BASE_URL="http://127.0.0.1:$port"
 export TASKWIRE_TOKEN="tok_$("$py" -c 'import secrets; print(secrets.token_hex(16))')"
 export TASKWIRE_CALLBACK_SECRET="whsec_$("$py" -c 'import base64, secrets; print(base64.b64encode(secrets.token_bytes(32)).decode())')"
 export TASKWIRE_SEED="$seed"
+# A second tenant with small quotas (429s, statuses.py): one create, then
+# one per 100 s, and one held watch. Fuzzing uses the first tenant only.
+export TASKWIRE_QUOTA_TOKEN="tok_$("$py" -c 'import secrets; print(secrets.token_hex(16))')"
+export TASKWIRE_QUOTA_SECRET="whsec_$("$py" -c 'import base64, secrets; print(base64.b64encode(secrets.token_bytes(32)).decode())')"
 # A browser-token key of the tenant (HS256, 32 random bytes): statuses.py
 # mints tokens with it, as an application's backend would (403s).
 export TASKWIRE_BROWSER_KEY="$("$py" -c 'import base64, secrets; print(base64.b64encode(secrets.token_bytes(32)).decode())')"
 
 # --body-timeout-ms and --max-watchers make 408 and 503 watch-limit
 # producible on demand (statuses.py); fuzzing sends whole bodies and holds
-# at most one watch at a time.
+# at most one watch at a time. tenant-q's quotas make the 429s producible.
 mkdir "$dir/data"
 "$server" --listen "127.0.0.1:$port" --data "$dir/data" --token "$TASKWIRE_TOKEN=tenant-a" \
+  --token "$TASKWIRE_QUOTA_TOKEN=tenant-q" --callback-secret "tenant-q=$TASKWIRE_QUOTA_SECRET" \
+  --tenant-quota "tenant-q:create-rate=0.01,create-burst=1,max-watches=1" \
   --callback-secret "tenant-a=$TASKWIRE_CALLBACK_SECRET" --body-timeout-ms 300 --max-watchers 4 \
   --browser-token-key "tenant-a:k1=HS256:$TASKWIRE_BROWSER_KEY" \
   >"$dir/server.log" 2>&1 &

@@ -12,7 +12,9 @@ request here for a status the description does not document.
 
 The server must run with `--body-timeout-ms 300 --max-watchers 4` (408 and
 503 watch-limit), one tenant and one HS256 browser-token key `k1` of it
-(403): TASKWIRE_BASE_URL, TASKWIRE_TOKEN, TASKWIRE_CALLBACK_SECRET,
+(403), and a second tenant (TASKWIRE_QUOTA_TOKEN, callback secret
+TASKWIRE_QUOTA_SECRET) with `create-rate=0.01,create-burst=1,max-watches=1` (429):
+TASKWIRE_BASE_URL, TASKWIRE_TOKEN, TASKWIRE_CALLBACK_SECRET,
 TASKWIRE_BROWSER_KEY (the key, base64), as tests/openapi/run.sh starts it.
 """
 
@@ -98,11 +100,11 @@ def check_answer(op_id, status, res, documented):
 # ---- the executor and a few tasks ------------------------------------------
 
 
-def callback(task_id, event, callback_id=None, body=None):
+def callback(task_id, event, callback_id=None, body=None, signer=sign):
     raw = body if body is not None else json.dumps({"taskId": task_id, **event}).encode()
     cid = callback_id or f"cb_{uuid.uuid4().hex}"
     ts = str(int(time.time()))
-    headers = {"content-type": "application/json", "webhook-id": cid, "webhook-timestamp": ts, "webhook-signature": sign(cid, ts, raw)}
+    headers = {"content-type": "application/json", "webhook-id": cid, "webhook-timestamp": ts, "webhook-signature": signer(cid, ts, raw)}
     return requests.post(f"{BASE}/v1/tasks/{task_id}/callbacks", data=raw, headers=headers, timeout=10)
 
 
@@ -167,6 +169,30 @@ def watch_limit(path_of):
             t.join()
 
 
+QUOTA_AUTH = {"authorization": f"Bearer {os.environ['TASKWIRE_QUOTA_TOKEN']}"}
+QUOTA_KEY = base64.b64decode(os.environ["TASKWIRE_QUOTA_SECRET"].removeprefix("whsec_"))
+
+
+def quota_sign(callback_id, timestamp, body):
+    """The quota tenant's callbacks are signed with its own secret."""
+    mac = hmac.new(QUOTA_KEY, f"{callback_id}.{timestamp}.".encode() + body, hashlib.sha256)
+    return "v1," + base64.b64encode(mac.digest()).decode()
+
+
+def watch_quota(live, path_of):
+    """Holds the quota tenant's one watch on its task `live`, then asks once more: 429."""
+    version = requests.get(f"{BASE}/v1/tasks/{live}", headers=QUOTA_AUTH, timeout=10).json()["version"]
+    held = threading.Thread(target=requests.get, args=(f"{BASE}/v1/tasks/{live}/resume?cursor={version}&waitMs=10000",), kwargs={"headers": QUOTA_AUTH, "timeout": 15})
+    held.start()
+    time.sleep(0.5)
+    try:
+        return requests.get(f"{BASE}{path_of(version)}", headers=QUOTA_AUTH, timeout=10)
+    finally:
+        wake = {"type": "progress", "atMs": 3 + version, "progress": version, "cursor": f"c{version}"}
+        assert callback(live, wake, signer=quota_sign).status_code == 200
+        held.join()
+
+
 def browser_token(tasks, rights):
     """A browser token for `tasks` with `rights`, minted as an application's
     backend would (PROTOCOL.md §Credentials): HS256 with key `k1`."""
@@ -201,6 +227,9 @@ def recipes():
     bearer = lambda token: {"authorization": f"Bearer {token}"}  # noqa: E731
     no_watch = bearer(browser_token([running, done], ["cancel"]))
     watch_only = bearer(browser_token([running, done], ["watch"]))
+    # The quota tenant's one create (its burst): its task, for the watch 429s.
+    quota_task = requests.post(f"{BASE}/v1/tasks", json={"ttlMs": 3_600_000, "maxAttempts": 2}, headers=QUOTA_AUTH, timeout=10).json()["id"]
+    assert callback(quota_task, START, signer=quota_sign).status_code == 200
     cb_headers = lambda tid, body: {"webhook-id": "cb_partial", "webhook-timestamp": str(int(time.time())), "webhook-signature": sign("cb_partial", str(int(time.time())), body)}  # noqa: E731
     return {
         "createTask": {
@@ -212,6 +241,7 @@ def recipes():
             "408": lambda: raw_partial("/v1/tasks", AUTH),
             "413": lambda: post("/v1/tasks", data=big, headers={"content-type": "application/json"}),
             "422": lambda: create({"ttlMs": 60_000, "maxAttempts": 2}, key),
+            "429": lambda: requests.post(f"{BASE}/v1/tasks", json={"ttlMs": 60_000, "maxAttempts": 1}, headers=QUOTA_AUTH, timeout=10),
         },
         "getTask": {
             "200": lambda: get(f"/v1/tasks/{running}"),
@@ -227,6 +257,7 @@ def recipes():
             "403": lambda: get(f"/v1/tasks/{running}/resume?cursor=0", headers=no_watch),
             "404": lambda: get("/v1/tasks/no-such-task/resume?cursor=0"),
             "503": lambda: watch_limit(lambda live: f"/v1/tasks/{live}/resume?cursor=1&waitMs=5000"),
+            "429": lambda: watch_quota(quota_task, lambda v: f"/v1/tasks/{quota_task}/resume?cursor={v}&waitMs=5000"),
         },
         "streamTaskEvents": {
             "200": lambda: get(f"/v1/tasks/{done}/events?cursor=0"),
@@ -236,6 +267,7 @@ def recipes():
             "403": lambda: get(f"/v1/tasks/{running}/events", headers=no_watch),
             "404": lambda: get("/v1/tasks/no-such-task/events"),
             "503": lambda: watch_limit(lambda live: f"/v1/tasks/{live}/events?cursor=1"),
+            "429": lambda: watch_quota(quota_task, lambda v: f"/v1/tasks/{quota_task}/events?cursor={v}"),
         },
         "executorCallback": {
             "200": lambda: callback(running, {"type": "progress", "atMs": 4, "progress": 20, "cursor": "c"}),

@@ -13,6 +13,9 @@
 //!   and per table (`fill.rs`).
 //! - `soak`: steady churn of tasks, callbacks, long-polls and SSE streams
 //!   for M minutes, the server's RSS once a minute (`soak.rs`).
+//! - `quota`: tenant A floods creates and long-polls past its quotas
+//!   while tenant B runs a steady load; B's latencies with and without
+//!   the flood (`quota.rs`).
 //!
 //! Several instances (PostgreSQL): `--addr A,B` spreads `callbacks`'
 //! connections over the addresses, and `fanout` holds its watchers on the
@@ -37,6 +40,8 @@ mod slow_body;
 // binary.
 #[path = "taskwire-load/fill.rs"]
 mod fill;
+#[path = "taskwire-load/quota.rs"]
+mod quota;
 #[path = "taskwire-load/soak.rs"]
 mod soak;
 
@@ -114,6 +119,9 @@ enum Scenario {
     },
     /// Steady churn for M minutes; the server's RSS once a minute.
     Soak(soak::SoakArgs),
+    /// Tenant A floods past its quotas; tenant B's latencies with and
+    /// without the flood.
+    Quota(quota::QuotaArgs),
 }
 
 type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
@@ -151,6 +159,7 @@ async fn main() -> Res<()> {
         }
         Scenario::Fill { tasks, conns, db } => fill::fill(ctx, tasks, conns, db).await,
         Scenario::Soak(args) => soak::soak(ctx, args).await,
+        Scenario::Quota(args) => quota::quota(ctx, args).await,
     }
 }
 

@@ -63,6 +63,8 @@ pub async fn events(
         }
         None => query_cursor.unwrap_or(0),
     };
+    // A tenant at its watch quota is refused before the read.
+    state.watchers.check_quota(&tenant)?;
     // Subscribed before the read, so a commit in between still wakes it.
     let sub = state.hub.subscribe(&id, &tenant);
     let first = state

@@ -73,6 +73,10 @@ pub fn resume(
         .map(|()| credential.into_tenant());
     async move {
         let tenant = tenant?;
+        if wait_ms > 0 {
+            // A tenant at its watch quota is refused before the read.
+            state.watchers.check_quota(&tenant)?;
+        }
         let mut sub = state.hub.subscribe(&id, &tenant);
         let answer = state
             .store

@@ -98,6 +98,11 @@ pub async fn create(
         })
         .to_string(),
     });
+    // The create rate, judged in memory before anything reaches the store.
+    let token = match state.quotas.take_create(&tenant) {
+        Ok(token) => token,
+        Err(limited) => return replay_or(&state, tenant, idempotency, limited).await,
+    };
     let (record, created) = create_for(
         &state,
         tenant,
@@ -112,12 +117,41 @@ pub async fn create(
         exact.input,
     )
     .await?;
+    // Only a create that made a task spends the token; dropped, it goes
+    // back (a replay, or any error above).
+    if created {
+        token.spend();
+    }
+    Ok(created_answer(record, created))
+}
+
+/// 201 with the new task, or 200 with the one an earlier create under the
+/// same key made.
+fn created_answer(record: TaskRecord, created: bool) -> Response {
     let status = if created {
         StatusCode::CREATED
     } else {
         StatusCode::OK
     };
-    Ok(json_text(status, record.to_json()))
+    json_text(status, record.to_json())
+}
+
+/// A create past the tenant's rate: an idempotent replay of a task that
+/// exists is still answered as before (read back, never queued for the
+/// writer, no token spent); anything else gets the 429.
+async fn replay_or(
+    state: &AppState,
+    tenant: String,
+    idempotency: Option<Idempotency>,
+    limited: ApiError,
+) -> Result<Response, ApiError> {
+    let Some(idem) = idempotency else {
+        return Err(limited);
+    };
+    match state.store.replay(tenant, idem).await? {
+        Some(replay) => Ok(created_answer(replay.record, replay.created)),
+        None => Err(limited),
+    }
 }
 
 /// What the create body says exactly: `input` as sent, and the request
@@ -198,9 +232,11 @@ pub async fn create_for(
         ..CreateTask::new(new_task_id()?, now_ms(), ttl_ms, max_attempts)
     })
     .map_err(|e| ApiError::invalid(format!("body.{}", e.message)))?;
+    let open_task_limit = state.quotas.max_open_tasks(&tenant);
     let created = state
         .store
         .create(NewTask {
+            open_task_limit,
             tenant,
             view: task.view().clone(),
             kind,

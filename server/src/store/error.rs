@@ -14,6 +14,14 @@ pub enum StoreError {
     IdempotencyKeyReused(String),
     /// The callback id is remembered on another task of the tenant.
     CallbackIdReused(String),
+    /// The tenant already has `max` open tasks, its `max-open-tasks`
+    /// quota (429 `open-task-quota`); nothing was written.
+    OpenTaskQuota {
+        /// Whose quota.
+        tenant: String,
+        /// The quota.
+        max: u64,
+    },
     /// Too many writes queued: try again shortly (503).
     Overloaded,
     /// The storage cannot serve now, through no fault of the request: disk
@@ -37,6 +45,9 @@ impl std::fmt::Display for StoreError {
             StoreError::IdempotencyKeyReused(key) => write!(f, "idempotency key {key} reused"),
             StoreError::CallbackIdReused(id) => {
                 write!(f, "callback id {id} is remembered on another task")
+            }
+            StoreError::OpenTaskQuota { tenant, max } => {
+                write!(f, "tenant {tenant} already has {max} open tasks")
             }
             StoreError::Overloaded => f.write_str("too many writes queued"),
             StoreError::Unavailable(m) | StoreError::Corrupt(m) | StoreError::Internal(m) => {

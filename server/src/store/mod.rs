@@ -89,6 +89,13 @@ pub trait Store: Send + Sync + 'static {
     /// Creates a task, or replays an idempotent create.
     fn create(&self, task: NewTask) -> StoreFuture<'_, Created>;
 
+    /// The task an earlier create under `idem`'s key made, read without
+    /// the writer (a create refused by the rate quota is still answered
+    /// as a replay): `None` when the key is new, and
+    /// [`StoreError::IdempotencyKeyReused`] when it was sent with another
+    /// body.
+    fn replay(&self, tenant: String, idem: Idempotency) -> StoreFuture<'_, Option<Created>>;
+
     /// The tenant's task.
     fn get(&self, tenant: String, id: String) -> StoreFuture<'_, TaskRecord>;
 

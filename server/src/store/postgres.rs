@@ -75,8 +75,9 @@ use tokio_postgres::NoTls;
 
 use super::postgres_schema;
 use super::{
-    callback_ids, Acted, Action, Callback, CallbackAnswer, Created, NewTask, OutboxEntry,
-    PendingWebhooks, Store, StoreError, StoreFuture, Swept, TaskRecord, WebhookClaim, WriteDone,
+    callback_ids, Acted, Action, Callback, CallbackAnswer, Created, Idempotency, NewTask,
+    OutboxEntry, PendingWebhooks, Store, StoreError, StoreFuture, Swept, TaskRecord, WebhookClaim,
+    WriteDone,
 };
 use crate::hub::Hub;
 use errors::pool_error;
@@ -257,6 +258,10 @@ impl Store for PostgresStore {
     fn create(&self, task: NewTask) -> StoreFuture<'_, Created> {
         let done = self.write(Op::Create(task));
         Box::pin(async move { done.await?.created() })
+    }
+
+    fn replay(&self, tenant: String, idem: Idempotency) -> StoreFuture<'_, Option<Created>> {
+        Box::pin(read::replay(self, tenant, idem))
     }
 
     fn get(&self, tenant: String, id: String) -> StoreFuture<'_, TaskRecord> {

@@ -47,6 +47,11 @@ CREATE TABLE IF NOT EXISTS tasks (
 CREATE INDEX IF NOT EXISTS tasks_due ON tasks (expires_at_ms) WHERE live;
 CREATE INDEX IF NOT EXISTS tasks_lifecycle_due ON tasks (due_at_ms)
     WHERE live AND due_at_ms IS NOT NULL;
+-- Each tenant's open tasks, for the `max-open-tasks` quota (quotas/):
+-- only live rows. No schema version of its own: an older server keeps it
+-- up to date anyway. Built at the first start of this version, which
+-- holds the table's writes for as long as that takes on a large table.
+CREATE INDEX IF NOT EXISTS tasks_open ON tasks (tenant) WHERE live;
 CREATE TABLE IF NOT EXISTS history (
     task_id text NOT NULL,
     version bigint NOT NULL,

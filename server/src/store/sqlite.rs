@@ -44,11 +44,11 @@ use super::rows::to_i64;
 use super::sqlite_schema;
 use super::sweep::{LIFECYCLE, TTL};
 use super::{
-    Acted, Action, Callback, CallbackAnswer, Created, NewTask, OutboxEntry, PendingWebhooks, Store,
-    StoreError, StoreFuture, Swept, TaskRecord, WebhookClaim, WriteDone,
+    Acted, Action, Callback, CallbackAnswer, Created, Idempotency, NewTask, OutboxEntry,
+    PendingWebhooks, Store, StoreError, StoreFuture, Swept, TaskRecord, WebhookClaim, WriteDone,
 };
 use crate::hub::Hub;
-use read::{history_after, load_own_task, Readers};
+use read::{history_after, load_own_task, replay, Readers};
 use writer::{writer, Job, Op};
 
 /// Writes queued beyond this answer 503 instead of growing memory.
@@ -156,6 +156,10 @@ impl Store for SqliteStore {
     fn create(&self, task: NewTask) -> StoreFuture<'_, Created> {
         let done = self.write(Op::Create(task));
         Box::pin(async move { done.await?.created() })
+    }
+
+    fn replay(&self, tenant: String, idem: Idempotency) -> StoreFuture<'_, Option<Created>> {
+        self.read(move |conn| replay(conn, &tenant, &idem))
     }
 
     fn get(&self, tenant: String, id: String) -> StoreFuture<'_, TaskRecord> {

@@ -48,6 +48,30 @@ CREATE TABLE IF NOT EXISTS tasks (
 CREATE INDEX IF NOT EXISTS tasks_due ON tasks (expires_at_ms) WHERE live = 1;
 CREATE INDEX IF NOT EXISTS tasks_lifecycle_due ON tasks (due_at_ms)
     WHERE live = 1 AND due_at_ms IS NOT NULL;
+-- Each tenant's open (live) tasks, for the `max-open-tasks` quota
+-- (quotas/): one row read per create instead of a count of the tenant's
+-- tasks. Kept by triggers, so every write path (and a server that does
+-- not know the table) keeps it exact; filled from `tasks` by `prepare`
+-- when it is new. No schema version of its own: nothing older misreads it.
+CREATE TABLE IF NOT EXISTS open_tasks (
+    tenant TEXT PRIMARY KEY,
+    open   INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS open_tasks_insert AFTER INSERT ON tasks WHEN NEW.live = 1
+BEGIN
+    INSERT INTO open_tasks (tenant, open) VALUES (NEW.tenant, 1)
+        ON CONFLICT (tenant) DO UPDATE SET open = open + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS open_tasks_update AFTER UPDATE OF live ON tasks
+    WHEN OLD.live <> NEW.live
+BEGIN
+    INSERT INTO open_tasks (tenant, open) VALUES (NEW.tenant, NEW.live = 1)
+        ON CONFLICT (tenant) DO UPDATE SET open = open + (CASE WHEN NEW.live = 1 THEN 1 ELSE -1 END);
+END;
+CREATE TRIGGER IF NOT EXISTS open_tasks_delete AFTER DELETE ON tasks WHEN OLD.live = 1
+BEGIN
+    UPDATE open_tasks SET open = open - 1 WHERE tenant = OLD.tenant;
+END;
 CREATE TABLE IF NOT EXISTS history (
     task_id TEXT NOT NULL,
     version INTEGER NOT NULL,
@@ -140,7 +164,16 @@ pub fn prepare(conn: &mut Connection, schema: &str, path: &str) -> Result<Prepar
             .map_err(fail)?;
         drop_indexes_of(&tx, "callbacks_v1").map_err(fail)?;
     }
+    let counted = table_exists(&tx, "open_tasks").map_err(fail)?;
     tx.execute_batch(schema).map_err(fail)?;
+    if !counted {
+        // A file from before the table: count what its triggers will keep.
+        tx.execute_batch(
+            "INSERT INTO open_tasks (tenant, open)
+             SELECT tenant, count(*) FROM tasks WHERE live = 1 GROUP BY tenant",
+        )
+        .map_err(fail)?;
+    }
     let mut callbacks_referenced = 0;
     if from == 1 {
         callbacks_referenced = callbacks_1_to_2(&tx).map_err(fail)?;

@@ -60,6 +60,11 @@ pub struct NewTask {
     pub input: Option<RawJson>,
     /// `Idempotency-Key` and the body it was sent with.
     pub idempotency: Option<Idempotency>,
+    /// The tenant's `max-open-tasks` quota, if any: the store refuses the
+    /// create ([`super::StoreError::OpenTaskQuota`]) when the tenant
+    /// already has this many non-terminal tasks, counted in the create's
+    /// own transaction. An idempotent replay is answered before the count.
+    pub open_task_limit: Option<u64>,
 }
 
 /// An `Idempotency-Key` with the request it names, for comparing a

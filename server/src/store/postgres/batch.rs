@@ -47,6 +47,10 @@ pub(super) struct Batch {
     pub(super) prefetched: HashSet<String>,
     /// Prefetched rows that did not parse.
     pub(super) broken: HashMap<String, StoreError>,
+    /// Per tenant with an open-task quota: its live tasks as committed
+    /// when this transaction first counted them (under the tenant's quota
+    /// lock, see `jobs::check_open_tasks`).
+    pub(super) open_tasks: HashMap<String, u64>,
 }
 
 impl Batch {

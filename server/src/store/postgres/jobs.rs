@@ -15,6 +15,9 @@ use crate::store::lifecycle::judge_event;
 use crate::store::rows::corrupt;
 use crate::store::{Acted, Action, CallbackAnswer, Created, NewTask, StoreError, TaskRecord};
 
+/// A create: an idempotent replay is answered first (never refused by a
+/// quota), then the tenant's open-task quota is checked, then the rows are
+/// gathered for the flush. A refusal gathers nothing.
 pub(super) async fn create(tx: &Transaction<'_>, b: &mut Batch, task: &NewTask) -> Sql<Created> {
     if let Some(idem) = &task.idempotency {
         let (key, request) = (&idem.key, &idem.request);
@@ -56,8 +59,17 @@ pub(super) async fn create(tx: &Transaction<'_>, b: &mut Batch, task: &NewTask) 
             }
             Ok(KeyCheck::Create) => {}
         }
+        if let Some(max) = task.open_task_limit {
+            if let Err(e) = check_open_tasks(tx, b, &task.tenant, max).await? {
+                return Ok(Err(e));
+            }
+        }
         b.idempotency
             .insert(ik, (request.clone(), task.view.id.clone()));
+    } else if let Some(max) = task.open_task_limit {
+        if let Err(e) = check_open_tasks(tx, b, &task.tenant, max).await? {
+            return Ok(Err(e));
+        }
     }
     let record = TaskRecord {
         tenant: task.tenant.clone(),
@@ -72,6 +84,53 @@ pub(super) async fn create(tx: &Transaction<'_>, b: &mut Batch, task: &NewTask) 
         record,
         created: true,
     }))
+}
+
+/// The advisory lock of a tenant's open-task count. Every transaction
+/// that creates for a tenant with a quota takes it before any other lock
+/// ([`super::writer`]'s `run_batch`), so creates of one tenant on every
+/// writer and instance take turns counting, and no lock order can cycle.
+pub(super) fn open_tasks_lock(tenant: &str) -> i64 {
+    lock_id(&["open-tasks", tenant])
+}
+
+/// Refuses a create when `tenant` already has `max` open tasks: those
+/// committed (counted once per transaction, under [`open_tasks_lock`], so
+/// READ COMMITTED sees every create committed before the lock was
+/// granted; the partial index `tasks_open` and the `LIMIT` keep it to
+/// O(min(open, max))) plus those this batch created and still open. A
+/// task this batch ended still counts until the commit: at worst a create
+/// is refused a batch early, never let past the quota.
+async fn check_open_tasks(tx: &Transaction<'_>, b: &mut Batch, tenant: &str, max: u64) -> Sql<()> {
+    let committed = match b.open_tasks.get(tenant) {
+        Some(n) => *n,
+        None => {
+            let stmt = tx
+                .prepare_cached(
+                    "SELECT count(*) FROM (SELECT 1 FROM tasks WHERE tenant = $1 AND live
+                     LIMIT $2) AS open",
+                )
+                .await?;
+            let limit = i64::try_from(max).unwrap_or(i64::MAX);
+            let n: i64 = tx.query_one(&stmt, &[&tenant, &limit]).await?.try_get(0)?;
+            let n = u64::try_from(n).unwrap_or(0);
+            b.open_tasks.insert(tenant.to_string(), n);
+            n
+        }
+    };
+    let created_here = b
+        .created
+        .iter()
+        .filter_map(|id| b.tasks.get(id))
+        .filter(|r| r.tenant == tenant && !r.view.state.is_terminal())
+        .count() as u64;
+    if committed + created_here >= max {
+        return Ok(Err(StoreError::OpenTaskQuota {
+            tenant: tenant.to_string(),
+            max,
+        }));
+    }
+    Ok(Ok(()))
 }
 
 /// A person's request (`cancel`, `decide`) on the tenant's task: the row

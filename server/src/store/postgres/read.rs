@@ -9,10 +9,10 @@ use tokio_postgres::Row;
 
 use super::writer::Sql;
 use super::{sweep, PostgresStore};
-use crate::store::decide::resume_plan;
+use crate::store::decide::{check_key, replayed, resume_plan, KeyCheck};
 use crate::store::lifecycle::parse_lease;
 use crate::store::rows::{corrupt, history_entry, to_i64};
-use crate::store::{OutboxEntry, RawJson, StoreError, TaskRecord};
+use crate::store::{Created, Idempotency, OutboxEntry, RawJson, StoreError, TaskRecord};
 
 /// The tenant's task ([`crate::store::Store::get`]).
 pub(super) async fn get(
@@ -32,6 +32,36 @@ pub(super) async fn get(
     row.map(|r| record(&r, 0))
         .transpose()?
         .ok_or(StoreError::NotFound(id))
+}
+
+/// The task an earlier create under `idem`'s key made, read in one
+/// statement without the writer ([`crate::store::Store::replay`]).
+pub(super) async fn replay(
+    store: &PostgresStore,
+    tenant: String,
+    idem: Idempotency,
+) -> Result<Option<Created>, StoreError> {
+    let client = store.conn().await?;
+    let stmt = client
+        .prepare_cached(
+            "SELECT i.request, i.task_id, t.tenant, t.view, t.kind, t.input, t.lease
+             FROM idempotency i LEFT JOIN tasks t ON t.id = i.task_id AND t.tenant = i.tenant
+             WHERE i.tenant = $1 AND i.key = $2",
+        )
+        .await?;
+    let row = client.query_opt(&stmt, &[&tenant, &idem.key]).await?;
+    let seen = match &row {
+        Some(r) => Some((r.try_get(0)?, r.try_get(1)?)),
+        None => None,
+    };
+    match (check_key(&idem, seen)?, row) {
+        (KeyCheck::Replay(task_id), Some(r)) => {
+            let found: Option<String> = r.try_get(2)?;
+            let task = found.map(|_| record(&r, 2)).transpose()?;
+            replayed(&task_id, task).map(Some)
+        }
+        _ => Ok(None),
+    }
 }
 
 /// A resume answer, read in one statement ([`crate::store::Store::resume`]).

@@ -15,7 +15,7 @@ use tokio_postgres::error::SqlState;
 use super::batch::{hub_publish, Batch};
 use super::callback::{callback, prefetch};
 use super::errors::pool_error;
-use super::jobs::{act, create, deliver};
+use super::jobs::{act, create, deliver, open_tasks_lock};
 use crate::hub::Hub;
 use crate::store::{callback_ids, Action, Callback, NewTask, StoreError, WriteDone};
 
@@ -206,6 +206,7 @@ async fn run_batch(pool: &Pool, jobs: &[Job]) -> Result<(Results, Batch), BatchE
         .await
         .map_err(|e| BatchError::Unavailable(pool_error(e)))?;
     let tx = client.transaction().await.map_err(classify)?;
+    lock_open_task_counts(&tx, jobs).await.map_err(classify)?;
     let mut batch = Batch::default();
     let mut results = Vec::with_capacity(jobs.len());
     let mut prefetched = false;
@@ -241,4 +242,33 @@ async fn run_batch(pool: &Pool, jobs: &[Job]) -> Result<(Results, Batch), BatchE
         .await
         .map_err(|e| BatchError::Unknown(e.into()))?;
     Ok((results, batch))
+}
+
+/// Takes the open-task lock of every tenant the batch creates for with a
+/// quota (see `jobs::open_tasks_lock`), sorted, before any other lock.
+/// Batches without such a create take none.
+async fn lock_open_task_counts(
+    tx: &deadpool_postgres::Transaction<'_>,
+    jobs: &[Job],
+) -> Result<(), tokio_postgres::Error> {
+    let mut locks: Vec<i64> = jobs
+        .iter()
+        .filter_map(|job| match &job.op {
+            Op::Create(task) if task.open_task_limit.is_some() => {
+                Some(open_tasks_lock(&task.tenant))
+            }
+            _ => None,
+        })
+        .collect();
+    if locks.is_empty() {
+        return Ok(());
+    }
+    locks.sort_unstable();
+    locks.dedup();
+    // Function scans run in array order: the locks are taken sorted.
+    let stmt = tx
+        .prepare_cached("SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS l(k)")
+        .await?;
+    tx.execute(&stmt, &[&locks]).await?;
+    Ok(())
 }

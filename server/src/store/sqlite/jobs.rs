@@ -7,12 +7,11 @@ use rusqlite::{params, Connection, OptionalExtension};
 use taskwire_core::wire::{from_json, to_json};
 use taskwire_core::{notification_key, Delivery, Receipt};
 
-use super::read::{load_own_task, load_task};
+use super::read::{check_open_tasks, load_own_task, load_task, replay};
 use crate::hub::Change;
 use crate::store::callback_ref::remembered_event;
 use crate::store::decide::{
-    check_key, delivery_input, judge_callback, judge_delivery, receipt_to_store, replayed,
-    CallbackStep, KeyCheck,
+    delivery_input, judge_callback, judge_delivery, receipt_to_store, CallbackStep,
 };
 use crate::store::lifecycle::{due_column, judge_event, lease_column, Judged};
 use crate::store::rows::{corrupt, to_i64};
@@ -21,19 +20,19 @@ use crate::store::{
     TaskRecord,
 };
 
+/// A create: an idempotent replay is answered first (never refused by a
+/// quota), then the tenant's open-task quota is checked, then the rows go
+/// in. A refusal writes nothing.
 pub(super) fn create(tx: &Connection, task: NewTask) -> Result<Created, StoreError> {
     if let Some(idem) = &task.idempotency {
-        let seen: Option<(String, String)> = tx
-            .prepare_cached(
-                "SELECT request, task_id FROM idempotency WHERE tenant = ?1 AND key = ?2",
-            )?
-            .query_row(params![task.tenant, idem.key], |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })
-            .optional()?;
-        if let KeyCheck::Replay(task_id) = check_key(idem, seen)? {
-            return replayed(&task_id, load_own_task(tx, &task.tenant, &task_id)?);
+        if let Some(replay) = replay(tx, &task.tenant, idem)? {
+            return Ok(replay);
         }
+    }
+    if let Some(max) = task.open_task_limit {
+        check_open_tasks(tx, &task.tenant, max)?;
+    }
+    if let Some(idem) = &task.idempotency {
         tx.prepare_cached(
             "INSERT INTO idempotency (tenant, key, request, task_id) VALUES (?1, ?2, ?3, ?4)",
         )?

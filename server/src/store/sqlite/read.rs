@@ -8,9 +8,10 @@ use rusqlite::{params, Connection, OptionalExtension};
 use taskwire_core::wire::from_json;
 use taskwire_core::{HistoryEntry, TaskView};
 
+use crate::store::decide::{check_key, replayed, KeyCheck};
 use crate::store::lifecycle::parse_lease;
 use crate::store::rows::{corrupt, history_entry, to_i64};
-use crate::store::{RawJson, StoreError, TaskRecord};
+use crate::store::{Created, Idempotency, RawJson, StoreError, TaskRecord};
 
 /// `tenant, view, kind, input, lease`.
 type TaskRow = (
@@ -66,6 +67,47 @@ fn task_record((tenant, view, kind, input, lease): TaskRow) -> Result<TaskRecord
         input,
         lease: parse_lease(lease.as_deref())?,
     })
+}
+
+/// The task an earlier create under `idem`'s key made (a replay), `None`
+/// for a new key; on the writer's transaction or a reader's connection.
+pub(super) fn replay(
+    conn: &Connection,
+    tenant: &str,
+    idem: &Idempotency,
+) -> Result<Option<Created>, StoreError> {
+    let seen: Option<(String, String)> = conn
+        .prepare_cached("SELECT request, task_id FROM idempotency WHERE tenant = ?1 AND key = ?2")?
+        .query_row(params![tenant, idem.key], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    match check_key(idem, seen)? {
+        KeyCheck::Replay(task_id) => {
+            replayed(&task_id, load_own_task(conn, tenant, &task_id)?).map(Some)
+        }
+        KeyCheck::Create => Ok(None),
+    }
+}
+
+/// Refuses a create when `tenant` already has `max` open (non-terminal)
+/// tasks. Read on the writer's transaction, so creates earlier in the same
+/// batch count; one row of `open_tasks` (kept by triggers on `tasks`, see
+/// `sqlite_schema.rs`), whatever the tenant holds.
+pub(super) fn check_open_tasks(
+    conn: &Connection,
+    tenant: &str,
+    max: u64,
+) -> Result<(), StoreError> {
+    let open: Option<i64> = conn
+        .prepare_cached("SELECT open FROM open_tasks WHERE tenant = ?1")?
+        .query_row(params![tenant], |r| r.get(0))
+        .optional()?;
+    if u64::try_from(open.unwrap_or(0)).unwrap_or(0) >= max {
+        return Err(StoreError::OpenTaskQuota {
+            tenant: tenant.to_string(),
+            max,
+        });
+    }
+    Ok(())
 }
 
 /// The task's history entries after `cursor`, in order.
