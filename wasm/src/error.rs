@@ -66,14 +66,25 @@ codes! {
     Network => "network",
     /// 401: the credentials were refused.
     Unauthorized => "unauthorized",
+    /// 401: the browser token is past its expiry (a token function is
+    /// asked once for a fresh one first).
+    TokenExpired => "token-expired",
+    /// 401: a tenant token where only a browser token may go (`access_token`).
+    BrowserTokenRequired => "browser-token-required",
     /// 403.
     Forbidden => "forbidden",
+    /// 403: the browser token lacks the route's right on this task.
+    RightNotGranted => "right-not-granted",
+    /// 403: a browser token on a route for the tenant's backend.
+    TenantTokenRequired => "tenant-token-required",
     /// `stop()` ended a watch first.
     Stopped => "stopped",
     /// 405 from the server.
     MethodNotAllowed => "method-not-allowed",
     /// 409: a delivery for a task without a result.
     NotSucceeded => "not-succeeded",
+    /// 408: the body did not arrive in time.
+    RequestTimeout => "request-timeout",
     /// 413: a body over the server's limit.
     PayloadTooLarge => "payload-too-large",
     /// 422: the same `Idempotency-Key` with a different create body.
@@ -82,6 +93,18 @@ codes! {
     KeyReusedForOtherTask => "key-reused-for-other-task",
     /// 429 / 503 from the reference server.
     Overloaded => "overloaded",
+    /// 429: the tenant is at its task creation rate.
+    CreateRateLimited => "create-rate-limited",
+    /// 429: the tenant holds as many watches as it may.
+    WatchQuota => "watch-quota",
+    /// 429: the tenant has as many open tasks as it may.
+    OpenTaskQuota => "open-task-quota",
+    /// 503: the server holds as many watches as it may.
+    WatchLimit => "watch-limit",
+    /// 503: the server holds as many connections as it may.
+    ConnectionLimit => "connection-limit",
+    /// 503: the server's storage cannot serve now.
+    StorageUnavailable => "storage-unavailable",
 }
 
 impl Code {
