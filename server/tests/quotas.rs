@@ -331,3 +331,45 @@ async fn bad_quota_flags_are_refused_at_start_naming_flag_and_key() {
     };
     assert!(err.contains("--tenant-create-burst"), "{err}");
 }
+
+/// A quota refusal is answered after `REFUSAL_DELAY`, so a tenant that
+/// ignores `Retry-After` and asks again at once gets two answers a second
+/// per connection, not thousands: its refusals cannot become load on the
+/// cores other tenants share. A request within the quota is not delayed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_is_answered_late_so_a_flooder_cannot_turn_refusals_into_load() {
+    use std::time::Instant;
+    use taskwire_server::quotas::REFUSAL_DELAY;
+    // Whatever the constant says, a refusal must be held for a while.
+    assert!(REFUSAL_DELAY >= Duration::from_millis(250));
+    let h = harness(|c| quota(c, &["demo:create-rate=0.1,create-burst=1,max-watches=1"])).await;
+    let body = r#"{"ttlMs": 60000, "maxAttempts": 1}"#;
+    let t = Instant::now();
+    let created = h.post("demo", "/v1/tasks", &[], body).await;
+    assert_eq!(created.status, 201);
+    assert!(
+        t.elapsed() < REFUSAL_DELAY,
+        "within the quota: answered at once"
+    );
+    let task = created.json()["id"].as_str().unwrap().to_string();
+    // Back to back on one connection, ignoring Retry-After.
+    let mut conn = Conn::open(&h.addr).await.unwrap();
+    let auth = [
+        ("authorization", "Bearer demo"),
+        ("content-type", "application/json"),
+    ];
+    let t = Instant::now();
+    for _ in 0..3 {
+        let r = conn.send("POST", "/v1/tasks", &auth, body).await.unwrap();
+        assert_eq!(r.status, 429);
+    }
+    assert!(t.elapsed() >= REFUSAL_DELAY * 3, "{:?}", t.elapsed());
+    // The same for a watch past its quota.
+    let held = hold(&h, "demo", &task);
+    until_held(&h, "demo", 1).await;
+    let t = Instant::now();
+    let path = format!("/v1/tasks/{task}/resume?cursor=0&waitMs=30000");
+    assert_eq!(h.get("demo", &path).await.status, 429);
+    assert!(t.elapsed() >= REFUSAL_DELAY, "{:?}", t.elapsed());
+    held.abort();
+}

@@ -21,6 +21,7 @@ use crate::auth::{Right, WatchCredential};
 use crate::error::ApiError;
 use crate::hub::{answer_from, Subscription, Wake};
 use crate::limits::WatchPermit;
+use crate::quotas;
 use crate::AppState;
 
 struct Stream {
@@ -63,8 +64,10 @@ pub async fn events(
         }
         None => query_cursor.unwrap_or(0),
     };
-    // A tenant at its watch quota is refused before the read.
-    state.watchers.check_quota(&tenant)?;
+    // A tenant at its watch quota is refused before the read (and late).
+    if let Err(refusal) = state.watchers.check_quota(&tenant) {
+        return Err(quotas::answered_late(refusal).await);
+    }
     // Subscribed before the read, so a commit in between still wakes it.
     let sub = state.hub.subscribe(&id, &tenant);
     let first = state

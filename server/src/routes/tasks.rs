@@ -15,6 +15,7 @@ use super::{body, idempotency_key, now_ms, task_id};
 use crate::auth::{Credential, Right};
 use crate::error::ApiError;
 use crate::exact_json::{self, RawJson};
+use crate::quotas;
 use crate::store::{Idempotency, NewTask, TaskRecord, EXACT_REQUEST};
 use crate::AppState;
 
@@ -103,7 +104,7 @@ pub async fn create(
         Ok(token) => token,
         Err(limited) => return replay_or(&state, tenant, idempotency, limited).await,
     };
-    let (record, created) = create_for(
+    let (record, created) = match create_for(
         &state,
         tenant,
         idempotency,
@@ -116,7 +117,15 @@ pub async fn create(
         req.kind,
         exact.input,
     )
-    .await?;
+    .await
+    {
+        Ok(done) => done,
+        // Held like the rate's refusals (see `quotas::REFUSAL_DELAY`).
+        Err(refusal) if refusal.code == "open-task-quota" => {
+            return Err(quotas::answered_late(refusal).await)
+        }
+        Err(other) => return Err(other),
+    };
     // Only a create that made a task spends the token; dropped, it goes
     // back (a replay, or any error above).
     if created {
@@ -146,11 +155,11 @@ async fn replay_or(
     limited: ApiError,
 ) -> Result<Response, ApiError> {
     let Some(idem) = idempotency else {
-        return Err(limited);
+        return Err(quotas::answered_late(limited).await);
     };
     match state.store.replay(tenant, idem).await? {
         Some(replay) => Ok(created_answer(replay.record, replay.created)),
-        None => Err(limited),
+        None => Err(quotas::answered_late(limited).await),
     }
 }
 
