@@ -117,7 +117,7 @@ pub async fn create(
     } else {
         StatusCode::OK
     };
-    Ok(json_text(status, record.to_json()))
+    Ok(json_text(status, record.to_json(state.store.epoch())))
 }
 
 /// What the create body says exactly: `input` as sent, and the request
@@ -234,7 +234,7 @@ pub async fn get(
     credential.require(Right::Watch, &id)?;
     let tenant = credential.into_tenant();
     let record = state.store.get(tenant, id).await?;
-    Ok(json_text(StatusCode::OK, record.to_json()))
+    Ok(json_text(StatusCode::OK, record.to_json(state.store.epoch())))
 }
 
 /// Hands a succeeded task's result over, at most once per key.

@@ -119,6 +119,7 @@ pub struct PostgresStore {
     hub: Arc<Hub>,
     retention: u64,
     listener: JoinHandle<()>,
+    epoch: String,
 }
 
 impl Drop for PostgresStore {
@@ -183,10 +184,11 @@ impl PostgresStore {
                 .await
                 .map_err(|e| format!("--data {shown}: {e}"))?;
             let schema = format!(
-                "{}{}{}",
+                "{}{}{}{}",
                 postgres_schema::SCHEMA,
                 super::quarantine::POSTGRES_SCHEMA,
-                callback_ids::POSTGRES
+                callback_ids::POSTGRES,
+                super::epoch::POSTGRES_SCHEMA
             );
             let prepared = postgres_schema::prepare(&mut client, &schema)
                 .await
@@ -200,6 +202,15 @@ impl PostgresStore {
                 );
             }
         }
+        let epoch = {
+            let client = pool
+                .get()
+                .await
+                .map_err(|e| format!("--data {shown}: {e}"))?;
+            super::epoch::postgres_open(&client)
+                .await
+                .map_err(|e| format!("--data {shown}: {e}"))?
+        };
         let (jobs, rx) = mpsc::channel(QUEUE);
         let rx = Arc::new(AsyncMutex::new(rx));
         for _ in 0..opts.writer_tasks() {
@@ -225,6 +236,7 @@ impl PostgresStore {
             hub,
             retention: opts.retention,
             listener,
+            epoch,
         })
     }
 
@@ -254,6 +266,10 @@ impl PostgresStore {
 }
 
 impl Store for PostgresStore {
+    fn epoch(&self) -> &str {
+        &self.epoch
+    }
+
     fn create(&self, task: NewTask) -> StoreFuture<'_, Created> {
         let done = self.write(Op::Create(task));
         Box::pin(async move { done.await?.created() })
