@@ -3,8 +3,8 @@
 //! rules are as before.
 
 use super::*;
-use crate::resume::{EpochAnswer, ResumeMode};
 use crate::book::Book;
+use crate::resume::{EpochAnswer, ResumeMode};
 use crate::wire::from_json;
 
 /// A book whose task `t` went through `starts` start/fail rounds: each
@@ -151,8 +151,8 @@ fn the_epoch_is_persisted_and_read_back() {
     // A mirror persisted before epochs existed reads as one without.
     let old: Mirror = from_json(r#"{"taskId":"t","task":null}"#, "mirror").unwrap();
     assert_eq!(old.epoch(), None);
-    let err = from_json::<Mirror>(r#"{"taskId":"t","task":null,"epoch":" "}"#, "mirror")
-        .unwrap_err();
+    let err =
+        from_json::<Mirror>(r#"{"taskId":"t","task":null,"epoch":" "}"#, "mirror").unwrap_err();
     assert_eq!(err.message, "mirror.epoch: must not be blank");
 }
 

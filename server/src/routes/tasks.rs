@@ -234,7 +234,10 @@ pub async fn get(
     credential.require(Right::Watch, &id)?;
     let tenant = credential.into_tenant();
     let record = state.store.get(tenant, id).await?;
-    Ok(json_text(StatusCode::OK, record.to_json(state.store.epoch())))
+    Ok(json_text(
+        StatusCode::OK,
+        record.to_json(state.store.epoch()),
+    ))
 }
 
 /// Hands a succeeded task's result over, at most once per key.
