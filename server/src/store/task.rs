@@ -34,6 +34,9 @@ impl TaskRecord {
         // A TaskView is always a non-empty JSON object: reopen it.
         if out.ends_with('}') {
             out.pop();
+            // Before `kind` and `input`: `input` stays last, as it was.
+            out.push_str(",\"epoch\":");
+            out.push_str(&to_json(epoch));
             if let Some(kind) = &self.kind {
                 out.push_str(",\"kind\":");
                 out.push_str(&to_json(kind));
@@ -42,8 +45,6 @@ impl TaskRecord {
                 out.push_str(",\"input\":");
                 out.push_str(input.as_str());
             }
-            out.push_str(",\"epoch\":");
-            out.push_str(&to_json(epoch));
             out.push('}');
         }
         out
