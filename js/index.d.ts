@@ -46,11 +46,21 @@ export interface Swept {
   reason: Reason;
 }
 
+/**
+ * The identity of a server's history (PROTOCOL.md §Epoch): an opaque,
+ * non-blank string, compared for equality only. Versions of two epochs
+ * are not comparable: a store that is new, or restored from a backup,
+ * has another epoch.
+ */
+export type Epoch = string;
+
 /** Nothing new since the cursor. */
 export interface CaughtUpAnswer {
   mode: "caught-up";
   events: [];
   task?: TaskView;
+  /** The history the answer comes from (absent from backends that send none). */
+  epoch?: Epoch;
 }
 
 /** The entries after the cursor, oldest first. */
@@ -58,6 +68,7 @@ export interface DeltaAnswer {
   mode: "delta";
   events: HistoryEntry[];
   task?: TaskView;
+  epoch?: Epoch;
 }
 
 /** The whole current task. */
@@ -65,6 +76,7 @@ export interface SnapshotAnswer {
   mode: "snapshot";
   events: [];
   task: TaskView;
+  epoch?: Epoch;
 }
 
 /** A resume answer, discriminated by `mode`. */
@@ -108,7 +120,16 @@ export type RejectReason =
   | "stale-answer"
   | "regressed"
   | "wrong-task"
-  | "no-base";
+  | "no-base"
+  /** Not a snapshot, from another epoch than the mirror's: a snapshot is asked for. */
+  | "other-epoch";
+
+/**
+ * Why a snapshot replaced the task although it may be older:
+ * `epoch-changed`, the server's history is another one (a new or
+ * restored store) and the mirror started over from its snapshot.
+ */
+export type UpdateReason = "epoch-changed";
 
 /** One part of an answer that was not applied. */
 export interface Rejection {
@@ -126,12 +147,16 @@ export interface MergeOutcome {
   rejected: Rejection[];
   /** `"snapshot"`: the answer could not be trusted; ask for a snapshot. */
   next: "none" | "snapshot";
+  /** Set when the mirror started over on another epoch. */
+  reason?: UpdateReason;
 }
 
 /** The persisted form of a mirror. */
 export interface MirrorJSON {
   taskId: string;
   task: TaskView | null;
+  /** The epoch the task belongs to, once an answer told it. */
+  epoch?: Epoch;
 }
 
 /**
@@ -345,12 +370,16 @@ export interface ActionAnswer {
   reason: Reason;
   /** The task as it is now. */
   task: TaskView;
+  /** The server's history (absent from backends that send none). */
+  epoch?: Epoch;
 }
 
 /** A task as the server returns it on creation. */
 export interface CreatedTask extends TaskView {
   kind?: string;
   input?: unknown;
+  /** The server's history (absent from backends that send none). */
+  epoch?: Epoch;
 }
 
 /** What `onUpdate` receives: only when the version rises. */
@@ -363,6 +392,12 @@ export interface WatchUpdate {
   events: HistoryEntry[];
   /** Everything refused since the previous update (stale, duplicate, …). */
   rejected: Rejection[];
+  /**
+   * `"epoch-changed"` (with `mode: "snapshot"`): the server's history
+   * changed (a new or restored store) and the watch started over from its
+   * snapshot, which may be at a lower version than before.
+   */
+  reason?: UpdateReason;
 }
 
 /** What `onReject` receives: an answer refused without the version rising. */

@@ -141,8 +141,10 @@ pub use error::{Error, ErrorCode};
 pub use event::{DecisionKind, Event, EventKind};
 pub use follow::{Follow, FollowConfig, FollowEvent};
 pub use lease::{Lease, LeaseChange};
-pub use mirror::{MergeOutcome, Mirror, Next, RejectReason, Rejection};
-pub use resume::{plan_resume, ResumeAnswer, ResumeMode, ResumePlan, DEFAULT_RETENTION_VERSIONS};
+pub use mirror::{MergeOutcome, Mirror, Next, RejectReason, Rejection, UpdateReason};
+pub use resume::{
+    plan_resume, EpochAnswer, ResumeAnswer, ResumeMode, ResumePlan, DEFAULT_RETENTION_VERSIONS,
+};
 pub use task::{create_task, CreateTask, Decision, HistoryEntry, State, Task, TaskView};
 pub use transition::{apply_event, expire_task, Outcome, Reason, Step, Transition};
 pub use value::{Millis, NonBlank, Percent, MAX_SAFE_INTEGER};

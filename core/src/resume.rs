@@ -16,6 +16,7 @@ use serde::{Serialize, Serializer};
 
 use crate::json::{self, Fields, FromJson, Path, Value};
 use crate::task::{HistoryEntry, TaskView};
+use crate::value::NonBlank;
 
 /// The default retention window, in versions (the seed's 8).
 pub const DEFAULT_RETENTION_VERSIONS: u64 = 8;
@@ -208,7 +209,54 @@ impl FromJson for ResumeAnswer {
     }
 }
 
-json::impl_deserialize!(ResumeMode, ResumeAnswer);
+/// A resume answer with the epoch of the history it was read from
+/// (PROTOCOL.md §Epoch): `{"mode":…,"events":[…],"task":{…},"epoch":"…"}`.
+///
+/// A store's history has an identity: a new database, or one restored
+/// from a backup, starts another one, and its versions may be lower than
+/// those a client holds. The epoch lets [`crate::Mirror`] tell "stale"
+/// (same epoch, lower version: refused) from "another history" (take the
+/// snapshot). `None`: a backend that sends no epoch, judged as before.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EpochAnswer {
+    /// The epoch, when the backend sends one.
+    pub epoch: Option<String>,
+    /// The answer.
+    pub answer: ResumeAnswer,
+}
+
+impl Serialize for EpochAnswer {
+    /// The answer's own fields ([`ResumeAnswer`]'s serialization), then
+    /// `epoch` when known.
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut st = s.serialize_struct("EpochAnswer", 4)?;
+        st.serialize_field("mode", &self.answer.mode())?;
+        st.serialize_field("events", self.answer.events())?;
+        match self.answer.task() {
+            Some(task) => st.serialize_field("task", task)?,
+            None => st.skip_field("task")?,
+        }
+        match &self.epoch {
+            Some(epoch) => st.serialize_field("epoch", epoch)?,
+            None => st.skip_field("epoch")?,
+        }
+        st.end()
+    }
+}
+
+impl FromJson for EpochAnswer {
+    /// A [`ResumeAnswer`] plus an optional, non-blank `epoch`.
+    fn from_json(value: &Value<'_>, at: Path<'_>) -> Result<Self, json::Error> {
+        let f = Fields::of(value, at)?;
+        let epoch: Option<NonBlank> = f.get("epoch")?;
+        Ok(EpochAnswer {
+            epoch: epoch.map(NonBlank::into_string),
+            answer: ResumeAnswer::from_json(value, at)?,
+        })
+    }
+}
+
+json::impl_deserialize!(ResumeMode, ResumeAnswer, EpochAnswer);
 
 #[cfg(test)]
 mod tests {

@@ -188,12 +188,14 @@ describe("the journal", () => {
     await callback(server.base, id, { type: "start", atMs: 1, worker: "w" });
     await kill(server);
     const file = join(data, "journal.jsonl");
-    // The same callback twice: the second changes nothing on replay.
+    // The same callback twice (the last line: the header, the epoch and
+    // the create come first): the second changes nothing on replay.
     const lines = readFileSync(file, "utf8").trimEnd().split("\n");
-    writeFileSync(file, `${[...lines, lines[2]].join("\n")}\n`);
+    assert.equal(JSON.parse(lines.at(-1)).op, "callback");
+    writeFileSync(file, `${[...lines, lines.at(-1)].join("\n")}\n`);
     const run = spawnSync(process.execPath, [SERVER, "--listen", "127.0.0.1:0", "--data", data], { encoding: "utf8", timeout: 10_000 });
     assert.equal(run.status, 2);
-    assert.match(run.stderr, /journal\.jsonl:4: replay failed/);
+    assert.match(run.stderr, new RegExp(`journal\\.jsonl:${lines.length + 1}: replay failed`));
   });
 });
 
@@ -348,5 +350,52 @@ describe("command line", () => {
       assert.equal(run.status, 2, `${args.join(" ")}: exit ${run.status}`);
       assert.match(run.stderr, /usage:/);
     }
+  });
+});
+
+describe("epoch", () => {
+  test("a journal put back from a backup and marked restored answers with a new epoch that a mirror starts over from", async () => {
+    const { TaskMirror } = await import("taskwire");
+    const data = tempDir();
+    let server = await start(data);
+    const created = await call(server.base, "POST", "/v1/tasks", { body: { ttlMs: 3_600_000, maxAttempts: 2 } });
+    const id = created.json.id;
+    const epoch = created.json.epoch;
+    assert.match(epoch, /^[0-9a-f]{32}$/);
+    await callback(server.base, id, { type: "start", atMs: 10, worker: "w" }, "cb-1");
+    await callback(server.base, id, { type: "progress", atMs: 20, progress: 25, cursor: "a" }, "cb-2");
+    const backup = readFileSync(join(data, "journal.jsonl"));
+    await callback(server.base, id, { type: "progress", atMs: 30, progress: 55, cursor: "b" }, "cb-3");
+    await callback(server.base, id, { type: "progress", atMs: 40, progress: 82, cursor: "c" }, "cb-4");
+    // A client's mirror of the lost future: version 4, this epoch.
+    const mirror = new TaskMirror(id);
+    mirror.merge((await call(server.base, "GET", `/v1/tasks/${id}/resume?cursor=0`)).json);
+    assert.equal(mirror.version, 4);
+    await kill(server);
+    server = await start(data);
+    assert.equal((await call(server.base, "GET", `/v1/tasks/${id}`)).json.epoch, epoch, "a restart keeps the epoch");
+    await kill(server);
+
+    writeFileSync(join(data, "journal.jsonl"), backup);
+    const marked = spawnSync(process.execPath, [SERVER, "--data", data, "--mark-restored"], { encoding: "utf8" });
+    assert.equal(marked.status, 0, marked.stderr);
+    const [, before, after] = /epoch (\S+) -> ([0-9a-f]{32})/.exec(marked.stdout) ?? [];
+    assert.equal(before, epoch);
+    server = await start(data);
+    try {
+      const got = await call(server.base, "GET", `/v1/tasks/${id}`);
+      assert.deepEqual([got.json.version, got.json.epoch], [2, after]);
+      const answer = (await call(server.base, "GET", `/v1/tasks/${id}/resume?cursor=4`)).json;
+      assert.deepEqual([answer.mode, answer.task.version, answer.epoch], ["snapshot", 2, after]);
+      const outcome = mirror.merge(answer);
+      assert.deepEqual([outcome.changed, outcome.reason, mirror.version], [true, "epoch-changed", 2]);
+      const cb = await callback(server.base, id, { type: "progress", atMs: 50, progress: 60, cursor: "d" }, "cb-5");
+      assert.deepEqual([cb.json.version, cb.json.epoch], [3, after]);
+    } finally {
+      await kill(server);
+    }
+    const missing = spawnSync(process.execPath, [SERVER, "--data", tempDir(), "--mark-restored"], { encoding: "utf8" });
+    assert.equal(missing.status, 2);
+    assert.match(missing.stderr, /no such journal/);
   });
 });

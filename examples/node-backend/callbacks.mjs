@@ -60,5 +60,6 @@ export async function callback({ req, res, rawId, store, config }) {
     state: t.task.state,
     // The executor should stop and answer ack_cancel (or cannot_cancel).
     cancelRequested: t.task.state === "cancelling",
+    epoch: store.epoch,
   });
 }

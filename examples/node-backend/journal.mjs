@@ -8,8 +8,10 @@
 // after the fsync), so `open` drops the fragment and cuts the file back to
 // the last complete line before appending anything new.
 
+import { randomBytes } from "node:crypto";
 import {
   closeSync,
+  existsSync,
   fsyncSync,
   ftruncateSync,
   mkdirSync,
@@ -24,6 +26,15 @@ export const JOURNAL_FILE = "journal.jsonl";
 /** The first line of every journal: what the file is, and its format version. */
 const HEADER = { journal: "taskwire-node-backend", format: 1 };
 
+/**
+ * The epoch of the journal's history (PROTOCOL.md §Epoch): 128 random bits
+ * in hex, written as an `{"op":"epoch"}` record. The last such record
+ * wins: a new journal gets one at once (`created`), a journal from before
+ * epochs gets one on its first open, and `--mark-restored` appends a new
+ * one to a journal put back from a backup (`restored`).
+ */
+export const newEpoch = () => randomBytes(16).toString("hex");
+
 export class Journal {
   #fd;
   /** Where the file is (for messages). */
@@ -35,9 +46,10 @@ export class Journal {
   }
 
   /**
-   * Opens (or creates) `DIR/journal.jsonl`. Returns the journal and the
-   * records already in it, oldest first; `dropped` is the torn last line's
-   * length in bytes (0 when the file ended cleanly).
+   * Opens (or creates) `DIR/journal.jsonl`. Returns the journal, the
+   * records already in it, oldest first (without the epoch records), and
+   * its `epoch`; `dropped` is the torn last line's length in bytes (0 when
+   * the file ended cleanly).
    */
   static open(dir) {
     mkdirSync(dir, { recursive: true });
@@ -53,17 +65,37 @@ export class Journal {
         ftruncateSync(fd, Buffer.byteLength(complete));
         fsyncSync(fd);
       }
-      const records = parseLines(complete, path);
+      const lines = parseLines(complete, path);
       const journal = new Journal(fd, path);
-      if (records === null) {
-        journal.append(HEADER);
-        fsyncDir(dir);
-        return { journal, records: [], dropped };
+      if (lines === null) journal.append(HEADER);
+      const records = (lines ?? []).filter(({ record }) => record.op !== "epoch");
+      let epoch = (lines ?? []).findLast(({ record }) => record.op === "epoch")?.record.epoch;
+      if (typeof epoch !== "string" || epoch.trim() === "") {
+        epoch = newEpoch();
+        journal.append({ op: "epoch", epoch, cause: "created", atMs: Date.now() });
       }
-      return { journal, records, dropped };
+      if (lines === null) fsyncDir(dir);
+      return { journal, records, dropped, epoch };
     } catch (err) {
       closeSync(fd);
       throw err;
+    }
+  }
+
+  /**
+   * `--mark-restored`: the journal in `dir`, put back from a backup, gets
+   * a new epoch. It must exist: a mistyped `--data` must not start one.
+   * Returns the epochs before and after.
+   */
+  static markRestored(dir) {
+    if (!existsSync(join(dir, JOURNAL_FILE))) throw new Error(`${join(dir, JOURNAL_FILE)}: no such journal (--mark-restored marks an existing one)`);
+    const { journal, epoch: before } = Journal.open(dir);
+    try {
+      const after = newEpoch();
+      journal.append({ op: "epoch", epoch: after, cause: "restored", atMs: Date.now() });
+      return { before, after };
+    } finally {
+      journal.close();
     }
   }
 

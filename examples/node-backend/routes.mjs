@@ -377,7 +377,7 @@ function act(route) {
       throw asBodyError(err);
     }
     const id = taskFor(caller, route === "cancel" ? "cancel" : "decide", store, rawId);
-    sendJson(res, 200, actionAnswer(store.act(id, event)));
+    sendJson(res, 200, { ...actionAnswer(store.act(id, event)), epoch: store.epoch });
   };
 }
 

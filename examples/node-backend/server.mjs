@@ -9,6 +9,7 @@ import { parseArgs } from "node:util";
 import { BrowserKeys } from "./credentials.mjs";
 import { createApp } from "./routes.mjs";
 import { Keyring } from "./sign.mjs";
+import { Journal } from "./journal.mjs";
 import { StorageError, Store } from "./store.mjs";
 
 const USAGE = `usage: node examples/node-backend/server.mjs [options]
@@ -18,6 +19,9 @@ A taskwire backend (PROTOCOL.md) on node:http and the taskwire npm package.
   --listen HOST:PORT         address to listen on (default 127.0.0.1:8081)
   --data DIR                 keep the journal in DIR/journal.jsonl and replay it
                              on start (default: memory only, lost on exit)
+  --mark-restored            with --data: mark the journal as restored from a
+                             backup (a new epoch, PROTOCOL.md §Epoch), then exit
+                             without serving; run it with the server stopped
   --token TOKEN=TENANT       a bearer token and its tenant; repeatable
                              (default demo=demo)
   --callback-secret [TENANT=]whsec_…
@@ -63,6 +67,7 @@ function configure(argv) {
       options: {
         listen: { type: "string", default: "127.0.0.1:8081" },
         data: { type: "string" },
+        "mark-restored": { type: "boolean", default: false },
         token: { type: "string", multiple: true, default: ["demo=demo"] },
         "callback-secret": { type: "string", multiple: true, default: [] },
         "browser-token-key": { type: "string", multiple: true, default: [] },
@@ -92,6 +97,7 @@ function configure(argv) {
     return {
       listen: address(values.listen),
       dataDir: values.data,
+      markRestored: values["mark-restored"],
       tokens,
       keyring: new Keyring(values["callback-secret"], tokens.values()),
       browserKeys: new BrowserKeys(values["browser-token-key"], tokens.values(), {
@@ -127,6 +133,17 @@ function address(text) {
 
 async function main() {
   const config = configure(process.argv.slice(2));
+  if (config.markRestored) {
+    try {
+      if (config.dataDir === undefined) throw new Error("--mark-restored needs --data (a memory-only store has nothing to restore)");
+      const { before, after } = Journal.markRestored(config.dataDir);
+      console.log(`${config.dataDir} marked restored: epoch ${before} -> ${after}`);
+      process.exit(0);
+    } catch (err) {
+      console.error(`error: --mark-restored: ${err.message}`);
+      process.exit(2);
+    }
+  }
   let opened;
   try {
     opened = Store.open({ retention: config.retention, dataDir: config.dataDir });

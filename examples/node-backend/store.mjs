@@ -23,7 +23,7 @@
 // checks that it does the same again.
 
 import { TaskBook } from "taskwire";
-import { Journal } from "./journal.mjs";
+import { Journal, newEpoch } from "./journal.mjs";
 import { HttpError, canonicalJson, quoted } from "./http.mjs";
 
 /** The record could not be made durable: the process must stop (see `#commit`). */
@@ -62,9 +62,14 @@ export class Store {
   /** Set once a write failed: the book is ahead of the disk. */
   #broken = null;
 
-  constructor({ retention, journal = null }) {
+  /** The epoch of the store's history (PROTOCOL.md §Epoch), on every view and answer. */
+  epoch;
+
+  constructor({ retention, journal = null, epoch = newEpoch() }) {
     this.#book = new TaskBook({ retentionVersions: retention });
     this.#journal = journal;
+    // Memory only: every start is a new history, so a new epoch.
+    this.epoch = epoch;
   }
 
   /**
@@ -73,8 +78,8 @@ export class Store {
    */
   static open({ retention, dataDir }) {
     if (dataDir === undefined) return { store: new Store({ retention }), replayed: 0, dropped: 0 };
-    const { journal, records, dropped } = Journal.open(dataDir);
-    const store = new Store({ retention, journal });
+    const { journal, records, dropped, epoch } = Journal.open(dataDir);
+    const store = new Store({ retention, journal, epoch });
     for (const { line, record } of records) {
       try {
         store.#replay(record);
@@ -103,17 +108,17 @@ export class Store {
     return this.#tasks.get(taskId)?.tenant === tenant;
   }
 
-  /** The task as GET and create answer it, as JSON text: the TaskView plus kind and input (byte for byte as sent). */
+  /** The task as GET and create answer it, as JSON text: the TaskView plus kind, input (byte for byte as sent) and the epoch. */
   taskJson(taskId) {
     const { kind, input } = this.#tasks.get(taskId);
-    const text = JSON.stringify({ ...this.#view(taskId), ...(kind !== undefined && { kind }) });
+    const text = JSON.stringify({ ...this.#view(taskId), ...(kind !== undefined && { kind }), epoch: this.epoch });
     return input === undefined ? text : `${text.slice(0, -1)},"input":${input}}`;
   }
 
   /** The resume answer for `cursor` (an object), or a snapshot when asked. */
   resume(taskId, cursor, snapshot = false) {
-    if (snapshot) return { mode: "snapshot", events: [], task: this.#view(taskId) };
-    return this.#book.resume(taskId, cursor);
+    if (snapshot) return { mode: "snapshot", events: [], task: this.#view(taskId), epoch: this.epoch };
+    return { ...this.#book.resume(taskId, cursor), epoch: this.epoch };
   }
 
   /** Up to `limit` of the tenant's notifications with `seq > after`. */

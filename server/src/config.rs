@@ -244,6 +244,14 @@ pub struct Config {
     #[arg(long, env = "TASKWIRE_MAX_WATCHERS", value_name = "N",
           value_parser = clap::value_parser!(u64).range(1..))]
     pub max_watchers: Option<u64>,
+
+    /// Marks the data in --data as restored from a backup, then exits
+    /// without serving: draws a new epoch (PROTOCOL.md §Epoch), so that
+    /// clients holding versions of the lost history start over from the
+    /// restored one. Run it after the restore, with every instance
+    /// stopped. A one-shot command, so it has no environment twin.
+    #[arg(long)]
+    pub mark_restored: bool,
 }
 
 impl Config {

@@ -24,6 +24,9 @@ static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() {
     let config = Config::parse();
+    if config.mark_restored {
+        return mark_restored(&config);
+    }
     // Store reads run on the blocking pool, at most 8 at once; a small cap
     // keeps idle pool threads (and their stacks) from piling up under
     // 10,000 held requests.
@@ -35,6 +38,29 @@ fn main() {
         Ok(rt) => rt.block_on(serve(config)),
         Err(e) => {
             eprintln!("taskwire-server: runtime: {e}");
+            std::process::exit(2);
+        }
+    }
+}
+
+/// `--mark-restored`: a new epoch for the data, then exit (no server).
+fn mark_restored(config: &Config) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build();
+    let marked = match runtime {
+        Ok(rt) => rt.block_on(taskwire_server::store::epoch::mark_restored(config)),
+        Err(e) => Err(format!("runtime: {e}")),
+    };
+    match marked {
+        Ok(marked) => say!(
+            "taskwire-server: {} marked restored: epoch {} -> {}",
+            config.data_description(),
+            marked.before.as_deref().unwrap_or("(none)"),
+            marked.after
+        ),
+        Err(e) => {
+            eprintln!("taskwire-server: --mark-restored: {e}");
             std::process::exit(2);
         }
     }
@@ -64,6 +90,7 @@ async fn serve(config: Config) {
 fn print_banner(config: &Config, server: &taskwire_server::Server) {
     say!("taskwire-server listening on http://{}", server.addr);
     say!("  data:       {}", config.data_description());
+    say!("  epoch:      {}", server.state.store.epoch());
     let tenants: Vec<String> = config
         .tokens
         .iter()

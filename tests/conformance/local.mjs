@@ -13,6 +13,8 @@
 //            --browser-token-key tenant-b:kb1=HS256:…
 // with fresh random tokens, secrets and keys (per tenant), DIR an empty
 // directory. Its output goes to server.log next to DIR, printed on failure.
+// Before the suite, the backend is restarted once on its data: the epoch
+// of a task created before must be the same after (PROTOCOL.md §Epoch).
 
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -103,6 +105,26 @@ function stop(child, graceMs = 5000) {
   });
 }
 
+/** Creates a task; its id and the epoch of the create answer. */
+async function epochAfterCreate(baseUrl, auth) {
+  const res = await fetch(`${baseUrl}/v1/tasks`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${auth}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ ttlMs: 3_600_000, maxAttempts: 1 }),
+  });
+  const task = await res.json();
+  if (res.status !== 201 || typeof task.epoch !== 'string') {
+    throw new Error(`PROTOCOL.md §Epoch: a create answer carries the epoch; got ${res.status} ${JSON.stringify(task)}`);
+  }
+  return { id: task.id, epoch: task.epoch };
+}
+
+/** The epoch of GET task `id`. */
+async function epochOf(baseUrl, auth, id) {
+  const res = await fetch(`${baseUrl}/v1/tasks/${encodeURIComponent(id)}`, { headers: { authorization: `Bearer ${auth}` } });
+  return (await res.json()).epoch;
+}
+
 async function main() {
   const opts = options();
   const [command, ...commandArgs] = opts.server.trim().split(/\s+/);
@@ -140,9 +162,13 @@ async function main() {
   const logPath = join(root, 'server.log');
   const log = createWriteStream(logPath);
   console.log(`starting ${command} on ${baseUrl} (data ${data})`);
-  const server = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  server.stdout.pipe(log);
-  server.stderr.pipe(log);
+  const launch = () => {
+    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout.pipe(log, { end: false });
+    child.stderr.pipe(log, { end: false });
+    return child;
+  };
+  let server = launch();
   // Interrupted: do not leave the backend running.
   for (const signal of ['SIGINT', 'SIGTERM']) {
     process.once(signal, () => {
@@ -161,6 +187,19 @@ async function main() {
     await spawned;
     started = true;
     await waitUntilUp(baseUrl, config.TASKWIRE_TOKEN, server, Number(opts['startup-ms']));
+    // PROTOCOL.md §Epoch: a restart keeps the store's history, so its
+    // epoch. Checked here, where the backend can be restarted.
+    const before = await epochAfterCreate(baseUrl, config.TASKWIRE_TOKEN);
+    await stop(server);
+    server = launch();
+    await waitUntilUp(baseUrl, config.TASKWIRE_TOKEN, server, Number(opts['startup-ms']));
+    const after = await epochOf(baseUrl, config.TASKWIRE_TOKEN, before.id);
+    if (after !== before.epoch) {
+      throw new Error(
+        `PROTOCOL.md §Epoch: a restart must keep the epoch: ${JSON.stringify(before.epoch)} before, ${JSON.stringify(after)} after`,
+      );
+    }
+    console.log(`epoch ${before.epoch} survived a restart`);
     // The suite runs as its own process (run.mjs), exactly as it runs
     // against any backend, configured by environment as a CI job would.
     const run = fileURLToPath(new URL('./run.mjs', import.meta.url));

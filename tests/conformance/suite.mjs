@@ -37,6 +37,7 @@ import expiry from './checks/expiry.mjs';
 import corsHeaders from './checks/cors-headers.mjs';
 import transitions from './checks/transitions.mjs';
 import browserTokens from './checks/browser-tokens.mjs';
+import epoch from './checks/epoch.mjs';
 
 /**
  * Every section, in PROTOCOL.md order. `protocol` is the PROTOCOL.md
@@ -51,6 +52,7 @@ export const SECTIONS = [
   resume,
   longPoll,
   sse,
+  epoch,
   create,
   callbacks,
   judgement,

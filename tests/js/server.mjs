@@ -29,31 +29,45 @@ export async function freePort() {
   });
 }
 
-/** A running server; `stop()` kills it and removes its data. */
-export async function startServer(extra = []) {
+/**
+ * A running server; `stop()` kills it and removes its data. `kill()` and
+ * `restart()` stop it and start it again on the same port and data (a
+ * restore test puts other files in `data` in between). `data` defaults
+ * to a fresh temporary directory; a `postgres://` URL is used as is.
+ */
+export async function startServer(extra = [], { data: dataArg } = {}) {
   const port = await freePort();
-  const data = mkdtempSync(join(tmpdir(), "taskwire-test-"));
+  const data = dataArg ?? mkdtempSync(join(tmpdir(), "taskwire-test-"));
   const key = randomBytes(24);
   const secret = "whsec_" + key.toString("base64");
   const token = "tok-" + randomBytes(8).toString("hex");
-  const child = spawn(
-    serverBinary(),
-    ["--listen", `127.0.0.1:${port}`, "--data", data, "--token", `${token}=tenant`, "--callback-secret", secret, ...extra],
-    { stdio: ["ignore", "ignore", "pipe"] },
-  );
   let log = "";
-  child.stderr.on("data", (d) => (log += d));
+  let child;
   const baseUrl = `http://127.0.0.1:${port}`;
-  for (let i = 0; ; i++) {
-    try {
-      const r = await fetch(`${baseUrl}/v1/notifications`, { headers: { authorization: `Bearer ${token}` } });
-      if (r.ok) break;
-    } catch {
-      // not up yet
+  async function spawnServer() {
+    child = spawn(
+      serverBinary(),
+      ["--listen", `127.0.0.1:${port}`, "--data", data, "--token", `${token}=tenant`, "--callback-secret", secret, ...extra],
+      { stdio: ["ignore", "ignore", "pipe"] },
+    );
+    child.stderr.on("data", (d) => (log += d));
+    for (let i = 0; ; i++) {
+      try {
+        const r = await fetch(`${baseUrl}/v1/notifications`, { headers: { authorization: `Bearer ${token}` } });
+        if (r.ok) break;
+      } catch {
+        // not up yet
+      }
+      if (i > 100 || child.exitCode !== null) throw new Error(`server did not start:\n${log}`);
+      await new Promise((r) => setTimeout(r, 50));
     }
-    if (i > 100 || child.exitCode !== null) throw new Error(`server did not start:\n${log}`);
-    await new Promise((r) => setTimeout(r, 50));
   }
+  async function kill() {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill("SIGKILL");
+    await new Promise((r) => child.once("exit", r));
+  }
+  await spawnServer();
 
   /**
    * A signed callback; its body names the task and its webhook-id is made
@@ -86,10 +100,12 @@ export async function startServer(extra = []) {
     callback,
     task,
     log: () => log,
+    data,
+    kill,
+    restart: spawnServer,
     async stop() {
-      child.kill("SIGKILL");
-      await new Promise((r) => child.once("exit", r));
-      rmSync(data, { recursive: true, force: true });
+      await kill();
+      if (dataArg === undefined) rmSync(data, { recursive: true, force: true });
     },
   };
 }

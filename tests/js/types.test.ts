@@ -102,7 +102,11 @@ async function client(): Promise<void> {
   const watch = c.watch(task.id, {
     onUpdate(u: WatchUpdate) {
       const p: number = u.task.progress;
-      void p;
+      // A watch that started over on another epoch of the server's history.
+      const restarted: boolean = u.mode === "snapshot" && u.reason === "epoch-changed";
+      // @ts-expect-error: update reasons are a closed union
+      const other: WatchUpdate["reason"] = "restored";
+      void p, restarted, other;
     },
     onStatus(s: WatchStatus) {
       if (s.state === "reconnecting") {

@@ -31,7 +31,7 @@ impl MirrorHandle {
         })
     }
 
-    /// A mirror from its persisted JSON (`{taskId, task}`).
+    /// A mirror from its persisted JSON (`{taskId, task, epoch?}`).
     pub fn from_json(text: &str) -> Result<MirrorHandle> {
         read(text, "mirror")
             .map(|mirror| MirrorHandle { mirror })
@@ -39,9 +39,11 @@ impl MirrorHandle {
     }
 
     /// Merges a resume answer given as JSON text: `{outcome, task?}`.
+    /// The answer's `epoch`, when it has one, is judged too (a snapshot
+    /// of another epoch is taken even at a lower version).
     pub fn merge(&mut self, answer: &str) -> Result<String> {
-        let answer: tw::ResumeAnswer = read(answer, "answer").map_err(throw)?;
-        let outcome = self.mirror.merge(&answer);
+        let tw::EpochAnswer { epoch, answer } = read(answer, "answer").map_err(throw)?;
+        let outcome = self.mirror.merge_from(epoch.as_deref(), &answer);
         // `{outcome, task?}`: the task when it changed, so that the JS
         // layer refreshes its cached task in the same crossing.
         Ok(match self.mirror.task().filter(|_| outcome.changed) {
@@ -63,7 +65,7 @@ impl MirrorHandle {
         self.mirror.task_id().to_string()
     }
 
-    /// The persisted form, `{taskId, task}`.
+    /// The persisted form, `{taskId, task, epoch?}`.
     pub fn to_json(&self) -> String {
         write(&self.mirror)
     }

@@ -58,7 +58,7 @@ pub(crate) use request::push_u64;
 pub use request::{decimal, encode_segment};
 
 use crate::mirror::{Mirror, Rejection};
-use crate::resume::ResumeAnswer;
+use crate::resume::EpochAnswer;
 
 /// After this many SSE connections in a row that delivered nothing (or
 /// died within a second), the path is assumed to buffer (a proxy holding
@@ -102,10 +102,11 @@ pub struct FollowConfig {
     pub read_answer: AnswerReader,
 }
 
-/// Reads a resume answer from its JSON text; errors name the field.
-pub type AnswerReader = fn(&str) -> Result<ResumeAnswer, crate::Error>;
+/// Reads a resume answer and its epoch from JSON text; errors name the
+/// field.
+pub type AnswerReader = fn(&str) -> Result<EpochAnswer, crate::Error>;
 
-fn read_answer(text: &str) -> Result<ResumeAnswer, crate::Error> {
+fn read_answer(text: &str) -> Result<EpochAnswer, crate::Error> {
     crate::wire::from_json(text, "answer")
 }
 

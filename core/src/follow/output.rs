@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::mirror::Rejection;
+use crate::mirror::{Rejection, UpdateReason};
 use crate::resume::ResumeMode;
 use crate::task::{HistoryEntry, TaskView};
 
@@ -130,6 +130,11 @@ pub struct Update {
     pub events: Vec<HistoryEntry>,
     /// Everything refused since the previous update.
     pub rejected: Vec<Rejection>,
+    /// Set when the task was started over from a snapshot of another
+    /// epoch (`"epoch-changed"`): the server's history changed, and the
+    /// task may have gone back.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<UpdateReason>,
 }
 
 /// `onReject`'s payload: an answer was (partly) refused and the version

@@ -4,7 +4,7 @@
 use super::output::{ConnState, Fail, FailCode, FollowEvent, Reject, Status, Update};
 use super::{Flight, Follow, Phase, Transport, SHORT_SSE_LIMIT, SHORT_SSE_MS};
 use crate::mirror::Next;
-use crate::resume::ResumeAnswer;
+use crate::resume::EpochAnswer;
 use crate::Error;
 
 /// What one exchange came to.
@@ -77,7 +77,7 @@ impl Follow {
     /// answers a long-poll the server did not hold.
     pub(super) fn merge(
         &mut self,
-        answer: Result<ResumeAnswer, Error>,
+        answer: Result<EpochAnswer, Error>,
         snapshot_request: bool,
         unheld: bool,
     ) -> Step {
@@ -92,7 +92,8 @@ impl Follow {
                 };
             }
         };
-        let outcome = self.mirror.merge(&answer);
+        let EpochAnswer { epoch, answer } = answer;
+        let outcome = self.mirror.merge_from(epoch.as_deref(), &answer);
         self.cursor_hint = 0;
         if outcome.next == Next::Snapshot {
             self.need_snapshot = true;
@@ -116,6 +117,7 @@ impl Follow {
                 applied: outcome.applied.clone(),
                 events,
                 rejected: std::mem::take(&mut self.unreported),
+                reason: outcome.reason,
             }));
         } else if !outcome.rejected.is_empty() {
             self.events.push(FollowEvent::Reject(Reject {

@@ -42,6 +42,8 @@ pub struct ActionAnswer {
     pub reason: Reason,
     /// The task after the request.
     pub task: TaskView,
+    /// The store's epoch (PROTOCOL.md §Epoch).
+    pub epoch: String,
 }
 
 /// Asks to stop the task: `{"reason"?: string}` (an empty body is no
@@ -128,6 +130,7 @@ async fn act(
         duplicate: acted.answer.duplicate,
         reason: acted.answer.reason,
         task: acted.task,
+        epoch: state.store.epoch().to_string(),
     };
     Ok((StatusCode::OK, Json(answer)).into_response())
 }

@@ -45,7 +45,7 @@ pub async fn callback(
     path: Result<Path<String>, PathRejection>,
     headers: HeaderMap,
     body: Body,
-) -> Result<Json<CallbackAnswer>, ApiError> {
+) -> Result<Json<EpochCallbackAnswer>, ApiError> {
     let refuse = |message: String| {
         state.stats.rejected_signature();
         ApiError::unauthorized(message)
@@ -103,7 +103,19 @@ pub async fn callback(
         })
         .await?;
     state.stats.callback(answer.reason);
-    Ok(Json(answer))
+    Ok(Json(EpochCallbackAnswer {
+        answer,
+        epoch: state.store.epoch().to_string(),
+    }))
+}
+
+/// A callback's answer with the store's epoch (PROTOCOL.md §Epoch): its
+/// `version` counts in that history.
+#[derive(Debug, serde::Serialize)]
+pub struct EpochCallbackAnswer {
+    #[serde(flatten)]
+    answer: CallbackAnswer,
+    epoch: String,
 }
 
 /// An executor reports what its attempt did. A person's request (`cancel`,

@@ -13,7 +13,6 @@ use axum::extract::{Path, RawQuery, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use taskwire_core::wire::to_json;
 use taskwire_core::{ResumeAnswer, ResumeMode, MAX_SAFE_INTEGER};
 
 use super::{parse_int, task_id, Query};
@@ -151,7 +150,7 @@ async fn next(mut st: Stream) -> Option<(Item, Stream)> {
     let event = SseEvent::default()
         .event("resume")
         .id(version.to_string())
-        .data(to_json(&answer));
+        .data(super::resume::with_epoch(&st.state, answer));
     Some((Ok(event), st))
 }
 

@@ -14,7 +14,7 @@ use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
 use axum::response::Response;
 use taskwire_core::wire::to_json;
-use taskwire_core::{ResumeMode, MAX_SAFE_INTEGER};
+use taskwire_core::{EpochAnswer, ResumeAnswer, ResumeMode, MAX_SAFE_INTEGER};
 
 use super::{no_store_json, Query, TaskId};
 use crate::auth::{Right, WatchCredential};
@@ -89,7 +89,7 @@ pub fn resume(
             && answer.mode() == ResumeMode::CaughtUp
             && answer.task().is_some_and(|t| !t.state.is_terminal());
         if !worth_holding {
-            return Ok(no_store_json(to_json(&answer)));
+            return Ok(no_store_json(with_epoch(&state, answer)));
         }
         // Counted while held; refused (503 `watch-limit`) past the cap.
         let _held = state.watchers.admit(&tenant)?;
@@ -107,8 +107,16 @@ pub fn resume(
             },
             Ok(Wake::Dropped) => return Ok(aborted()),
         };
-        Ok(no_store_json(to_json(&answer)))
+        Ok(no_store_json(with_epoch(&state, answer)))
     }
+}
+
+/// The answer's JSON with the store's epoch (PROTOCOL.md §Epoch).
+pub fn with_epoch(state: &AppState, answer: ResumeAnswer) -> String {
+    to_json(&EpochAnswer {
+        epoch: Some(state.store.epoch().to_string()),
+        answer,
+    })
 }
 
 /// A response whose body fails at once: hyper aborts the connection, which

@@ -131,18 +131,18 @@ pub async fn create(
     if created {
         token.spend();
     }
-    Ok(created_answer(record, created))
+    Ok(created_answer(record, created, state.store.epoch()))
 }
 
 /// 201 with the new task, or 200 with the one an earlier create under the
 /// same key made.
-fn created_answer(record: TaskRecord, created: bool) -> Response {
+fn created_answer(record: TaskRecord, created: bool, epoch: &str) -> Response {
     let status = if created {
         StatusCode::CREATED
     } else {
         StatusCode::OK
     };
-    json_text(status, record.to_json())
+    json_text(status, record.to_json(epoch))
 }
 
 /// A create past the tenant's rate: an idempotent replay of a task that
@@ -158,7 +158,11 @@ async fn replay_or(
         return Err(quotas::answered_late(limited).await);
     };
     match state.store.replay(tenant, idem).await? {
-        Some(replay) => Ok(created_answer(replay.record, replay.created)),
+        Some(replay) => Ok(created_answer(
+            replay.record,
+            replay.created,
+            state.store.epoch(),
+        )),
         None => Err(quotas::answered_late(limited).await),
     }
 }
@@ -279,7 +283,10 @@ pub async fn get(
     credential.require(Right::Watch, &id)?;
     let tenant = credential.into_tenant();
     let record = state.store.get(tenant, id).await?;
-    Ok(json_text(StatusCode::OK, record.to_json()))
+    Ok(json_text(
+        StatusCode::OK,
+        record.to_json(state.store.epoch()),
+    ))
 }
 
 /// Hands a succeeded task's result over, at most once per key.

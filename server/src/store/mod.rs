@@ -23,6 +23,7 @@ mod callback;
 pub mod callback_ids;
 mod callback_ref;
 mod decide;
+pub mod epoch;
 mod error;
 pub(crate) mod lifecycle;
 mod outbox;
@@ -86,6 +87,10 @@ pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>>
 
 /// The storage interface (see the module docs for the contract).
 pub trait Store: Send + Sync + 'static {
+    /// The epoch of the store's history ([`epoch`]), read when it opened:
+    /// every task view and answer carries it.
+    fn epoch(&self) -> &str;
+
     /// Creates a task, or replays an idempotent create.
     fn create(&self, task: NewTask) -> StoreFuture<'_, Created>;
 

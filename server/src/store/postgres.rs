@@ -120,6 +120,7 @@ pub struct PostgresStore {
     hub: Arc<Hub>,
     retention: u64,
     listener: JoinHandle<()>,
+    epoch: String,
 }
 
 impl Drop for PostgresStore {
@@ -184,10 +185,11 @@ impl PostgresStore {
                 .await
                 .map_err(|e| format!("--data {shown}: {e}"))?;
             let schema = format!(
-                "{}{}{}",
+                "{}{}{}{}",
                 postgres_schema::SCHEMA,
                 super::quarantine::POSTGRES_SCHEMA,
-                callback_ids::POSTGRES
+                callback_ids::POSTGRES,
+                super::epoch::POSTGRES_SCHEMA
             );
             let prepared = postgres_schema::prepare(&mut client, &schema)
                 .await
@@ -201,6 +203,15 @@ impl PostgresStore {
                 );
             }
         }
+        let epoch = {
+            let client = pool
+                .get()
+                .await
+                .map_err(|e| format!("--data {shown}: {e}"))?;
+            super::epoch::postgres_open(&client)
+                .await
+                .map_err(|e| format!("--data {shown}: {e}"))?
+        };
         let (jobs, rx) = mpsc::channel(QUEUE);
         let rx = Arc::new(AsyncMutex::new(rx));
         for _ in 0..opts.writer_tasks() {
@@ -226,6 +237,7 @@ impl PostgresStore {
             hub,
             retention: opts.retention,
             listener,
+            epoch,
         })
     }
 
@@ -255,6 +267,10 @@ impl PostgresStore {
 }
 
 impl Store for PostgresStore {
+    fn epoch(&self) -> &str {
+        &self.epoch
+    }
+
     fn create(&self, task: NewTask) -> StoreFuture<'_, Created> {
         let done = self.write(Op::Create(task));
         Box::pin(async move { done.await?.created() })

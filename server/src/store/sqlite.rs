@@ -55,6 +55,8 @@ use writer::{writer, Job, Op};
 const QUEUE: usize = 16_384;
 /// Reader connections (and blocking threads) in use at once.
 const READERS: usize = 8;
+/// The database file in the `--data` directory.
+pub const FILE_NAME: &str = "taskwire.sqlite3";
 
 /// The SQLite implementation of [`Store`].
 pub struct SqliteStore {
@@ -62,6 +64,7 @@ pub struct SqliteStore {
     readers: Arc<Readers>,
     read_permits: Arc<Semaphore>,
     retention: u64,
+    epoch: String,
 }
 
 impl SqliteStore {
@@ -74,7 +77,7 @@ impl SqliteStore {
         max_batch: usize,
     ) -> Result<Self, String> {
         std::fs::create_dir_all(dir).map_err(|e| format!("--data {}: {e}", dir.display()))?;
-        let path = dir.join("taskwire.sqlite3");
+        let path = dir.join(FILE_NAME);
         let mut conn = Connection::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         let shown = path.display().to_string();
         // The schema version first: a file from a newer server is refused
@@ -82,13 +85,15 @@ impl SqliteStore {
         conn.execute_batch("PRAGMA busy_timeout = 5000;")
             .map_err(|e| format!("{shown}: {e}"))?;
         let schema = format!(
-            "{}{}",
+            "{}{}{}",
             sqlite_schema::SCHEMA,
-            super::quarantine::SQLITE_SCHEMA
+            super::quarantine::SQLITE_SCHEMA,
+            super::epoch::SQLITE_SCHEMA
         );
         let prepared = sqlite_schema::prepare(&mut conn, &schema, &shown)?;
         conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;")
             .map_err(|e| format!("{shown}: {e}"))?;
+        let epoch = super::epoch::sqlite_open(&conn, &shown)?;
         if prepared.from != 0 && prepared.from < sqlite_schema::CURRENT {
             eprintln!(
                 "taskwire-server: {shown}: migrated from schema {} to {} ({} callback events now stored once); \
@@ -112,6 +117,7 @@ impl SqliteStore {
             }),
             read_permits: Arc::new(Semaphore::new(READERS)),
             retention,
+            epoch,
         })
     }
 
@@ -153,6 +159,10 @@ impl SqliteStore {
 }
 
 impl Store for SqliteStore {
+    fn epoch(&self) -> &str {
+        &self.epoch
+    }
+
     fn create(&self, task: NewTask) -> StoreFuture<'_, Created> {
         let done = self.write(Op::Create(task));
         Box::pin(async move { done.await?.created() })

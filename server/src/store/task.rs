@@ -27,12 +27,16 @@ pub struct TaskRecord {
 
 impl TaskRecord {
     /// The wire shape, as JSON text: the `TaskView` plus `kind` and
-    /// `input` when given (`input` byte for byte as it was sent).
-    pub fn to_json(&self) -> String {
+    /// `input` when given (`input` byte for byte as it was sent), and the
+    /// store's `epoch` (PROTOCOL.md §Epoch).
+    pub fn to_json(&self, epoch: &str) -> String {
         let mut out = to_json(&self.view);
         // A TaskView is always a non-empty JSON object: reopen it.
-        if out.ends_with('}') && (self.kind.is_some() || self.input.is_some()) {
+        if out.ends_with('}') {
             out.pop();
+            // Before `kind` and `input`: `input` stays last, as it was.
+            out.push_str(",\"epoch\":");
+            out.push_str(&to_json(epoch));
             if let Some(kind) = &self.kind {
                 out.push_str(",\"kind\":");
                 out.push_str(&to_json(kind));

@@ -1,6 +1,7 @@
 //! Persistence, on the Rust side alone: the mirror is read from a
 //! `localStorage`-like object when a watch starts and written after every
-//! update, in the mirror's own `{taskId, task}` form.
+//! update, in the mirror's own `{taskId, task, epoch?}` form (the epoch
+//! is what lets a reload start over when the server's history changed).
 
 use js_sys::{Function, Reflect};
 use taskwire_core as tw;
@@ -37,8 +38,8 @@ impl Store {
     }
 
     /// Best effort: a full or disabled storage is not an error.
-    pub fn save(&self, task: &tw::TaskView) {
-        let text = write(&tw::Mirror::from_snapshot(task.clone()));
+    pub fn save(&self, mirror: &tw::Mirror) {
+        let text = write(mirror);
         let _ = self.call("setItem", &[&JsValue::from_str(&text)]);
     }
 }

@@ -7,7 +7,7 @@
 //! Events reach JS through one function, the sink (`sink(kind, json)`),
 //! always called with no Rust borrow held, so a listener may call
 //! `stop()` from inside it. Kinds: `update` `{task, mode, applied, events,
-//! rejected}`, `reject` `{mode, rejected, version}`, `status` `{state,
+//! rejected, reason?}`, `reject` `{mode, rejected, version}`, `status` `{state,
 //! attempt?, retryInMs?, error?}`, `done` `{task}` (JSON text), and `fail`
 //! with a `TaskwireError` (`code`, `message`, `status` for HTTP).
 //!
@@ -128,16 +128,12 @@ impl Runner {
         let (kind, json) = match &event {
             FollowEvent::Status(s) => ("status", write(s)),
             FollowEvent::Update(u) => {
-                if let (Some(store), Some(task)) = (&self.store, &u.task) {
-                    store.save(task);
-                }
+                self.save();
                 ("update", write(u))
             }
             FollowEvent::Reject(r) => ("reject", write(r)),
             FollowEvent::Done(task) => {
-                if let (Some(store), Some(task)) = (&self.store, task) {
-                    store.save(task);
-                }
+                self.save();
                 ("done", object(&[("task", &task.as_ref())]))
             }
             FollowEvent::Fail(f) => {
@@ -157,6 +153,17 @@ impl Runner {
             &JsValue::from_str(kind),
             &JsValue::from_str(&json),
         );
+    }
+
+    /// Persists the mirror (task and epoch), when it knows a task. Called
+    /// while delivering an event, when no borrow of the follow is held.
+    fn save(&self) {
+        if let Some(store) = &self.store {
+            let follow = self.follow.borrow();
+            if follow.mirror().task().is_some() {
+                store.save(follow.mirror());
+            }
+        }
     }
 
     /// One timer for the follow's next deadline; replaced when it moves.

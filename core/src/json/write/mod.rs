@@ -280,6 +280,9 @@ impl ToJson for MergeOutcome {
             Next::Snapshot => "snapshot",
         };
         w.field("next", next);
+        if let Some(reason) = self.reason {
+            w.field("reason", reason.as_str());
+        }
         w.close();
     }
 }
@@ -289,6 +292,9 @@ impl ToJson for Mirror {
         w.open();
         w.field("taskId", self.task_id());
         w.field("task", &self.task());
+        if let Some(epoch) = self.epoch() {
+            w.field("epoch", epoch);
+        }
         w.close();
     }
 }
@@ -319,6 +325,9 @@ impl ToJson for Update {
         w.field("applied", &self.applied);
         w.field("events", &self.events);
         w.field("rejected", &self.rejected);
+        if let Some(reason) = self.reason {
+            w.field("reason", reason.as_str());
+        }
         w.close();
     }
 }

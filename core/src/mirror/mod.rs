@@ -13,99 +13,35 @@
 //!
 //! Use: `merge` each answer; when [`MergeOutcome::next`] is
 //! [`Next::Snapshot`], ask the server for a snapshot and merge that.
+//!
+//! ## Epochs
+//! Versions are only comparable within one history of the server's
+//! store, its *epoch* (PROTOCOL.md §Epoch): a store wiped or restored
+//! from a backup starts another one, and may answer with versions lower
+//! than the mirror's. [`Mirror::merge_from`] takes the answer's epoch:
+//! - another epoch than the mirror's: a snapshot is taken whatever its
+//!   version (the local task is no evidence against another history) and
+//!   reported with [`UpdateReason::EpochChanged`]; anything else is
+//!   refused ([`RejectReason::OtherEpoch`]) and a snapshot asked for, so
+//!   that no entry of one history is replayed on a task of another;
+//! - the same epoch, or an answer without one (a backend that sends
+//!   none): judged exactly as before, stale answers refused;
+//! - a mirror that knows no epoch yet learns the answer's once it
+//!   accepts that answer.
 
+mod outcome;
+
+pub use outcome::{MergeOutcome, Next, RejectReason, Rejection, UpdateReason};
 use serde::Serialize;
 
 use crate::json::{self, Fields, FromJson, Path, Value};
 
 use crate::event::Event;
-use crate::resume::{ResumeAnswer, ResumeMode};
+use crate::resume::ResumeAnswer;
 use crate::task::{HistoryEntry, State, TaskView};
 use crate::transition::Recorded;
 use crate::value::{is_blank, NonBlank};
 use crate::Error;
-
-/// Why part of an answer was not applied.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum RejectReason {
-    /// A delta entry at or below the local version: already applied.
-    Duplicate,
-    /// A delta entry that skips a version.
-    Gap,
-    /// A delta entry the local reducer would not produce identically, or a
-    /// server task that disagrees with the replay.
-    Diverged,
-    /// A snapshot older than the local task.
-    StaleSnapshot,
-    /// A `caught-up` answer older than the local task.
-    StaleAnswer,
-    /// A snapshot that would move attempts or progress backwards, or a
-    /// terminal task back to a live state.
-    Regressed,
-    /// An answer about another task.
-    WrongTask,
-    /// A delta for a mirror that knows nothing yet, without the task to
-    /// start from.
-    NoBase,
-}
-
-impl RejectReason {
-    /// The wire spelling.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            RejectReason::Duplicate => "duplicate",
-            RejectReason::Gap => "gap",
-            RejectReason::Diverged => "diverged",
-            RejectReason::StaleSnapshot => "stale-snapshot",
-            RejectReason::StaleAnswer => "stale-answer",
-            RejectReason::Regressed => "regressed",
-            RejectReason::WrongTask => "wrong-task",
-            RejectReason::NoBase => "no-base",
-        }
-    }
-}
-
-/// One part of an answer that was not applied.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Rejection {
-    /// The version of the entry or task concerned.
-    pub version: u64,
-    /// Why it was not applied.
-    pub reason: RejectReason,
-}
-
-/// What the caller should do after a merge.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Next {
-    /// Carry on: resume from the mirror's version as usual.
-    None,
-    /// The answer could not be trusted (a gap or a divergence): ask for a
-    /// snapshot.
-    Snapshot,
-}
-
-/// What a merge did.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct MergeOutcome {
-    /// The answer's mode.
-    pub mode: ResumeMode,
-    /// The local task changed: its version rose, or it became known.
-    pub changed: bool,
-    /// The versions applied, in order (a snapshot applies its version).
-    pub applied: Vec<u64>,
-    /// What was not applied, and why.
-    pub rejected: Vec<Rejection>,
-    /// What to do next.
-    pub next: Next,
-}
-
-impl MergeOutcome {
-    fn reject(&mut self, version: u64, reason: RejectReason) {
-        self.rejected.push(Rejection { version, reason });
-    }
-}
 
 /// One task as a client knows it. See the module docs.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -113,14 +49,18 @@ impl MergeOutcome {
 pub struct Mirror {
     task_id: String,
     task: Option<TaskView>,
+    /// The epoch `task` belongs to, once an answer told it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    epoch: Option<String>,
 }
 
 impl FromJson for Mirror {
-    /// The persisted shape: `{"taskId":"t1","task":{…}|null}`.
+    /// The persisted shape: `{"taskId":"t1","task":{…}|null,"epoch"?:"…"}`.
     fn from_json(value: &Value<'_>, at: Path<'_>) -> Result<Self, json::Error> {
         let f = Fields::of(value, at)?;
         let task_id: NonBlank = f.req("taskId")?;
         let task: Option<TaskView> = f.get("task")?;
+        let epoch: Option<NonBlank> = f.get("epoch")?;
         if task.as_ref().is_some_and(|t| t.id != task_id.as_str()) {
             let at_task = Path::Key(&at, "task");
             return Err(json::invalid(
@@ -131,6 +71,7 @@ impl FromJson for Mirror {
         Ok(Mirror {
             task_id: task_id.into_string(),
             task,
+            epoch: epoch.map(NonBlank::into_string),
         })
     }
 }
@@ -146,15 +87,22 @@ impl Mirror {
         Ok(Mirror {
             task_id: task_id.to_string(),
             task: None,
+            epoch: None,
         })
     }
 
-    /// A mirror that starts from a known task.
+    /// A mirror that starts from a known task, of an unknown epoch.
     pub fn from_snapshot(task: TaskView) -> Self {
         Mirror {
             task_id: task.id.clone(),
             task: Some(task),
+            epoch: None,
         }
+    }
+
+    /// The epoch the known task belongs to, once an answer told it.
+    pub fn epoch(&self) -> Option<&str> {
+        self.epoch.as_deref()
     }
 
     /// The task id.
@@ -182,15 +130,24 @@ impl Mirror {
         self.task.as_ref().map_or(0, |t| t.progress)
     }
 
-    /// Merges one resume answer. Never moves the version, the attempts or
-    /// the progress of an attempt backwards; see [`MergeOutcome`].
+    /// Merges one resume answer of a backend that sends no epoch. Never
+    /// moves the version, the attempts or the progress of an attempt
+    /// backwards; see [`MergeOutcome`].
     pub fn merge(&mut self, answer: &ResumeAnswer) -> MergeOutcome {
+        self.merge_from(None, answer)
+    }
+
+    /// Merges one resume answer read from history `epoch` (`None`: the
+    /// backend sends none). Within one epoch, as [`Mirror::merge`];
+    /// across epochs, see the module docs.
+    pub fn merge_from(&mut self, epoch: Option<&str>, answer: &ResumeAnswer) -> MergeOutcome {
         let mut out = MergeOutcome {
             mode: answer.mode(),
             changed: false,
             applied: Vec::new(),
             rejected: Vec::new(),
             next: Next::None,
+            reason: None,
         };
         if let Some(task) = answer.task() {
             if task.id != self.task_id {
@@ -199,14 +156,48 @@ impl Mirror {
                 return out;
             }
         }
-        match answer {
-            ResumeAnswer::CaughtUp { task } => self.merge_caught_up(task.as_ref(), &mut out),
-            ResumeAnswer::Snapshot { task } => self.merge_snapshot(task, &mut out),
-            ResumeAnswer::Delta { events, task } => {
-                self.merge_delta(events, task.as_ref(), &mut out)
+        if let Some(epoch) = epoch {
+            if self.epoch.as_deref().is_some_and(|known| known != epoch) {
+                self.start_over(epoch, answer, &mut out);
+                return out;
             }
         }
+        self.merge_within(answer, &mut out);
+        if self.epoch.is_none() && out.rejected.is_empty() && out.next == Next::None {
+            // The answer agreed with the task (or taught it): the task is
+            // of the answer's history.
+            self.epoch = epoch.map(String::from);
+        }
         out
+    }
+
+    /// An answer from another epoch: only its snapshot is taken, whole.
+    fn start_over(&mut self, epoch: &str, answer: &ResumeAnswer, out: &mut MergeOutcome) {
+        match answer {
+            ResumeAnswer::Snapshot { task } => {
+                self.task = Some(task.clone());
+                self.epoch = Some(String::from(epoch));
+                out.changed = true;
+                out.applied.push(task.version);
+                out.reason = Some(UpdateReason::EpochChanged);
+            }
+            _ => {
+                let version = answer
+                    .task()
+                    .map(|t| t.version)
+                    .or_else(|| answer.events().first().map(|e| e.version));
+                out.reject(version.unwrap_or(0), RejectReason::OtherEpoch);
+                out.next = Next::Snapshot;
+            }
+        }
+    }
+
+    fn merge_within(&mut self, answer: &ResumeAnswer, out: &mut MergeOutcome) {
+        match answer {
+            ResumeAnswer::CaughtUp { task } => self.merge_caught_up(task.as_ref(), out),
+            ResumeAnswer::Snapshot { task } => self.merge_snapshot(task, out),
+            ResumeAnswer::Delta { events, task } => self.merge_delta(events, task.as_ref(), out),
+        }
     }
 
     fn merge_caught_up(&mut self, server: Option<&TaskView>, out: &mut MergeOutcome) {
@@ -354,3 +345,6 @@ fn replays_identically(view: &mut TaskView, entry: &HistoryEntry) -> bool {
     let (outcome, _) = view.judge_versioned(&entry.event, true);
     outcome.changed && view.version == entry.version
 }
+
+#[cfg(test)]
+mod tests;
