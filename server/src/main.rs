@@ -64,6 +64,9 @@ async fn serve(config: Config) {
 fn print_banner(config: &Config, server: &taskwire_server::Server) {
     say!("taskwire-server listening on http://{}", server.addr);
     say!("  data:       {}", config.data_description());
+    if let Some(addr) = server.metrics_addr {
+        say!("  metrics:    http://{addr}/metrics");
+    }
     let tenants: Vec<String> = config
         .tokens
         .iter()

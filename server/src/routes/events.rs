@@ -21,11 +21,14 @@ use crate::auth::{Right, WatchCredential};
 use crate::error::ApiError;
 use crate::hub::{answer_from, Subscription, Wake};
 use crate::limits::WatchPermit;
+use crate::metrics::{Held, Watch};
 use crate::AppState;
 
 struct Stream {
     /// The stream's slot among the held watches, for as long as it is open.
     _held: WatchPermit,
+    /// The stream in `/metrics`' held-stream gauge, likewise.
+    _counted: Held,
     state: AppState,
     tenant: String,
     id: String,
@@ -64,7 +67,10 @@ pub async fn events(
         None => query_cursor.unwrap_or(0),
     };
     // A tenant at its watch quota is refused before the read.
-    state.watchers.check_quota(&tenant)?;
+    state
+        .watchers
+        .check_quota(&tenant)
+        .inspect_err(|e| state.hub.metrics.refused(&tenant, e))?;
     // Subscribed before the read, so a commit in between still wakes it.
     let sub = state.hub.subscribe(&id, &tenant);
     let first = state
@@ -76,11 +82,16 @@ pub async fn events(
     }
     // Counted for as long as the stream is open; refused (503
     // `watch-limit`) past the cap. A 204 is not a held stream.
-    let held = state.watchers.admit(&tenant)?;
+    let held = state
+        .watchers
+        .admit(&tenant)
+        .inspect_err(|e| state.hub.metrics.refused(&tenant, e))?;
+    let counted = state.hub.metrics.hold(Watch::Sse);
     let heartbeat = Duration::from_millis(state.heartbeat_ms.max(1));
     let stream = futures_util::stream::unfold(
         Stream {
             _held: held,
+            _counted: counted,
             state,
             tenant,
             id,

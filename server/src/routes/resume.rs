@@ -20,6 +20,7 @@ use super::{no_store_json, Query, TaskId};
 use crate::auth::{Right, WatchCredential};
 use crate::error::ApiError;
 use crate::hub::{answer_from, Wake};
+use crate::metrics::Watch;
 use crate::AppState;
 
 /// The longest a request may be held.
@@ -75,7 +76,10 @@ pub fn resume(
         let tenant = tenant?;
         if wait_ms > 0 {
             // A tenant at its watch quota is refused before the read.
-            state.watchers.check_quota(&tenant)?;
+            state
+                .watchers
+                .check_quota(&tenant)
+                .inspect_err(|e| state.hub.metrics.refused(&tenant, e))?;
         }
         let mut sub = state.hub.subscribe(&id, &tenant);
         let answer = state
@@ -89,7 +93,11 @@ pub fn resume(
             return Ok(no_store_json(to_json(&answer)));
         }
         // Counted while held; refused (503 `watch-limit`) past the cap.
-        let _held = state.watchers.admit(&tenant)?;
+        let _held = state
+            .watchers
+            .admit(&tenant)
+            .inspect_err(|e| state.hub.metrics.refused(&tenant, e))?;
+        let _counted = state.hub.metrics.hold(Watch::LongPoll);
         let woke =
             tokio::time::timeout(Duration::from_millis(wait_ms), sub.wait_past(cursor)).await;
         let answer = match woke {
