@@ -35,6 +35,7 @@ impl Scrape {
         Scrape(series)
     }
 
+    /// The value of `series`; a missing one fails the test.
     pub fn get(&self, series: &str) -> f64 {
         match self.0.get(series) {
             Some(v) => *v,
@@ -42,6 +43,7 @@ impl Scrape {
         }
     }
 
+    /// Whether the scrape has `series`.
     pub fn has(&self, series: &str) -> bool {
         self.0.contains_key(series)
     }
