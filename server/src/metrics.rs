@@ -5,7 +5,8 @@
 //! **Cost on hot paths.** What the server does anyway is counted where it
 //! happens with one atomic add (a gauge, a counter) or one histogram
 //! observe (a short lock inside prometheus-client), and nothing that
-//! allocates: held watches are a gauge inc/dec, a group commit two
+//! allocates: an SSE stream is a gauge inc/dec (held long-polls are read from
+//! [`crate::limits::Watchers`] at scrape time), a group commit two
 //! observes per batch, a woken watcher one observe. What is already
 //! counted elsewhere is read at scrape time instead of counted twice:
 //! callbacks by reason and quarantined rows come from [`crate::stats`],
@@ -54,20 +55,13 @@ pub struct PoolStatus {
 
 type PoolProbe = Box<dyn Fn() -> PoolStatus + Send + Sync>;
 
-/// Which kind of held watch a [`Held`] guard counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Watch {
-    /// A held `GET …/resume?waitMs=…`.
-    LongPoll,
-    /// An open `GET …/events` stream.
-    Sse,
-}
-
 /// The server's live metrics (one set per running server, so that tests
 /// running several servers in one process each see their own).
 pub struct Metrics {
     registry: Registry,
-    held_long_polls: Gauge,
+    /// Open SSE streams; the held long-polls are the rest of
+    /// [`crate::limits::Watchers`]' count (read at scrape time, so that
+    /// the held long-poll's future, 10,000 of them at once, stays as it was).
     held_sse: Gauge,
     commit_batch: Histogram,
     commit_seconds: Histogram,
@@ -94,12 +88,6 @@ impl Metrics {
     /// 429 counters now, at zero).
     pub fn new<'a>(tenants: impl IntoIterator<Item = &'a str>) -> Arc<Self> {
         let mut registry = Registry::with_prefix("taskwire");
-        let held_long_polls = Gauge::default();
-        registry.register(
-            "held_long_polls",
-            "Long-polls (resume with waitMs) held open now",
-            held_long_polls.clone(),
-        );
         let held_sse = Gauge::default();
         registry.register(
             "held_event_streams",
@@ -176,7 +164,6 @@ impl Metrics {
         let listen_reconnects = Counter::default();
         Arc::new(Metrics {
             registry,
-            held_long_polls,
             held_sse,
             commit_batch,
             commit_seconds,
@@ -192,19 +179,11 @@ impl Metrics {
         })
     }
 
-    /// Counts one held long-poll or SSE stream until the guard drops.
-    pub fn hold(self: &Arc<Self>, watch: Watch) -> Held {
-        self.held(watch).inc();
+    /// Counts one open SSE stream until the guard drops.
+    pub fn hold_stream(&self) -> Held {
+        self.held_sse.inc();
         Held {
-            metrics: Arc::clone(self),
-            watch,
-        }
-    }
-
-    fn held(&self, watch: Watch) -> &Gauge {
-        match watch {
-            Watch::LongPoll => &self.held_long_polls,
-            Watch::Sse => &self.held_sse,
+            gauge: self.held_sse.clone(),
         }
     }
 
@@ -283,22 +262,16 @@ impl Metrics {
     }
 }
 
-/// One held watch, counted while it lives ([`Metrics::hold`]).
-#[must_use = "the watch stops being counted as soon as the guard drops"]
+/// One open SSE stream, counted while it lives ([`Metrics::hold_stream`]).
+#[derive(Debug)]
+#[must_use = "the stream stops being counted as soon as the guard drops"]
 pub struct Held {
-    metrics: Arc<Metrics>,
-    watch: Watch,
-}
-
-impl std::fmt::Debug for Held {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Held").field("watch", &self.watch).finish()
-    }
+    gauge: Gauge,
 }
 
 impl Drop for Held {
     fn drop(&mut self) {
-        self.metrics.held(self.watch).dec();
+        self.gauge.dec();
     }
 }
 

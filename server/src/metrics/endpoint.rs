@@ -96,6 +96,16 @@ pub fn render(state: &Inner, backlog: Option<OutboxBacklog>) -> Result<String, s
     prometheus_text::encode(&mut out, &metrics.registry)?;
     let mut read = Registry::with_prefix("taskwire");
 
+    // Watchers counts long-polls and streams together; the streams have
+    // their own gauge.
+    let streams = u64::try_from(metrics.held_sse.get()).unwrap_or(0);
+    let long_polls = (state.watchers.held() as u64).saturating_sub(streams);
+    read.register(
+        "held_long_polls",
+        "Long-polls (resume with waitMs) held open now",
+        gauge_at(long_polls),
+    );
+
     let callbacks = Family::<[(&'static str, &'static str); 1], Counter>::default();
     for (reason, n) in state.stats.by_reason() {
         callbacks

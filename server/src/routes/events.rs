@@ -21,7 +21,7 @@ use crate::auth::{Right, WatchCredential};
 use crate::error::ApiError;
 use crate::hub::{answer_from, Subscription, Wake};
 use crate::limits::WatchPermit;
-use crate::metrics::{Held, Watch};
+use crate::metrics::Held;
 use crate::AppState;
 
 struct Stream {
@@ -86,7 +86,7 @@ pub async fn events(
         .watchers
         .admit(&tenant)
         .inspect_err(|e| state.hub.metrics.refused(&tenant, e))?;
-    let counted = state.hub.metrics.hold(Watch::Sse);
+    let counted = state.hub.metrics.hold_stream();
     let heartbeat = Duration::from_millis(state.heartbeat_ms.max(1));
     let stream = futures_util::stream::unfold(
         Stream {

@@ -20,7 +20,6 @@ use super::{no_store_json, Query, TaskId};
 use crate::auth::{Right, WatchCredential};
 use crate::error::ApiError;
 use crate::hub::{answer_from, Wake};
-use crate::metrics::Watch;
 use crate::AppState;
 
 /// The longest a request may be held.
@@ -97,7 +96,6 @@ pub fn resume(
             .watchers
             .admit(&tenant)
             .inspect_err(|e| state.hub.metrics.refused(&tenant, e))?;
-        let _counted = state.hub.metrics.hold(Watch::LongPoll);
         let woke =
             tokio::time::timeout(Duration::from_millis(wait_ms), sub.wait_past(cursor)).await;
         let answer = match woke {
