@@ -21,6 +21,13 @@ pub struct Config {
     #[arg(long, env = "TASKWIRE_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: String,
 
+    /// Serve `GET /metrics` (Prometheus text format) on this address of its
+    /// own, e.g. 127.0.0.1:9464; never on --listen, whose /metrics stays
+    /// 404. Off by default. The metrics name tenants: keep the address
+    /// away from them (loopback or an operators' network).
+    #[arg(long, env = "TASKWIRE_METRICS_LISTEN", value_name = "HOST:PORT")]
+    pub metrics_listen: Option<String>,
+
     /// Where tasks are stored: a directory for the SQLite database (created
     /// if missing; one instance), or a postgres://user:pass@host:port/db URL
     /// to share one PostgreSQL database between several instances.

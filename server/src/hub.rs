@@ -20,9 +20,12 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
 
 use taskwire_core::{plan_resume, HistoryEntry, ResumeAnswer, TaskView};
 use tokio::sync::{watch, Notify};
+
+use crate::metrics::Metrics;
 
 /// A committed change, as the hub hands it to waiters. The stores make
 /// them after each commit ([`Hub::publish`]); defined here, so that the hub
@@ -42,6 +45,10 @@ pub struct Latest {
     pub view: TaskView,
     /// Contiguous recent entries, oldest first, ending at `view.version`.
     pub recent: VecDeque<HistoryEntry>,
+    /// When it was published (right after its commit, or after the
+    /// re-read of another instance's): the start of `/metrics`' wake
+    /// latency.
+    pub published_at: Instant,
 }
 
 /// One watched task: its channel, and how many [`Subscription`]s hold it.
@@ -69,16 +76,26 @@ pub struct Hub {
     drops: Mutex<HashMap<String, watch::Sender<u64>>>,
     /// Woken when an outbox row commits (the notify-webhook sender waits).
     pub outbox: Notify,
+    /// The server's metrics: the stores, which know only the hub, time
+    /// their commits into it.
+    pub metrics: Arc<Metrics>,
 }
 
 impl Hub {
     /// A hub keeping `retention` recent entries per watched task.
     pub fn new(retention: u64) -> Arc<Self> {
+        Hub::with_metrics(retention, Metrics::new([]))
+    }
+
+    /// A hub keeping `retention` recent entries per watched task, and the
+    /// server's metrics.
+    pub fn with_metrics(retention: u64, metrics: Arc<Metrics>) -> Arc<Self> {
         Arc::new(Hub {
             slots: Mutex::new(HashMap::new()),
             retention: usize::try_from(retention).unwrap_or(usize::MAX).min(4096),
             drops: Mutex::new(HashMap::new()),
             outbox: Notify::new(),
+            metrics,
         })
     }
 
@@ -124,6 +141,7 @@ impl Hub {
         if changes.is_empty() {
             return;
         }
+        let published_at = Instant::now();
         let slots = self.slots();
         for change in changes {
             let Some(slot) = slots.get(&change.view.id) else {
@@ -155,6 +173,7 @@ impl Hub {
                 *latest = Some(Arc::new(Latest {
                     view: change.view.clone(),
                     recent,
+                    published_at,
                 }));
                 true
             });
@@ -207,6 +226,7 @@ impl Hub {
             *latest = Some(Arc::new(Latest {
                 view: view.clone(),
                 recent,
+                published_at: Instant::now(),
             }));
             true
         });
@@ -303,13 +323,20 @@ impl Subscription {
     }
 
     /// Waits until the published version passes `cursor`, or a drop.
+    /// A wait that ends on a publish is timed into the wake-latency
+    /// metric; one answered at once (nothing to wait for) is not a wake.
     pub async fn wait_past(&mut self, cursor: u64) -> Wake {
+        let mut waited = false;
         loop {
             if let Some(latest) = self.rx.borrow_and_update().clone() {
                 if latest.view.version > cursor {
+                    if waited {
+                        self.hub.metrics.woke(latest.published_at);
+                    }
                     return Wake::Changed(latest);
                 }
             }
+            waited = true;
             tokio::select! {
                 changed = self.rx.changed() => {
                     if changed.is_err() {

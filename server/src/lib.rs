@@ -17,6 +17,7 @@
 //! - [`serve`]: the HTTP/1 connection loop, keeping [`limits`] (timeouts,
 //!   connection and held-watch caps).
 //! - [`sweeper`]: expires tasks at their TTL.
+//! - [`metrics`]: `GET /metrics` for operators, on `--metrics-listen`.
 //! - [`notify`]: posts outbox rows to `--notify-url` / `--tenant-notify-url`.
 //! - [`client`]: a small HTTP client (tests, load tool, webhook).
 //! - [`exact_json`]: `input` kept and compared as the exact JSON sent.
@@ -33,6 +34,7 @@ pub mod exact_json;
 pub mod hub;
 pub mod keyring;
 pub mod limits;
+pub mod metrics;
 pub mod notify;
 pub mod quotas;
 pub mod routes;
@@ -103,6 +105,8 @@ pub type AppState = Arc<Inner>;
 pub struct Server {
     /// The address it listens on (the real port when 0 was asked).
     pub addr: SocketAddr,
+    /// Where `GET /metrics` is served (`--metrics-listen`), if anywhere.
+    pub metrics_addr: Option<SocketAddr>,
     /// Its state (tests peek at stats and the hub).
     pub state: AppState,
     shutdown: Option<oneshot::Sender<()>>,
@@ -145,7 +149,8 @@ pub async fn start(config: Config) -> Result<Server, String> {
     };
     let limits = Limits::resolve(&config);
     let quotas = quotas::Quotas::new(config.quotas.resolve(tokens.values().map(String::as_str))?);
-    let hub = Hub::new(config.retention);
+    let metrics = metrics::Metrics::new(tokens.values().map(String::as_str));
+    let hub = Hub::with_metrics(config.retention, metrics);
     let store = store::open(&config, Arc::clone(&hub)).await?;
     let listener = serve::bind(&config.listen)
         .await
@@ -153,6 +158,14 @@ pub async fn start(config: Config) -> Result<Server, String> {
     let addr = listener
         .local_addr()
         .map_err(|e| format!("--listen {}: {e}", config.listen))?;
+    let metrics_listener = metrics::endpoint::bind(&config).await?;
+    let metrics_addr = match &metrics_listener {
+        Some(l) => Some(
+            l.local_addr()
+                .map_err(|e| format!("--metrics-listen: {e}"))?,
+        ),
+        None => None,
+    };
     let state: AppState = Arc::new(Inner {
         store,
         hub,
@@ -182,11 +195,18 @@ pub async fn start(config: Config) -> Result<Server, String> {
             sending,
         )));
     }
+    if let Some(listener) = metrics_listener {
+        background.push(tokio::spawn(metrics::endpoint::serve(
+            listener,
+            Arc::clone(&state),
+        )));
+    }
     let app = routes::router(Arc::clone(&state));
     let (tx, rx) = oneshot::channel::<()>();
     let serve = tokio::spawn(serve::serve(listener, app, Arc::clone(&state), rx));
     Ok(Server {
         addr,
+        metrics_addr,
         state,
         shutdown: Some(tx),
         serve,

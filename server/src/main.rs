@@ -91,6 +91,9 @@ fn print_banner(config: &Config, server: &taskwire_server::Server) {
     say!("taskwire-server listening on http://{}", server.addr);
     say!("  data:       {}", config.data_description());
     say!("  epoch:      {}", server.state.store.epoch());
+    if let Some(addr) = server.metrics_addr {
+        say!("  metrics:    http://{addr}/metrics");
+    }
     let tenants: Vec<String> = config
         .tokens
         .iter()

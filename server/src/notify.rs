@@ -193,6 +193,10 @@ async fn attempt(
     row: OutboxEntry,
 ) -> Result<(), StoreError> {
     let sent = post(&state, &receiver, &sending, &row).await;
+    state
+        .hub
+        .metrics
+        .webhook_attempt(sent, now_ms() - row.notification.at_ms);
     let next = now_ms() + backoff_ms(row.attempts);
     state.store.webhook_attempted(row.seq, sent, next).await
 }

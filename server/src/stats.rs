@@ -89,6 +89,25 @@ impl Stats {
             .fetch_add(rows.len() as u64, Ordering::Relaxed);
     }
 
+    /// Judged callbacks by reason, every reason core gives (for
+    /// `/metrics`, which reads these instead of counting again).
+    pub fn by_reason(&self) -> impl Iterator<Item = (Reason, u64)> + '_ {
+        REASONS
+            .iter()
+            .zip(&self.by_reason)
+            .map(|(r, n)| (*r, n.load(Ordering::Relaxed)))
+    }
+
+    /// Callbacks refused with 401 so far.
+    pub fn rejected_signatures(&self) -> u64 {
+        self.rejected_signatures.load(Ordering::Relaxed)
+    }
+
+    /// Rows set aside so far.
+    pub fn quarantined_rows(&self) -> u64 {
+        self.quarantined_rows.load(Ordering::Relaxed)
+    }
+
     /// Every counter (the server-wide set).
     pub fn to_json(&self) -> Value {
         let mut v = self.callbacks_json();

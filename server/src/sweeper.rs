@@ -31,6 +31,16 @@ enum Sweep {
     Lifecycle,
 }
 
+impl Sweep {
+    /// The `sweep` label of `/metrics`' moved-tasks counter.
+    fn label(self) -> &'static str {
+        match self {
+            Sweep::Ttl => "ttl",
+            Sweep::Lifecycle => "lifecycle",
+        }
+    }
+}
+
 /// Runs forever (the server aborts it at shutdown).
 pub async fn run(state: AppState, every: Duration) {
     let mut tick = tokio::time::interval(every);
@@ -40,6 +50,7 @@ pub async fn run(state: AppState, every: Duration) {
     let mut failing: Option<String> = None;
     loop {
         tick.tick().await;
+        state.hub.metrics.sweeper_ran();
         'sweeps: for sweep in [Sweep::Ttl, Sweep::Lifecycle] {
             loop {
                 let swept = match sweep {
@@ -52,6 +63,7 @@ pub async fn run(state: AppState, every: Duration) {
                             eprintln!("taskwire-server: sweeper: the store answers again");
                         }
                         state.stats.swept(swept.expired);
+                        state.hub.metrics.swept(sweep.label(), swept.expired);
                         state.stats.quarantined("sweeper", &swept.quarantined);
                         if swept.looked_at < BATCH as usize {
                             break;

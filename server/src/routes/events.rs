@@ -20,12 +20,15 @@ use crate::auth::{Right, WatchCredential};
 use crate::error::ApiError;
 use crate::hub::{answer_from, Subscription, Wake};
 use crate::limits::WatchPermit;
+use crate::metrics::Held;
 use crate::quotas;
 use crate::AppState;
 
 struct Stream {
     /// The stream's slot among the held watches, for as long as it is open.
     _held: WatchPermit,
+    /// The stream in `/metrics`' held-stream gauge, likewise.
+    _counted: Held,
     state: AppState,
     tenant: String,
     id: String,
@@ -65,6 +68,7 @@ pub async fn events(
     };
     // A tenant at its watch quota is refused before the read (and late).
     if let Err(refusal) = state.watchers.check_quota(&tenant) {
+        state.hub.metrics.refused(&tenant, &refusal);
         return Err(quotas::answered_late(refusal).await);
     }
     // Subscribed before the read, so a commit in between still wakes it.
@@ -78,11 +82,16 @@ pub async fn events(
     }
     // Counted for as long as the stream is open; refused (503
     // `watch-limit`) past the cap. A 204 is not a held stream.
-    let held = state.watchers.admit(&tenant)?;
+    let held = state
+        .watchers
+        .admit(&tenant)
+        .inspect_err(|e| state.hub.metrics.refused(&tenant, e))?;
+    let counted = state.hub.metrics.hold_stream();
     let heartbeat = Duration::from_millis(state.heartbeat_ms.max(1));
     let stream = futures_util::stream::unfold(
         Stream {
             _held: held,
+            _counted: counted,
             state,
             tenant,
             id,

@@ -77,6 +77,7 @@ pub fn resume(
         if wait_ms > 0 {
             // A tenant at its watch quota is refused before the read (and late).
             if let Err(refusal) = state.watchers.check_quota(&tenant) {
+                state.hub.metrics.refused(&tenant, &refusal);
                 return Err(quotas::answered_late(refusal).await);
             }
         }
@@ -92,7 +93,10 @@ pub fn resume(
             return Ok(no_store_json(with_epoch(&state, answer)));
         }
         // Counted while held; refused (503 `watch-limit`) past the cap.
-        let _held = state.watchers.admit(&tenant)?;
+        let _held = state
+            .watchers
+            .admit(&tenant)
+            .inspect_err(|e| state.hub.metrics.refused(&tenant, e))?;
         let woke =
             tokio::time::timeout(Duration::from_millis(wait_ms), sub.wait_past(cursor)).await;
         let answer = match woke {

@@ -16,7 +16,7 @@ use crate::auth::{Credential, Right};
 use crate::error::ApiError;
 use crate::exact_json::{self, RawJson};
 use crate::quotas;
-use crate::store::{Idempotency, NewTask, TaskRecord, EXACT_REQUEST};
+use crate::store::{Idempotency, NewTask, StoreError, TaskRecord, EXACT_REQUEST};
 use crate::AppState;
 
 /// `kind` is a short label, not a payload.
@@ -102,7 +102,15 @@ pub async fn create(
     // The create rate, judged in memory before anything reaches the store.
     let token = match state.quotas.take_create(&tenant) {
         Ok(token) => token,
-        Err(limited) => return replay_or(&state, tenant, idempotency, limited).await,
+        Err(limited) => {
+            // Refusals only: the clone is off the create's path.
+            let who = tenant.clone();
+            let answer = replay_or(&state, tenant, idempotency, limited).await;
+            if let Err(e) = &answer {
+                state.hub.metrics.refused(&who, e);
+            }
+            return answer;
+        }
     };
     let (record, created) = match create_for(
         &state,
@@ -256,7 +264,12 @@ pub async fn create_for(
             input,
             idempotency,
         })
-        .await?;
+        .await
+        .inspect_err(|e| {
+            if let StoreError::OpenTaskQuota { tenant, .. } = e {
+                state.hub.metrics.refused_code(tenant, "open-task-quota");
+            }
+        })?;
     Ok((created.record, created.created))
 }
 

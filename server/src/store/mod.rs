@@ -19,6 +19,7 @@
 //!   each row on its own: a row it cannot act on is quarantined
 //!   ([`quarantine`]) and reported, and the other rows go on.
 
+mod backlog;
 mod callback;
 pub mod callback_ids;
 mod callback_ref;
@@ -41,6 +42,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+pub use backlog::OutboxBacklog;
 pub use callback::{Acted, Action, Callback, CallbackAnswer};
 pub use error::StoreError;
 pub use outbox::OutboxEntry;
@@ -162,4 +164,7 @@ pub trait Store: Send + Sync + 'static {
 
     /// Records a webhook attempt: sent, or the time of the next try.
     fn webhook_attempted(&self, seq: u64, sent: bool, next_attempt_ms: f64) -> StoreFuture<'_, ()>;
+
+    /// The notify outbox's backlog, for `/metrics` ([`OutboxBacklog`]).
+    fn outbox_backlog(&self) -> StoreFuture<'_, OutboxBacklog>;
 }

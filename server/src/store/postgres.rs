@@ -226,6 +226,7 @@ impl PostgresStore {
         let mut listen_config = config;
         listen_config.application_name(LISTENER_NAME);
         let listener = tokio::spawn(listen(listen_config, Arc::clone(&hub), ready));
+        watch_pool(&hub, &pool);
         match listening.await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => return Err(format!("--data {shown}: LISTEN: {e}")),
@@ -264,6 +265,24 @@ impl PostgresStore {
     async fn conn(&self) -> Result<Object, StoreError> {
         self.pool.get().await.map_err(pool_error)
     }
+}
+
+/// Lets `/metrics` read the pool's status at scrape time (through a weak
+/// handle: the metrics never keep a stopped store's connections open).
+fn watch_pool(hub: &Hub, pool: &Pool) {
+    let pool = pool.weak();
+    hub.metrics.watch_pool(move || {
+        let Some(pool) = pool.upgrade() else {
+            return crate::metrics::PoolStatus::default();
+        };
+        let status = pool.status();
+        crate::metrics::PoolStatus {
+            max_size: status.max_size,
+            size: status.size,
+            available: status.available,
+            waiting: status.waiting,
+        }
+    });
 }
 
 impl Store for PostgresStore {
@@ -352,6 +371,10 @@ impl Store for PostgresStore {
 
     fn webhook_attempted(&self, seq: u64, sent: bool, next_attempt_ms: f64) -> StoreFuture<'_, ()> {
         Box::pin(sweep::record_attempt(self, seq, sent, next_attempt_ms))
+    }
+
+    fn outbox_backlog(&self) -> StoreFuture<'_, super::OutboxBacklog> {
+        Box::pin(async move { super::backlog::postgres(&self.conn().await?).await })
     }
 }
 

@@ -290,4 +290,8 @@ impl Store for SqliteStore {
         });
         Box::pin(async move { done.await.map(drop) })
     }
+
+    fn outbox_backlog(&self) -> StoreFuture<'_, super::OutboxBacklog> {
+        self.read(|conn| super::backlog::sqlite(conn))
+    }
 }

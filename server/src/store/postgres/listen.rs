@@ -46,10 +46,12 @@ pub(super) async fn listen(
     let mut backoff = Duration::from_millis(50);
     loop {
         let (connected, err) = listen_once(&config, &hub, &mut ready).await;
+        hub.metrics.listen_connected(false);
         if let Some(r) = ready.take() {
             let _ = r.send(Err(err));
             return;
         }
+        hub.metrics.listen_reconnecting();
         if connected {
             backoff = Duration::from_millis(50);
         }
@@ -109,6 +111,7 @@ async fn listen_once(
         Ok(s) => s,
         Err(e) => return (false, pg_message(&e)),
     };
+    hub.metrics.listen_connected(true);
     if let Some(r) = ready.take() {
         let _ = r.send(Ok(()));
     }

@@ -5,7 +5,7 @@
 //! or run job by job, so that only the failing job fails.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use deadpool_postgres::Pool;
 use sha2::{Digest, Sha256};
@@ -141,17 +141,19 @@ pub(super) async fn writer(
         // The global lock order (stable: same-task callbacks keep their
         // arrival order).
         jobs.sort_by(|a, b| a.order.cmp(&b.order));
+        let started = Instant::now();
         match commit(&pool, &jobs).await {
-            Ok((results, batch)) => finish(&hub, jobs, results, &batch),
+            Ok((results, batch)) => finish(&hub, jobs, results, &batch, started),
             Err(BatchError::RolledBack(_) | BatchError::Retry(_)) if jobs.len() > 1 => {
                 // One job's statement failed and took the batch with it:
                 // run each alone, so only that one fails.
                 for job in jobs {
                     let one = [job];
+                    let started = Instant::now();
                     let outcome = commit(&pool, &one).await;
                     let [job] = one;
                     match outcome {
-                        Ok((results, batch)) => finish(&hub, vec![job], results, &batch),
+                        Ok((results, batch)) => finish(&hub, vec![job], results, &batch, started),
                         Err(
                             BatchError::Retry(e)
                             | BatchError::RolledBack(e)
@@ -177,8 +179,10 @@ pub(super) async fn writer(
     }
 }
 
-/// Durable now: wake the watchers, then answer.
-fn finish(hub: &Hub, jobs: Vec<Job>, results: Results, batch: &Batch) {
+/// Durable now: wake the watchers, then answer. `started` is when the
+/// batch went to the pool (its commit latency, for `/metrics`).
+fn finish(hub: &Hub, jobs: Vec<Job>, results: Results, batch: &Batch, started: Instant) {
+    hub.metrics.committed(jobs.len(), started.elapsed());
     hub_publish(hub, batch);
     for (job, result) in jobs.into_iter().zip(results) {
         let _ = job.reply.send(result);

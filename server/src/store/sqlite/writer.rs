@@ -5,6 +5,7 @@
 
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
+use std::time::Instant;
 
 use rusqlite::{Connection, TransactionBehavior};
 use tokio::sync::oneshot;
@@ -66,9 +67,11 @@ pub(super) fn writer(mut conn: Connection, rx: Receiver<Job>, hub: Arc<Hub>, max
         }
         let mut changes = Vec::new();
         let mut outbox = false;
+        let started = Instant::now();
         let results = commit_batch(&mut conn, &mut batch, &mut changes, &mut outbox);
         match results {
             Ok(results) => {
+                hub.metrics.committed(batch.len(), started.elapsed());
                 // Durable now: wake watchers, then answer.
                 hub.publish(&changes);
                 if outbox {
