@@ -17,8 +17,16 @@ export interface TaskState {
   error: TaskwireError | undefined;
 }
 
-/** Listeners of `useTask`: the latest ones are called, without restarting the watch. */
-export type UseTaskOptions = Pick<WatchOptions, "onUpdate" | "onReject">;
+/** Options of `useTask`. The latest listeners are called, without restarting the watch. */
+export interface UseTaskOptions extends Pick<WatchOptions, "onUpdate" | "onReject"> {
+  /**
+   * The task as the page already holds it (e.g. `useCreateTask`'s), shown
+   * until the watch knows a newer version: a watch learns nothing while
+   * the task does not change. Read when the watch starts; ignored when
+   * its `id` is not `taskId`.
+   */
+  initial?: TaskView;
+}
 
 /**
  * Follows one task while the component is mounted. The watch starts when

@@ -26,8 +26,12 @@ const IDLE = Object.freeze({ task: undefined, status: Object.freeze({ state: "id
  * starts the history over), or the status or error changes: that is what
  * makes React re-render.
  */
-function taskStore(client, taskId, latestOptions) {
-  let snapshot = taskId === undefined ? IDLE : { task: undefined, status: { state: "connecting" }, error: undefined };
+function taskStore(client, taskId, initial, latestOptions) {
+  // A task the page already holds (e.g. the one useCreateTask created) is
+  // shown until the watch knows a newer version: a watch from scratch
+  // learns nothing while the task does not change.
+  const known = initial?.id === taskId ? initial : undefined;
+  let snapshot = taskId === undefined ? IDLE : { task: known, status: { state: "connecting" }, error: undefined };
   const listeners = new Set();
   let watch;
 
@@ -102,12 +106,16 @@ export function useTask(client, taskId, options) {
     throw invalid("useTask: taskId must be a non-empty string, null or undefined");
   }
   if (options !== undefined && (options === null || typeof options !== "object")) throw invalid("useTask: options must be an object");
+  const initial = options?.initial;
+  if (initial !== undefined && (initial === null || typeof initial !== "object" || typeof initial.version !== "number")) {
+    throw invalid("useTask: options.initial must be a task (with a numeric version)");
+  }
   // The listeners may change on every render without restarting the watch.
   const latestOptions = useRef(options);
   useEffect(() => {
     latestOptions.current = options;
   });
-  const store = useMemo(() => taskStore(client, taskId ?? undefined, latestOptions), [client, taskId]);
+  const store = useMemo(() => taskStore(client, taskId ?? undefined, initial, latestOptions), [client, taskId]);
   return useSyncExternalStore(store.subscribe, store.getSnapshot, store.getSnapshot);
 }
 
