@@ -185,11 +185,15 @@ async function lifecycle(): Promise<void> {
 // The hooks (called outside a component only to check their types).
 async function hooks(): Promise<void> {
   const c = new SmallClient({ baseUrl: "http://127.0.0.1:8080" });
+  const made0 = await c.createTask({ ttlMs: 1, maxAttempts: 1 });
   const state: TaskState = useTask(c, "t", { onUpdate: (u) => void u.applied, onReject: (r) => void r.version });
   const version: number | undefined = state.task?.version;
   const status: TaskHookStatus = state.status;
   const idle: "idle" | WatchStatus["state"] = status.state;
   const code: string | undefined = state.error?.code;
+  useTask(c, made0.id, { initial: made0 });
+  // @ts-expect-error: initial is a task
+  useTask(c, "t", { initial: { id: "t" } });
   useTask(c, null);
   useTask(c, undefined);
   // A fake with only `watch` is a client for useTask.
