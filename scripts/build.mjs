@@ -138,5 +138,19 @@ for (const [name, variant] of Object.entries(VARIANTS)) {
 copyFileSync(join(root, "js/index.d.ts"), join(dist, "index.d.ts"));
 copyFileSync(join(root, "js/wire.d.ts"), join(dist, "wire.d.ts"));
 copyFileSync(join(root, "js/client.d.ts"), join(dist, "client.d.ts"));
+// taskwire/react: plain JS beside the builds (it has no wasm; the page's
+// client brings it). Its cost to a page is its own code, minified, with
+// React left to the page (an optional peer dependency, never bundled).
+copyFileSync(join(root, "js/react.js"), join(dist, "react.js"));
+copyFileSync(join(root, "js/react.d.ts"), join(dist, "react.d.ts"));
+{
+  const bundle = join(dist, ".react.min.js");
+  execFileSync(join(root, "node_modules/.bin/rolldown"), ["--minify", "--platform", "browser", "--format", "esm", "--external", "react", "--logLevel", "silent", "-o", bundle, join(dist, "react.js")], { cwd: root, stdio: ["ignore", "ignore", "inherit"] });
+  const minified = readFileSync(bundle);
+  rmSync(bundle);
+  report.react = { page: { raw: minified.length, gzip: gzipSync(minified, { level: 9 }).length, brotli: brotliCompressSync(minified).length } };
+  const s = report.react.page;
+  console.log(`\nreact entry (taskwire/react, minified, React not included):\n  ${"page".padEnd(24)} raw ${kb(s.raw).padStart(9)}  gzip ${kb(s.gzip).padStart(8)}  brotli ${kb(s.brotli).padStart(8)}`);
+}
 writeFileSync(join(dist, "size.json"), JSON.stringify(report, null, 2) + "\n");
 if (failed) process.exit(1);

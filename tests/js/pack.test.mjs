@@ -33,6 +33,8 @@ test("npm pack ships only the whitelisted files", () => {
     ...build("client"),
     ...build("full", ["book.js"]),
     "dist/index.d.ts",
+    "dist/react.d.ts",
+    "dist/react.js",
     "dist/wire.d.ts",
     "package.json",
   ]);

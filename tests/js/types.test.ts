@@ -22,6 +22,7 @@ import init, {
   type TerminalState,
 } from "taskwire";
 import { TaskClient as SmallClient, type TokenSource, type WatchStatus, type WatchUpdate } from "taskwire/client";
+import { useCreateTask, useTask, type CreateTaskState, type TaskHookStatus, type TaskState } from "taskwire/react";
 
 async function example(): Promise<void> {
   await init();
@@ -180,4 +181,40 @@ async function lifecycle(): Promise<void> {
   // @ts-expect-error: decisions are a closed union
   await c.decide(created.id, { decision: "ok", artifactHash: "h", version: 1 });
 }
-void example, client, lifecycle;
+
+// The hooks (called outside a component only to check their types).
+async function hooks(): Promise<void> {
+  const c = new SmallClient({ baseUrl: "http://127.0.0.1:8080" });
+  const made0 = await c.createTask({ ttlMs: 1, maxAttempts: 1 });
+  const state: TaskState = useTask(c, "t", { onUpdate: (u) => void u.applied, onReject: (r) => void r.version });
+  const version: number | undefined = state.task?.version;
+  const status: TaskHookStatus = state.status;
+  const idle: "idle" | WatchStatus["state"] = status.state;
+  const code: string | undefined = state.error?.code;
+  useTask(c, made0.id, { initial: made0 });
+  // @ts-expect-error: initial is a task
+  useTask(c, "t", { initial: { id: "t" } });
+  useTask(c, null);
+  useTask(c, undefined);
+  // A fake with only `watch` is a client for useTask.
+  useTask({ watch: c.watch.bind(c) }, "t");
+  // @ts-expect-error: a task id is a string
+  useTask(c, 42);
+  // @ts-expect-error: the status of a watch, not an update
+  useTask(c, "t", { onStatus: () => {} });
+  // @ts-expect-error: useTask needs a client that can watch
+  useTask({ createTask: c.createTask.bind(c) }, "t");
+
+  const creator: CreateTaskState = useCreateTask(c);
+  const made = await creator.create({ ttlMs: 60_000, maxAttempts: 1, kind: "k" });
+  const id: string = made.id;
+  const pending: boolean = creator.pending;
+  const shown: string | undefined = creator.task?.id;
+  creator.reset();
+  // @ts-expect-error: a request needs ttlMs and maxAttempts
+  await creator.create({ kind: "k" });
+  // @ts-expect-error: the key is the hook's, not the caller's
+  await creator.create({ ttlMs: 1, maxAttempts: 1 }, { idempotencyKey: "k" });
+  void version, idle, code, id, pending, shown;
+}
+void example, client, lifecycle, hooks;

@@ -1,0 +1,71 @@
+// Types of `taskwire/react`: React hooks over a `TaskClient` from
+// `taskwire/client`. React (18 or 19) is an optional peer dependency.
+import type { CreatedTask, CreateTaskRequest, TaskClient, TaskView, TaskwireError, WatchOptions, WatchStatus } from "./index.js";
+
+/** `useTask`'s status: the watch's, or `"idle"` when no task id is given. */
+export type TaskHookStatus = WatchStatus | { state: "idle" };
+
+/** What `useTask` returns; a new object only when something in it changed. */
+export interface TaskState {
+  /** The task as known, or undefined before the first answer. Its `version` only rises (but see `WatchUpdate.reason`). */
+  task: TaskView | undefined;
+  status: TaskHookStatus;
+  /**
+   * Why the watch ended without a terminal task: a `TaskwireError` whose
+   * code is `unauthorized`, `forbidden` or `not-found` (or a bad task id).
+   */
+  error: TaskwireError | undefined;
+}
+
+/** Options of `useTask`. The latest listeners are called, without restarting the watch. */
+export interface UseTaskOptions extends Pick<WatchOptions, "onUpdate" | "onReject"> {
+  /**
+   * The task as the page already holds it (e.g. `useCreateTask`'s), shown
+   * until the watch knows a newer version: a watch learns nothing while
+   * the task does not change. Read when the watch starts; ignored when
+   * its `id` is not `taskId`.
+   */
+  initial?: TaskView;
+}
+
+/**
+ * Follows one task while the component is mounted. The watch starts when
+ * React subscribes and stops when it unsubscribes (unmount, StrictMode's
+ * replay, another `taskId` or client), so it never leaves a held request
+ * behind. `taskId` null or undefined watches nothing.
+ *
+ * @example
+ * const { task, status, error } = useTask(client, taskId);
+ * if (error) return <p>{error.code}</p>;
+ * return <progress value={task?.progress ?? 0} max={100} title={status.state} />;
+ */
+export function useTask(client: Pick<TaskClient, "watch">, taskId: string | null | undefined, options?: UseTaskOptions): TaskState;
+
+/** What `useCreateTask` returns. */
+export interface CreateTaskState {
+  /**
+   * Submits `request` under one idempotency key: while it is pending,
+   * every call returns the same promise (one request); the same request
+   * after a failure is retried under the same key, and after a success
+   * answers the task created. A different request, or any after
+   * `reset()`, is a new submit with a new key. Rejects with the error
+   * that `error` shows.
+   */
+  create(request: CreateTaskRequest): Promise<CreatedTask>;
+  /** Forgets the submit (and the task and error shown): the next `create` is a new task. */
+  reset(): void;
+  /** The task the last submit created. */
+  task: CreatedTask | undefined;
+  pending: boolean;
+  /** Why the last submit failed. */
+  error: TaskwireError | Error | undefined;
+}
+
+/**
+ * Creates tasks, one per submit, so that a double click creates one task.
+ *
+ * @example
+ * const { create, task, pending } = useCreateTask(client);
+ * <button disabled={pending} onClick={() => create({ ttlMs: 3_600_000, maxAttempts: 3 }).catch(() => {})}>Start</button>
+ */
+export function useCreateTask(client: Pick<TaskClient, "createTask">): CreateTaskState;
