@@ -265,7 +265,9 @@ impl Executor {
         let own = event["attempt"] == json!(self.attempt);
         let live = answer.state.is_some_and(|s| !s.is_terminal());
         match event["type"].as_str() {
-            Some("start") if own && answer.state == Some(State::Running) => {
+            // A new start only: a redelivered one (`already-running`)
+            // must not take a kill meant for this worker as seen.
+            Some("start") if own && answer.reason == "started" => {
                 self.worker = event["worker"].as_str().unwrap_or("worker").to_string();
                 self.holding = true;
                 self.refused_cancel = false;
