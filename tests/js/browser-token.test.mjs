@@ -7,13 +7,13 @@
 // with `jose`.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { createServer } from "node:http";
 import { randomBytes } from "node:crypto";
-import { existsSync, readFileSync } from "node:fs";
-import { join, dirname, extname } from "node:path";
+import { existsSync } from "node:fs";
+import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { SignJWT } from "jose";
 import { startServer, freePort } from "./server.mjs";
+import { newTaskId, serveFiles } from "./pages.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
 const chromium = process.env.CHROME_BIN ?? "/usr/bin/chromium";
@@ -69,15 +69,10 @@ before(async () => {
     "--browser-token-key", `tenant:k1=HS256:${KEY.toString("base64")}`,
     "--browser-token-leeway-secs", "0",
   ]);
-  const types = { ".js": "text/javascript", ".wasm": "application/wasm" };
-  statics = createServer((req, res) => {
-    const url = req.url.split("?")[0];
-    if (url === "/") return res.writeHead(200, { "content-type": "text/html" }).end(PAGE);
-    const file = join(root, "dist/client", url.replace(/^\/pkg\//, ""));
-    if (!url.startsWith("/pkg/") || !existsSync(file)) return res.writeHead(404).end();
-    res.writeHead(200, { "content-type": types[extname(file)] ?? "application/octet-stream" }).end(readFileSync(file));
+  statics = await serveFiles(port, (url) => {
+    if (url === "/") return { type: "text/html", body: PAGE };
+    if (url.startsWith("/pkg/")) return join(root, "dist/client", url.slice("/pkg/".length));
   });
-  await new Promise((r) => statics.listen(port, "127.0.0.1", r));
   const { chromium: pw } = await import("playwright-core");
   browser = await pw.launch({
     executablePath: chromium,
@@ -103,15 +98,6 @@ function mint(taskId, ttlSecs) {
     .sign(KEY);
 }
 
-async function newTaskId() {
-  const r = await fetch(`${api.baseUrl}/v1/tasks`, {
-    method: "POST",
-    headers: { ...api.headers, "content-type": "application/json" },
-    body: JSON.stringify({ ttlMs: 600_000, maxAttempts: 3 }),
-  });
-  return (await r.json()).id;
-}
-
 for (const transport of ["long-poll", "sse"]) {
   test(`a watch over ${transport} outlives its first token with one refresh`, async (t) => {
     if (!browser) return t.skip(`no Chromium at ${chromium}`);
@@ -125,7 +111,7 @@ for (const transport of ["long-poll", "sse"]) {
       return mint(taskId, minted.length === 1 ? FIRST_TTL : 600);
     });
     await page.goto(origin + "/");
-    const taskId = await newTaskId();
+    const taskId = await newTaskId(api);
     const result = page.evaluate(([base, id, tr]) => window.follow(base, id, tr), [api.baseUrl, taskId, transport]);
     const t0 = Date.now();
     await api.callback(taskId, { type: "start", atMs: t0 + 100, worker: "w" }, "s");
@@ -152,7 +138,7 @@ test("a native EventSource follows a task with a browser token in access_token",
   if (!browser) return t.skip(`no Chromium at ${chromium}`);
   const page = await browser.newPage();
   await page.goto(origin + "/");
-  const taskId = await newTaskId();
+  const taskId = await newTaskId(api);
   const token = await mint(taskId, 600);
   const result = page.evaluate(([base, id, tok]) => window.nativeEvents(base, id, tok), [api.baseUrl, taskId, token]);
   const t0 = Date.now();

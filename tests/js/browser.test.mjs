@@ -7,12 +7,11 @@
 // seed's timeline to `succeeded` with versions that only rise.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { createServer } from "node:http";
-import { existsSync, readFileSync } from "node:fs";
-import { join, dirname, extname } from "node:path";
+import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startServer, freePort } from "./server.mjs";
 import { ENGINES, launch } from "./engines.mjs";
+import { newTaskId, seedTimeline, serveFiles } from "./pages.mjs";
 import { startProxy } from "../e2e/proxy.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
@@ -57,16 +56,11 @@ before(async () => {
   origin = `http://127.0.0.1:${port}`;
   api = await startServer(["--cors-origin", origin]);
   proxy = await startProxy(Number(new URL(api.baseUrl).port));
-  const types = { ".js": "text/javascript", ".wasm": "application/wasm" };
-  statics = createServer((req, res) => {
-    const url = req.url.split("?")[0];
-    if (url === "/") return res.writeHead(200, { "content-type": "text/html" }).end(PAGE);
-    if (url === "/worker.js") return res.writeHead(200, { "content-type": "text/javascript" }).end(WORKER);
-    const file = join(root, "dist/client", url.replace(/^\/pkg\//, ""));
-    if (!url.startsWith("/pkg/") || !existsSync(file)) return res.writeHead(404).end();
-    res.writeHead(200, { "content-type": types[extname(file)] ?? "application/octet-stream" }).end(readFileSync(file));
+  statics = await serveFiles(port, (url) => {
+    if (url === "/") return { type: "text/html", body: PAGE };
+    if (url === "/worker.js") return { type: "text/javascript", body: WORKER };
+    if (url.startsWith("/pkg/")) return join(root, "dist/client", url.slice("/pkg/".length));
   });
-  await new Promise((r) => statics.listen(port, "127.0.0.1", r));
   for (const engine of ENGINES) browsers.set(engine.name, await launch(engine));
 });
 
@@ -81,28 +75,12 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** Posts the seed's timeline; `during(i)` runs before event `i`. */
 async function drive(taskId, during) {
-  const t = Date.now();
-  const events = [
-    { type: "start", atMs: t + 1200, worker: "w" },
-    { type: "progress", atMs: t + 6400, progress: 25, cursor: "a" },
-    { type: "progress", atMs: t + 13100, progress: 55, cursor: "b" },
-    { type: "progress", atMs: t + 20700, progress: 82, cursor: "c" },
-    { type: "succeed", atMs: t + 24300, resultRef: "r", resultHash: "sha256:ab12" },
-  ];
+  const events = seedTimeline(Date.now());
   for (const [i, e] of events.entries()) {
     await during(i);
     await sleep(60);
     await api.callback(taskId, e, `${taskId}-${i}`);
   }
-}
-
-async function newTaskId() {
-  const r = await fetch(`${api.baseUrl}/v1/tasks`, {
-    method: "POST",
-    headers: { ...api.headers, "content-type": "application/json" },
-    body: JSON.stringify({ ttlMs: 600_000, maxAttempts: 3 }),
-  });
-  return (await r.json()).id;
 }
 
 for (const engine of ENGINES) {
@@ -112,7 +90,7 @@ for (const engine of ENGINES) {
       if (!browser) return t.skip(`no ${engine.name} at ${engine.binary}`);
       const page = await browser.newPage();
       await page.goto(origin + "/");
-      const taskId = await newTaskId();
+      const taskId = await newTaskId(api);
       const fn = where === "window" ? "follow" : "followInWorker";
       const options = { baseUrl: `http://127.0.0.1:${proxy.port}`, headers: api.headers, taskId };
       const result = page.evaluate(([f, o]) => window[f](o), [fn, options]);

@@ -7,13 +7,13 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { createServer } from "node:http";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, dirname, extname } from "node:path";
+import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startServer, freePort } from "./server.mjs";
 import { startProxy } from "../e2e/proxy.mjs";
+import { newTaskId, seedTimeline, serveFiles } from "./pages.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
 const chromium = process.env.CHROME_BIN ?? "/usr/bin/chromium";
@@ -61,13 +61,7 @@ before(async () => {
   proxy = await startProxy(Number(new URL(api.baseUrl).port));
   const dist = buildPage();
   assert.ok(readdirSync(join(dist, "assets")).some((f) => f.endsWith(".wasm")), "the page ships the wasm");
-  const types = { ".html": "text/html", ".js": "text/javascript", ".wasm": "application/wasm" };
-  statics = createServer((req, res) => {
-    const path = join(dist, req.url.split("?")[0] === "/" ? "index.html" : req.url.split("?")[0]);
-    if (!existsSync(path)) return res.writeHead(404).end();
-    res.writeHead(200, { "content-type": types[extname(path)] ?? "application/octet-stream" }).end(readFileSync(path));
-  });
-  await new Promise((r) => statics.listen(port, "127.0.0.1", r));
+  statics = await serveFiles(port, (url) => join(dist, url === "/" ? "index.html" : url));
   const { chromium: pw } = await import("playwright-core");
   browser = await pw.launch({
     executablePath: chromium,
@@ -81,15 +75,6 @@ after(async () => {
   await proxy?.close();
   await api?.stop();
 });
-
-async function newTaskId() {
-  const r = await fetch(`${api.baseUrl}/v1/tasks`, {
-    method: "POST",
-    headers: { ...api.headers, "content-type": "application/json" },
-    body: JSON.stringify({ ttlMs: 600_000, maxAttempts: 3 }),
-  });
-  return (await r.json()).id;
-}
 
 /** The page, through the proxy, following `taskId` (or nothing). */
 async function open(taskId = "") {
@@ -116,17 +101,10 @@ async function settlesAt(read, want, what, holdMs = 1_000) {
 
 test("useTask follows a task to succeeded through an outage", async (t) => {
   if (!browser) return t.skip(`no Chromium at ${chromium}`);
-  const taskId = await newTaskId();
+  const taskId = await newTaskId(api);
   const { page, errors } = await open(taskId);
   const state = () => page.getAttribute("#view", "data-state");
-  const t0 = Date.now();
-  const events = [
-    { type: "start", atMs: t0 + 1200, worker: "w" },
-    { type: "progress", atMs: t0 + 6400, progress: 25, cursor: "a" },
-    { type: "progress", atMs: t0 + 13100, progress: 55, cursor: "b" },
-    { type: "progress", atMs: t0 + 20700, progress: 82, cursor: "c" },
-    { type: "succeed", atMs: t0 + 24300, resultRef: "r", resultHash: "sha256:ab12" },
-  ];
+  const events = seedTimeline(Date.now());
   for (const [i, event] of events.entries()) {
     if (i === 2) {
       // v2 is shown and its next request held: the outage kills it, and
@@ -156,7 +134,7 @@ test("useTask follows a task to succeeded through an outage", async (t) => {
 
 /** A page under StrictMode following a new queued task: nothing happens, so its watch is a long-poll the server holds. */
 async function held() {
-  const taskId = await newTaskId();
+  const taskId = await newTaskId(api);
   const { page, errors } = await open(taskId);
   const total = () => page.evaluate(() => window.page.inFlight());
   const of = (id) => () => page.evaluate((id) => window.page.inFlightFor(id), id);
@@ -188,7 +166,7 @@ test("unmount leaves no held request, and a remount one", async (t) => {
 test("another task id stops the old task's watch", async (t) => {
   if (!browser) return t.skip(`no Chromium at ${chromium}`);
   const { page, errors, taskId: first, total, of } = await held();
-  const second = await newTaskId();
+  const second = await newTaskId(api);
   await page.waitForFunction((id) => window.page.inFlightFor(id) > 0, first, { timeout: 5_000 });
   await page.evaluate((id) => window.page.watch(id), second);
   await page.waitForSelector(`#view[data-task="${second}"]`, { timeout: 5_000 });
