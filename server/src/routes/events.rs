@@ -21,7 +21,6 @@ use crate::error::ApiError;
 use crate::hub::{answer_from, Subscription, Wake};
 use crate::limits::WatchPermit;
 use crate::metrics::Held;
-use crate::quotas;
 use crate::AppState;
 
 struct Stream {
@@ -66,11 +65,7 @@ pub async fn events(
         }
         None => query_cursor.unwrap_or(0),
     };
-    // A tenant at its watch quota is refused before the read (and late).
-    if let Err(refusal) = state.watchers.check_quota(&tenant) {
-        state.hub.metrics.refused(&tenant, &refusal);
-        return Err(quotas::answered_late(refusal).await);
-    }
+    super::check_watch_quota(&state, &tenant).await?;
     // Subscribed before the read, so a commit in between still wakes it.
     let sub = state.hub.subscribe(&id, &tenant);
     let first = state

@@ -92,6 +92,17 @@ impl<S: Send + Sync> FromRequestParts<S> for TaskId {
     }
 }
 
+/// Refuses a tenant at its watch quota before anything is read (a long-poll
+/// or a stream): counted in the metrics, and answered late
+/// (`quotas::REFUSAL_DELAY`).
+pub async fn check_watch_quota(state: &AppState, tenant: &str) -> Result<(), ApiError> {
+    if let Err(refusal) = state.watchers.check_quota(tenant) {
+        state.hub.metrics.refused(tenant, &refusal);
+        return Err(crate::quotas::answered_late(refusal).await);
+    }
+    Ok(())
+}
+
 /// Checks an id or key: non-blank, at most 255 bytes.
 pub fn check_id(field: &str, id: &str) -> Result<(), ApiError> {
     if id.len() > MAX_ID_BYTES {

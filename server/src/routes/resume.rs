@@ -20,7 +20,6 @@ use super::{no_store_json, Query, TaskId};
 use crate::auth::{Right, WatchCredential};
 use crate::error::ApiError;
 use crate::hub::{answer_from, Wake};
-use crate::quotas;
 use crate::AppState;
 
 /// The longest a request may be held.
@@ -75,11 +74,7 @@ pub fn resume(
     async move {
         let tenant = tenant?;
         if wait_ms > 0 {
-            // A tenant at its watch quota is refused before the read (and late).
-            if let Err(refusal) = state.watchers.check_quota(&tenant) {
-                state.hub.metrics.refused(&tenant, &refusal);
-                return Err(quotas::answered_late(refusal).await);
-            }
+            super::check_watch_quota(&state, &tenant).await?;
         }
         let mut sub = state.hub.subscribe(&id, &tenant);
         let answer = state
