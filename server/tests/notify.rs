@@ -93,19 +93,6 @@ async fn hung_receiver() -> (String, Seen, Arc<AtomicUsize>) {
     (url, seen, most)
 }
 
-/// Commits a succeeded task for `token`'s tenant; returns its key.
-async fn terminal(h: &Harness, token: &str) -> String {
-    let id = h
-        .create(
-            token,
-            serde_json::json!({"ttlMs": 3_600_000, "maxAttempts": 1}),
-        )
-        .await;
-    h.ok_callback(&id, "s", start_ev(1)).await;
-    h.ok_callback(&id, "ok", succeed_ev(2, "sha256:ab12")).await;
-    format!("{id}:succeeded:2")
-}
-
 async fn wait_until(deadline: Duration, mut done: impl FnMut() -> bool) {
     let t0 = Instant::now();
     while !done() && t0.elapsed() < deadline {
@@ -135,7 +122,7 @@ async fn one_hung_post_does_not_hold_back_the_others_to_the_same_receiver() {
             h.ok_callback(&id, "ok", succeed_ev(2, "sha256:ab12")).await;
             keys.push(key);
         } else {
-            keys.push(terminal(&h, "demo").await);
+            keys.push(h.succeeded_task("demo").await);
         }
     }
     let committed = Instant::now();
@@ -184,8 +171,8 @@ async fn a_hung_receiver_does_not_hold_back_another_tenants_receiver() {
     let mut stuck = Vec::new();
     let mut answered = Vec::new();
     for _ in 0..20 {
-        stuck.push(terminal(&h, "demo").await);
-        answered.push(terminal(&h, "other").await);
+        stuck.push(h.succeeded_task("demo").await);
+        answered.push(h.succeeded_task("other").await);
     }
     let committed = Instant::now();
     wait_until(Duration::from_secs(5), || {

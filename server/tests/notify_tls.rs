@@ -30,20 +30,6 @@ fn ca_file(dir: &tempfile::TempDir, ca: &TestCa) -> PathBuf {
     path
 }
 
-/// Commits a succeeded task for `token`'s tenant; returns its
-/// notification key.
-async fn terminal(h: &Harness, token: &str) -> String {
-    let id = h
-        .create(
-            token,
-            serde_json::json!({"ttlMs": 3_600_000, "maxAttempts": 1}),
-        )
-        .await;
-    h.ok_callback(&id, "s", start_ev(1)).await;
-    h.ok_callback(&id, "ok", succeed_ev(2, "sha256:ab12")).await;
-    format!("{id}:succeeded:2")
-}
-
 async fn wait_until(deadline: Duration, mut done: impl FnMut() -> bool) -> bool {
     let t0 = Instant::now();
     while !done() {
@@ -85,8 +71,8 @@ async fn https_receivers_get_signed_posts_over_tls_trusting_the_ca_file() {
         c.notify_ca_file = Some(cas);
     })
     .await;
-    let by_ip = terminal(&h, "demo").await;
-    let by_name = terminal(&h, "other").await;
+    let by_ip = h.succeeded_task("demo").await;
+    let by_name = h.succeeded_task("other").await;
     assert!(wait_until(Duration::from_secs(10), || receiver.posts().len() >= 2).await);
     tokio::time::sleep(Duration::from_millis(600)).await;
     let posts = receiver.posts();
@@ -112,7 +98,7 @@ async fn refused_until_valid(bad: impl FnOnce(&TestCa) -> Leaf, tweak: impl Fn(&
         tweak(c);
     })
     .await;
-    let key = terminal(&h, "demo").await;
+    let key = h.succeeded_task("demo").await;
     // Attempts 1 and 2 (after the 0.5 s backoff), and a third.
     let retried = wait_until(Duration::from_secs(10), || receiver.connections() >= 3).await;
     assert!(retried, "{} attempts", receiver.connections());
@@ -175,8 +161,8 @@ async fn http_receivers_still_get_plain_posts_next_to_https_ones() {
         c.notify_ca_file = Some(cas);
     })
     .await;
-    let plain = terminal(&h, "demo").await;
-    let tls = terminal(&h, "other").await;
+    let plain = h.succeeded_task("demo").await;
+    let tls = h.succeeded_task("other").await;
     let both = wait_until(Duration::from_secs(10), || {
         !plain_seen.lock().unwrap().is_empty() && !receiver.posts().is_empty()
     })

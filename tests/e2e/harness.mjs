@@ -9,6 +9,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { CHROMIUM, launchChromium as launch } from "../js/engines.mjs";
 
 export const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 export const SECOND = 1000;
@@ -79,13 +80,8 @@ export async function launchChromium() {
   for (const file of ["index.js", "taskwire_wasm_bg.wasm"]) {
     assert.ok(existsSync(join(root, "dist/client", file)), `dist/client/${file} is missing: run npm run build`);
   }
-  const chrome = process.env.CHROME_BIN ?? "/usr/bin/chromium";
-  assert.ok(existsSync(chrome), `no Chromium at ${chrome}: run scripts/setup.sh browser, or set CHROME_BIN`);
-  const { chromium } = await import("playwright-core");
-  return chromium.launch({
-    executablePath: chrome,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"],
-  });
+  assert.ok(existsSync(CHROMIUM.binary), `no Chromium at ${CHROMIUM.binary}: run scripts/setup.sh browser, or set CHROME_BIN`);
+  return launch();
 }
 
 /** Reads and drives the demo page: cards, workloads, log lines. */

@@ -13,10 +13,11 @@ import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { SignJWT } from "jose";
 import { startServer, freePort } from "./server.mjs";
+import { CHROMIUM, launchChromium } from "./engines.mjs";
 import { newTaskId, serveFiles } from "./pages.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
-const chromium = process.env.CHROME_BIN ?? "/usr/bin/chromium";
+const chromium = CHROMIUM.binary;
 const KEY = randomBytes(32);
 /** How long the first token lives, in seconds. */
 const FIRST_TTL = 2;
@@ -73,11 +74,7 @@ before(async () => {
     if (url === "/") return { type: "text/html", body: PAGE };
     if (url.startsWith("/pkg/")) return join(root, "dist/client", url.slice("/pkg/".length));
   });
-  const { chromium: pw } = await import("playwright-core");
-  browser = await pw.launch({
-    executablePath: chromium,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"],
-  });
+  browser = await launchChromium();
 });
 
 after(async () => {

@@ -14,20 +14,10 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { TaskClient } from "../../dist/client/node.js";
 import { freePort, serverBinary, startServer } from "./server.mjs";
+import { installStorage } from "./storage.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-/** A Map-backed localStorage, installed on globalThis (`persist: true`). */
-function installStorage() {
-  const data = new Map();
-  globalThis.localStorage = {
-    getItem: (k) => (data.has(k) ? data.get(k) : null),
-    setItem: (k, v) => data.set(k, String(v)),
-    removeItem: (k) => data.delete(k),
-  };
-  return data;
-}
 
 async function until(what, check, ms = 15_000) {
   const end = Date.now() + ms;

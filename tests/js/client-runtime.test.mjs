@@ -6,6 +6,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { TaskClient, TaskwireError } from "../../dist/client/node.js";
 import { startServer } from "./server.mjs";
+import { installStorage } from "./storage.mjs";
 
 let server;
 before(async () => {
@@ -16,17 +17,6 @@ after(async () => {
 });
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-/** A Map-backed localStorage, installed on globalThis. */
-function installStorage() {
-  const data = new Map();
-  globalThis.localStorage = {
-    getItem: (k) => (data.has(k) ? data.get(k) : null),
-    setItem: (k, v) => data.set(k, String(v)),
-    removeItem: (k) => data.delete(k),
-  };
-  return data;
-}
 
 /** navigator.onLine and window-like online/offline events. */
 function installNetwork(online) {

@@ -8,10 +8,19 @@ import { existsSync } from "node:fs";
 
 const CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"];
 
-export const ENGINES = [
-  { name: "chromium", binary: process.env.CHROME_BIN ?? "/usr/bin/chromium" },
-  { name: "firefox", binary: process.env.FIREFOX_BIN ?? "/usr/bin/firefox-esr" },
-];
+/** Chromium, as these machines run it (never a downloaded browser). */
+export const CHROMIUM = { name: "chromium", binary: process.env.CHROME_BIN ?? "/usr/bin/chromium" };
+
+export const ENGINES = [CHROMIUM, { name: "firefox", binary: process.env.FIREFOX_BIN ?? "/usr/bin/firefox-esr" }];
+
+/**
+ * Chromium as a playwright-core `Browser`, for tests that need its own
+ * API (`exposeFunction`, `waitForSelector`, …) rather than `launch`'s.
+ */
+export async function launchChromium() {
+  const { chromium } = await import("playwright-core");
+  return chromium.launch({ executablePath: CHROMIUM.binary, args: CHROMIUM_ARGS });
+}
 
 /**
  * Starts `engine`; `null` when its binary is missing (the caller skips,
@@ -25,9 +34,8 @@ export async function launch(engine) {
     if (process.env.TASKWIRE_BROWSERS_REQUIRED) throw new Error(`no ${engine.name} at ${engine.binary} (scripts/setup.sh browser firefox)`);
     return null;
   }
-  if (engine.name === "chromium") {
-    const { chromium } = await import("playwright-core");
-    const browser = await chromium.launch({ executablePath: engine.binary, args: CHROMIUM_ARGS });
+  if (engine === CHROMIUM) {
+    const browser = await launchChromium();
     return wrap(browser, (page, errors) => page.on("pageerror", (e) => errors.push(e.message)));
   }
   const { default: puppeteer } = await import("puppeteer-core");

@@ -12,11 +12,12 @@ import { tmpdir } from "node:os";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startServer, freePort } from "./server.mjs";
+import { CHROMIUM, launchChromium } from "./engines.mjs";
 import { startProxy } from "../e2e/proxy.mjs";
 import { newTaskId, seedTimeline, serveFiles } from "./pages.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
-const chromium = process.env.CHROME_BIN ?? "/usr/bin/chromium";
+const chromium = CHROMIUM.binary;
 const scratch = mkdtempSync(join(tmpdir(), "taskwire-react-"));
 process.on("exit", () => rmSync(scratch, { recursive: true, force: true }));
 
@@ -62,11 +63,7 @@ before(async () => {
   const dist = buildPage();
   assert.ok(readdirSync(join(dist, "assets")).some((f) => f.endsWith(".wasm")), "the page ships the wasm");
   statics = await serveFiles(port, (url) => join(dist, url === "/" ? "index.html" : url));
-  const { chromium: pw } = await import("playwright-core");
-  browser = await pw.launch({
-    executablePath: chromium,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"],
-  });
+  browser = await launchChromium();
 });
 
 after(async () => {

@@ -164,6 +164,18 @@ impl Harness {
         r.json()
     }
 
+    /// Commits a succeeded task for `token`'s tenant (start, then
+    /// succeed); returns its notification key.
+    pub async fn succeeded_task(&self, token: &str) -> String {
+        let id = self
+            .create(token, json!({"ttlMs": 3_600_000, "maxAttempts": 1}))
+            .await;
+        self.ok_callback(&id, "s", start_ev(1)).await;
+        self.ok_callback(&id, "ok", succeed_ev(2, "sha256:ab12"))
+            .await;
+        format!("{id}:succeeded:2")
+    }
+
     pub async fn resume(&self, token: &str, task: &str, query: &str) -> (Reply, ResumeAnswer) {
         let r = self
             .get(token, &format!("/v1/tasks/{task}/resume?{query}"))
