@@ -117,7 +117,7 @@ class Watch {
     const storageKey = persistPrefix === undefined ? undefined : persistPrefix + taskId;
     const storage = storageKey === undefined ? undefined : localStore();
     this.#handle = call(() => core.watch({ taskId, cursor, storage, storageKey, sink, online: isOnline }));
-    const initial = this.#handle.initial_task();
+    const initial = this.#handle.initial();
     if (initial !== "null") this.#task = JSON.parse(initial);
     this.#attach();
   }

@@ -122,7 +122,9 @@ export type RejectReason =
   | "wrong-task"
   | "no-base"
   /** Not a snapshot, from another epoch than the mirror's: a snapshot is asked for. */
-  | "other-epoch";
+  | "other-epoch"
+  /** A batch answer about another batch than the watch's. */
+  | "wrong-batch";
 
 /**
  * Why a snapshot replaced the task although it may be older:

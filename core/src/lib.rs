@@ -21,8 +21,11 @@
 //!   resume, idempotent delivery and both sweepers.
 //! - [`plan_resume`], [`ResumeAnswer`]: what a reconnecting client gets.
 //! - [`Mirror`]: one task as a client knows it; rejects stale answers.
+//! - [`BatchAnswer`], [`BatchMirror`]: a batch's answers, and the batch
+//!   as a client knows it (one [`Mirror`] per task, and the batch cursor).
 //! - [`Follow`]: a client's watch loop (requests, backoff, SSE fallback,
-//!   status) as a sans-IO state machine over a [`Mirror`].
+//!   status) as a sans-IO state machine over a [`Mirror`] or a
+//!   [`BatchMirror`].
 //! - [`wire`]: JSON text in and out, with errors that name the field.
 //!
 //! ## Deliberate fixes to the seed design
@@ -118,6 +121,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod batch;
 pub mod book;
 pub mod delivery;
 pub mod error;
@@ -133,6 +137,7 @@ pub mod transition;
 pub mod value;
 pub mod wire;
 
+pub use batch::{BatchAnswer, BatchMirror};
 pub use book::{
     check_callback, check_callback_id, notification_key, Applied, Book, Notification, Swept,
 };

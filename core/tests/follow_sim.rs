@@ -12,14 +12,29 @@
 //! - and the page's hand-written JSON writers must write every event and
 //!   mirror exactly as serde's do.
 //!
+//! - send one request at a time (never two in flight);
+//! - and the page's hand-written JSON writers must write every event and
+//!   mirror exactly as serde's do.
+//!
+//! The same worlds follow a batch (`sim/batch_server.rs`: 2 to 8 tasks
+//! whose events interleave, several per commit), where every task must
+//! converge and never go back, the batch cursor never go back, the
+//! aggregate end equal to the server's, every request resume from the
+//! batch cursor held, and only holding at least what the server had at
+//! that cursor (an answer that lost an entry never lets the cursor pass).
+//!
 //! `FOLLOW_SEEDS=n` sets how many seeds run (default 3,000, a few seconds
 //! natively); a failure prints its seed, and `FOLLOW_SEED=n` reruns that
-//! one alone.
+//! one alone. For batches: `BATCH_SEEDS=n` (default 2,000) and
+//! `BATCH_SEED=n`.
 
 mod sim;
 
-use sim::World;
-use taskwire_core::follow::{FailCode, FollowConfig};
+use std::collections::BTreeMap;
+
+use sim::batch_server::BatchServer;
+use sim::{Served, World};
+use taskwire_core::follow::{BatchProgress, FailCode, FollowConfig};
 use taskwire_core::TaskView;
 
 /// Runs one seed; the first broken property, if any.
@@ -33,7 +48,7 @@ fn check(seed: u64) -> Result<World, String> {
     match (&seen.done, &seen.fail) {
         (Some(Some(task)), None) => {
             let truth = world.server.view();
-            if !stopped && !world.server.timeline.is_empty() {
+            if !stopped && world.server.steps_left() > 0 {
                 return Err("done before the server's timeline ended".into());
             }
             if !stopped && *task != truth {
@@ -43,6 +58,98 @@ fn check(seed: u64) -> Result<World, String> {
         (None, Some(fail)) if stopped && fail.code == FailCode::Stopped => {}
         other => return Err(format!("ended with {other:?} (stopped: {stopped})")),
     }
+    never_back(&seen.updates)?;
+    every_follow(&world)?;
+    Ok(world)
+}
+
+/// Runs one batch seed; the first broken property, if any.
+fn check_batch(seed: u64) -> Result<World<BatchServer>, String> {
+    let mut world = World::batch(seed);
+    world.run(6.0 * 3_600_000.0);
+    let seen = &world.seen;
+    let stopped = seen.stopped_at.is_some();
+    match (&seen.done, &seen.fail) {
+        (Some(None), None) if !stopped => {
+            if world.server.steps_left() > 0 {
+                return Err("done before the server's timeline ended".into());
+            }
+            let truth = world.server.views();
+            let mirror = world.follow.batch_mirror().ok_or("no batch mirror")?;
+            let known: Vec<TaskView> = mirror
+                .tasks()
+                .iter()
+                .filter_map(|m| m.task().cloned())
+                .collect();
+            if known != truth {
+                return Err(format!("done with {known:?}, the server has {truth:?}"));
+            }
+            // What the page holds: the last update of each task (or the
+            // view it started from).
+            let mut page: BTreeMap<&str, &TaskView> = BTreeMap::new();
+            for task in &seen.updates {
+                page.insert(&task.id, task);
+            }
+            for task in &truth {
+                if page.get(task.id.as_str()).is_some_and(|t| *t != task) {
+                    return Err(format!(
+                        "the page's last update of {} differs from {task:?}",
+                        task.id
+                    ));
+                }
+            }
+            let aggregate = BatchProgress::of(truth.iter());
+            if seen.progress.last() != Some(&aggregate) {
+                return Err(format!(
+                    "last progress {:?}, the server's {aggregate:?}",
+                    seen.progress.last()
+                ));
+            }
+        }
+        (Some(None), None) => {}
+        (None, Some(fail)) if stopped && fail.code == FailCode::Stopped => {}
+        other => return Err(format!("ended with {other:?} (stopped: {stopped})")),
+    }
+    let mut by_task: BTreeMap<&str, Vec<TaskView>> = BTreeMap::new();
+    for task in &seen.updates {
+        by_task.entry(&task.id).or_default().push(task.clone());
+    }
+    for (id, updates) in &by_task {
+        never_back(updates).map_err(|e| format!("task {id}: {e}"))?;
+    }
+    for pair in seen.progress.windows(2) {
+        if pair[1].terminal < pair[0].terminal {
+            return Err(format!(
+                "terminal {} -> {}",
+                pair[0].terminal, pair[1].terminal
+            ));
+        }
+    }
+    if seen.inconsistent > 0 {
+        return Err(format!(
+            "{} requests resumed from behind the server's state at their cursor",
+            seen.inconsistent
+        ));
+    }
+    if seen.cursor_back > 0 {
+        return Err(format!(
+            "the batch cursor went back {} times",
+            seen.cursor_back
+        ));
+    }
+    if seen.wrong_cursor > 0 {
+        return Err(format!(
+            "{} requests did not resume from the batch cursor held",
+            seen.wrong_cursor
+        ));
+    }
+    every_follow(&world)?;
+    Ok(world)
+}
+
+/// The properties of every follow, of a task or a batch.
+fn every_follow<S: Served>(world: &World<S>) -> Result<(), String> {
+    let seen = &world.seen;
     if seen.statuses.last().map(String::as_str) != Some("closed") {
         return Err(format!("last status {:?}", seen.statuses.last()));
     }
@@ -57,10 +164,14 @@ fn check(seed: u64) -> Result<World, String> {
     if let Some(mismatch) = &seen.writer_mismatch {
         return Err(mismatch.clone());
     }
-    never_back(&seen.updates)?;
+    if seen.overlapping > 0 {
+        return Err(format!(
+            "{} requests sent while another was in flight",
+            seen.overlapping
+        ));
+    }
     no_storm(&world.config, &seen.requests, &seen.triggers)?;
-    reconnects_at_once(&world.config, &seen.requests, &seen.online_events)?;
-    Ok(world)
+    reconnects_at_once(&world.config, &seen.requests, &seen.online_events)
 }
 
 fn never_back(updates: &[TaskView]) -> Result<(), String> {
@@ -141,49 +252,88 @@ fn reconnects_at_once(
     Ok(())
 }
 
-#[test]
-fn seeded_worlds_converge_never_regress_and_never_storm() {
-    let seeds: Vec<u64> = match std::env::var("FOLLOW_SEED") {
-        Ok(one) => vec![one.trim().parse().expect("FOLLOW_SEED is a number")],
+/// The seeds to run: `{one}=n` alone, else `1..={many}` (default `n`).
+fn seeds(one: &str, many: &str, default: u64) -> Vec<u64> {
+    match std::env::var(one) {
+        Ok(seed) => vec![seed.trim().parse().expect("a seed is a number")],
         Err(_) => {
-            let n = std::env::var("FOLLOW_SEEDS")
+            let n = std::env::var(many)
                 .ok()
                 .and_then(|n| n.parse().ok())
-                .unwrap_or(3_000);
+                .unwrap_or(default);
             (1..=n).collect()
         }
-    };
-    let mut failures = Vec::new();
-    let (mut requests, mut fallbacks, mut snapshots) = (0, 0, 0);
-    for &seed in &seeds {
-        match check(seed) {
-            Ok(world) => {
-                requests += world.seen.requests.len();
-                if world.follow.transport() == taskwire_core::follow::Transport::LongPoll
-                    && world.config.transport == taskwire_core::follow::Transport::Sse
-                {
-                    fallbacks += 1;
-                }
-                snapshots += world.seen.snapshots;
-            }
-            Err(e) => failures.push(format!("seed {seed}: {e}\n  rerun: FOLLOW_SEED={seed} cargo test -p taskwire-core --test follow_sim")),
-        }
     }
-    assert!(
-        failures.is_empty(),
-        "{} of {} seeds failed:\n{}",
-        failures.len(),
-        seeds.len(),
-        failures.join("\n")
-    );
-    if seeds.len() >= 500 {
-        // The worlds really exercised what they claim to.
-        assert!(fallbacks > 0, "no SSE run ever fell back to long-poll");
-        assert!(snapshots > 0, "no run ever asked for a snapshot");
+}
+
+/// What the worlds exercised, summed.
+#[derive(Default)]
+struct Tally {
+    requests: usize,
+    fallbacks: usize,
+    snapshots: usize,
+}
+
+impl Tally {
+    fn add<S: Served>(&mut self, world: &World<S>) {
+        use taskwire_core::follow::Transport;
+        self.requests += world.seen.requests.len();
+        if world.follow.transport() == Transport::LongPoll
+            && world.config.transport == Transport::Sse
+        {
+            self.fallbacks += 1;
+        }
+        self.snapshots += world.seen.snapshots;
+    }
+
+    /// Over enough seeds, the worlds really exercised what they claim to.
+    fn assert_exercised(&self, seeds: usize) {
+        if seeds < 500 {
+            return;
+        }
+        assert!(self.fallbacks > 0, "no SSE run ever fell back to long-poll");
+        assert!(self.snapshots > 0, "no run ever asked for a snapshot");
         assert!(
-            requests > seeds.len() * 5,
-            "{requests} requests in {} seeds",
-            seeds.len()
+            self.requests > seeds * 5,
+            "{} requests in {seeds} seeds",
+            self.requests
         );
     }
+}
+
+fn report(failures: &[String], seeds: usize) {
+    assert!(
+        failures.is_empty(),
+        "{} of {seeds} seeds failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn seeded_worlds_converge_never_regress_and_never_storm() {
+    let seeds = seeds("FOLLOW_SEED", "FOLLOW_SEEDS", 3_000);
+    let (mut failures, mut tally) = (Vec::new(), Tally::default());
+    for &seed in &seeds {
+        match check(seed) {
+            Ok(world) => tally.add(&world),
+            Err(e) => failures.push(format!("seed {seed}: {e}\n  rerun: FOLLOW_SEED={seed} cargo test -p taskwire-core --test follow_sim seeded_worlds")),
+        }
+    }
+    report(&failures, seeds.len());
+    tally.assert_exercised(seeds.len());
+}
+
+#[test]
+fn seeded_batch_worlds_converge_per_task_and_hold_one_request() {
+    let seeds = seeds("BATCH_SEED", "BATCH_SEEDS", 2_000);
+    let (mut failures, mut tally) = (Vec::new(), Tally::default());
+    for &seed in &seeds {
+        match check_batch(seed) {
+            Ok(world) => tally.add(&world),
+            Err(e) => failures.push(format!("seed {seed}: {e}\n  rerun: BATCH_SEED={seed} cargo test -p taskwire-core --test follow_sim seeded_batch")),
+        }
+    }
+    report(&failures, seeds.len());
+    tally.assert_exercised(seeds.len());
 }

@@ -103,18 +103,20 @@ impl Follow {
         if status == 204 && kind == RequestKind::Stream {
             // PROTOCOL.md §Events stream: 204 is the server's "the task is
             // terminal at your cursor, there is nothing more to stream"
-            // (what tells a standard EventSource to stop). A mirror that
-            // is terminal is done; one that is not (the cursor was the
-            // terminal version, but the mirror lost its copy) asks for a
-            // snapshot rather than a stream that would answer 204 again.
-            if self.mirror.state().is_some_and(|s| s.is_terminal()) {
+            // (what tells a standard EventSource to stop; a batch whose
+            // tasks are all terminal likewise). A mirror that is terminal
+            // is done; one that is not (the cursor was the terminal
+            // version, but the mirror lost its copy) asks for a snapshot
+            // rather than a stream that would answer 204 again.
+            if self.target.is_done() {
                 return self.finish(Step::Done, t);
             }
             self.need_snapshot = true;
             return self.finish(Step::Again, t);
         }
         let floor = retry_after.and_then(|v| retry_after_ms(v, now, self.config.read_date));
-        self.finish(step::classify(status, floor), t);
+        let step = step::classify(status, floor, self.target.noun());
+        self.finish(step, t);
     }
 
     /// The whole body of long-poll or snapshot request `id` (after a 200
@@ -132,11 +134,13 @@ impl Follow {
         let unheld = flight.kind == RequestKind::Poll
             && t - flight.started < f64::from(self.config.wait_ms) / 2.0;
         self.phase = Phase::Closed;
-        let answer = match std::str::from_utf8(body) {
-            Ok(text) => (self.config.read_answer)(text),
-            Err(_) => Err(crate::Error::invalid("answer: body is not valid UTF-8")),
+        let step = match std::str::from_utf8(body) {
+            Ok(text) => self.merge(text, snapshot, unheld),
+            Err(_) => Step::retry(
+                "bad answer from the server: answer: body is not valid UTF-8",
+                None,
+            ),
         };
-        let step = self.merge(answer, snapshot, unheld);
         self.finish(step, t);
     }
 
@@ -154,15 +158,14 @@ impl Follow {
         }
         let messages = flight.parser.push(chunk);
         for message in messages {
-            if message.event != "resume" && message.event != "message" {
+            if !self.target.answers_in(&message.event) {
                 continue;
             }
             if let Some(flight) = self.flight(id) {
                 flight.messages += 1;
                 flight.deadline = Some(t + SSE_IDLE_MS);
             }
-            let answer = (self.config.read_answer)(&message.data);
-            let step = self.merge(answer, false, false);
+            let step = self.merge(&message.data, false, false);
             let outcome = match step {
                 // A gap in the stream: fetch a snapshot, then reconnect.
                 Step::Answered | Step::Again if self.need_snapshot => Step::Again,
@@ -245,7 +248,12 @@ impl Follow {
             self.finished = true;
             self.events.push(FollowEvent::Fail(Fail {
                 code: FailCode::Stopped,
-                message: String::from("the watch was stopped before the task ended"),
+                message: [
+                    "the watch was stopped before the ",
+                    self.target.noun(),
+                    " ended",
+                ]
+                .concat(),
                 status: 0,
             }));
             self.last_state = None;

@@ -1,5 +1,5 @@
-//! Following one task from a client: the watch loop as a sans-IO state
-//! machine.
+//! Following one task, or one batch, from a client: the watch loop as a
+//! sans-IO state machine.
 //!
 //! [`Follow`] decides everything a client's watch loop decides (which
 //! request to send, how to read each HTTP status, when to back off and for
@@ -12,9 +12,16 @@
 //! (`wasm/src/client`) and the native simulation (`core/tests/follow_sim.rs`)
 //! drive the same code.
 //!
-//! Every answer is merged through a [`Mirror`], so stale, duplicated or
-//! divergent answers never reach the page, and the version it reports
-//! never goes back.
+//! A follow is of a task ([`Follow::new`]: `/v1/tasks/{id}/resume|events`,
+//! the cursor is the task's version) or of a batch ([`Follow::batch`]:
+//! `/v1/batches/{id}/resume|events`, the batch cursor, per-task answers);
+//! the loop is one and the same, and only what `target.rs` and `batch.rs`
+//! hold differs.
+//!
+//! Every answer is merged through a [`Mirror`] (each task of a batch
+//! through its own, in a [`BatchMirror`]), so stale, duplicated or
+//! divergent answers never reach the page, and no version it reports
+//! ever goes back.
 //!
 //! ## Driving it
 //! 1. [`Follow::new`] with the mirror to start from and the current time.
@@ -43,22 +50,27 @@
 //! firing is trusted to mean its deadline has come.
 
 mod backoff;
+mod batch;
 mod input;
 mod output;
 mod request;
 pub mod sse;
 mod step;
+mod target;
 
 pub use backoff::{http_date_ms, retry_after_ms, Backoff, DateReader, Jitter};
+pub use batch::BatchReader;
 pub use output::{
-    ConnState, Fail, FailCode, Failure, FollowEvent, Reject, Request, RequestId, RequestKind,
-    Status, Transport, Update,
+    BatchProgress, ConnState, Fail, FailCode, Failure, FollowEvent, Reject, Request, RequestId,
+    RequestKind, Status, Transport, Update,
 };
 pub(crate) use request::push_u64;
 pub use request::{decimal, encode_segment};
 
-use crate::mirror::{Mirror, Rejection};
+use crate::batch::BatchMirror;
+use crate::mirror::Mirror;
 use crate::resume::EpochAnswer;
+use target::{Target, TaskTarget};
 
 /// After this many SSE connections in a row that delivered nothing (or
 /// died within a second), the path is assumed to buffer (a proxy holding
@@ -100,6 +112,8 @@ pub struct FollowConfig {
     /// Reads a resume answer from JSON text (a browser executor lets
     /// `JSON.parse` do it: the page then carries no JSON text parser).
     pub read_answer: AnswerReader,
+    /// Reads a batch answer from JSON text, likewise.
+    pub read_batch: BatchReader,
 }
 
 /// Reads a resume answer and its epoch from JSON text; errors name the
@@ -119,26 +133,24 @@ impl Default for FollowConfig {
             seed: 0,
             read_date: http_date_ms,
             read_answer,
+            read_batch: batch::read_batch,
         }
     }
 }
 
-/// One task followed until it is terminal, refused, or stopped. See the
-/// module docs for the order of calls.
+/// One task, or one batch, followed until it is over (the task, or every
+/// task of the batch, terminal), refused, or stopped. See the module docs
+/// for the order of calls.
 #[derive(Debug)]
 pub struct Follow {
     config: FollowConfig,
-    mirror: Mirror,
-    /// `/v1/tasks/{id}`, the id percent-encoded.
-    task_path: String,
-    /// The cursor to send while the mirror knows nothing (`watch(…, {cursor})`).
-    cursor_hint: u64,
+    target: Target,
+    /// `/v1/tasks/{id}` or `/v1/batches/{id}`, the id percent-encoded.
+    path: String,
     transport: Transport,
     need_snapshot: bool,
     failures: u32,
     short_streams: u32,
-    /// Rejections not yet reported in an update.
-    unreported: Vec<Rejection>,
     last_state: Option<ConnState>,
     online: bool,
     phase: Phase,
@@ -216,19 +228,41 @@ impl Follow {
         now: f64,
         online: bool,
     ) -> Follow {
-        let mut task_path = String::from("/v1/tasks/");
-        encode_segment(mirror.task_id(), &mut task_path);
+        let mut path = String::from("/v1/tasks/");
+        encode_segment(mirror.task_id(), &mut path);
+        let target = Target::Task(TaskTarget {
+            mirror,
+            hint: cursor_hint,
+            unreported: Vec::new(),
+        });
+        Follow::start(config, target, path, now, online)
+    }
+
+    /// Starts following `mirror`'s batch at `now`, from its cursor (0 when
+    /// it knows nothing: the first answer is then a snapshot). A mirror
+    /// that knows the whole batch (restored, or from the create's answer)
+    /// reports its [`BatchProgress`] at once.
+    pub fn batch(config: FollowConfig, mirror: BatchMirror, now: f64, online: bool) -> Follow {
+        let mut path = String::from("/v1/batches/");
+        encode_segment(mirror.batch_id(), &mut path);
+        let mut target = batch::BatchTarget::new(mirror);
+        let mut events = Vec::new();
+        target.progress(&mut events);
+        let mut follow = Follow::start(config, Target::Batch(target), path, now, online);
+        follow.events.extend(events);
+        follow
+    }
+
+    fn start(config: FollowConfig, target: Target, path: String, now: f64, online: bool) -> Follow {
         let mut follow = Follow {
             transport: config.transport,
             jitter: Jitter::new(config.seed),
             config,
-            mirror,
-            task_path,
-            cursor_hint,
+            target,
+            path,
             need_snapshot: false,
             failures: 0,
             short_streams: 0,
-            unreported: Vec::new(),
             last_state: None,
             online,
             phase: Phase::Closed,
@@ -247,9 +281,20 @@ impl Follow {
         follow
     }
 
-    /// The mirror: the task as known.
-    pub fn mirror(&self) -> &Mirror {
-        &self.mirror
+    /// The task as known, when the follow is of a task.
+    pub fn mirror(&self) -> Option<&Mirror> {
+        match &self.target {
+            Target::Task(t) => Some(&t.mirror),
+            Target::Batch(_) => None,
+        }
+    }
+
+    /// The batch as known, when the follow is of a batch.
+    pub fn batch_mirror(&self) -> Option<&BatchMirror> {
+        match &self.target {
+            Target::Batch(b) => Some(&b.mirror),
+            Target::Task(_) => None,
+        }
     }
 
     /// The transport in use (SSE may have fallen back to long-poll).

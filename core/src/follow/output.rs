@@ -1,11 +1,12 @@
 //! What a [`Follow`](super::Follow) asks of its executor and tells the
 //! page: requests to send, and events for the page's listeners.
 
-use serde::Serialize;
+use serde::ser::{SerializeMap, SerializeStruct};
+use serde::{Serialize, Serializer};
 
 use crate::mirror::{Rejection, UpdateReason};
 use crate::resume::ResumeMode;
-use crate::task::{HistoryEntry, TaskView};
+use crate::task::{HistoryEntry, State, TaskView};
 
 /// Long-poll or Server-Sent Events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,12 +142,83 @@ pub struct Update {
 /// did not rise.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Reject {
+    /// In a batch: the task whose answer was refused; `None` when the
+    /// batch answer was refused whole (`version` is then the batch
+    /// cursor held). Always `None` for a single task.
+    #[serde(rename = "taskId", skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
     /// The answer's mode.
     pub mode: ResumeMode,
     /// What was refused.
     pub rejected: Vec<Rejection>,
-    /// The version held (unchanged).
+    /// The version held (unchanged); for a whole batch answer, the batch
+    /// cursor held.
     pub version: u64,
+}
+
+/// `onProgress`'s payload: a batch as a whole, reported when it changes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BatchProgress {
+    /// How many tasks the batch has.
+    pub size: u64,
+    /// How many of them are terminal.
+    pub terminal: u64,
+    /// How many are in each state, in [`State::ALL`]'s order.
+    pub counts: [u64; 11],
+    /// The mean of the tasks' progress (0 to 100), a terminal task
+    /// counting 100 whatever its own.
+    pub progress: f64,
+}
+
+impl BatchProgress {
+    /// The aggregate of `tasks`' known views.
+    pub fn of<'a>(tasks: impl Iterator<Item = &'a TaskView>) -> BatchProgress {
+        let mut p = BatchProgress {
+            size: 0,
+            terminal: 0,
+            counts: [0; 11],
+            progress: 0.0,
+        };
+        let mut sum = 0.0;
+        for task in tasks {
+            p.size += 1;
+            if let Some(n) = p.counts.get_mut(task.state as usize) {
+                *n += 1;
+            }
+            if task.state.is_terminal() {
+                p.terminal += 1;
+                sum += 100.0;
+            } else {
+                sum += f64::from(task.progress);
+            }
+        }
+        if p.size > 0 {
+            p.progress = sum / p.size as f64;
+        }
+        p
+    }
+}
+
+impl Serialize for BatchProgress {
+    /// `{"size","terminal","counts":{"queued":n,…every state},"progress"}`.
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        struct Counts<'a>(&'a [u64; 11]);
+        impl Serialize for Counts<'_> {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut map = s.serialize_map(Some(11))?;
+                for (state, n) in State::ALL.iter().zip(self.0) {
+                    map.serialize_entry(state.as_str(), n)?;
+                }
+                map.end()
+            }
+        }
+        let mut st = s.serialize_struct("BatchProgress", 4)?;
+        st.serialize_field("size", &self.size)?;
+        st.serialize_field("terminal", &self.terminal)?;
+        st.serialize_field("counts", &Counts(&self.counts))?;
+        st.serialize_field("progress", &self.progress)?;
+        st.end()
+    }
 }
 
 /// Why a follow ended without a terminal task.
@@ -157,7 +229,7 @@ pub enum FailCode {
     Unauthorized,
     /// 403.
     Forbidden,
-    /// 404: no such task (or another tenant's).
+    /// 404: no such task or batch (or another tenant's).
     NotFound,
     /// `stop()` was called first.
     Stopped,
@@ -195,7 +267,10 @@ pub enum FollowEvent {
     Update(Update),
     /// An answer was refused without the version rising.
     Reject(Reject),
-    /// The task is terminal: the follow is over.
+    /// A batch's aggregate changed.
+    Progress(BatchProgress),
+    /// The task is terminal (or every task of the batch: then `None`, the
+    /// tasks came in their updates): the follow is over.
     Done(Option<TaskView>),
     /// The follow is over without a terminal task.
     Fail(Fail),

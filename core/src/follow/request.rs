@@ -23,15 +23,6 @@ impl Follow {
         }
     }
 
-    /// The cursor: the mirror's version, or the hint while it knows nothing.
-    fn cursor(&self) -> u64 {
-        if self.mirror.version() == 0 && self.mirror.task().is_none() {
-            self.cursor_hint
-        } else {
-            self.mirror.version()
-        }
-    }
-
     /// Decides what comes next when nothing is in flight or waited for.
     pub(super) fn advance(&mut self, t: f64) {
         if self.stopped || self.finished {
@@ -47,7 +38,7 @@ impl Follow {
         }
         let id = RequestId(self.next_id);
         self.next_id += 1;
-        let cursor = self.cursor();
+        let cursor = self.target.cursor();
         let mut query = String::from("cursor=");
         let (kind, suffix, timeout_ms) =
             if self.need_snapshot || self.transport == Transport::LongPoll {
@@ -65,7 +56,7 @@ impl Follow {
                 query.clear();
                 (RequestKind::Stream, "/events", None)
             };
-        let mut path = self.task_path.clone();
+        let mut path = self.path.clone();
         path.push_str(suffix);
         self.request = Some(Request {
             id,

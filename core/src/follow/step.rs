@@ -1,11 +1,9 @@
 //! What one answer comes to, and what the follow does next: the decisions
 //! of the watch loop, each in one place.
 
-use super::output::{ConnState, Fail, FailCode, FollowEvent, Reject, Status, Update};
+use super::output::{ConnState, Fail, FailCode, FollowEvent, Status};
 use super::{Flight, Follow, Phase, Transport, SHORT_SSE_LIMIT, SHORT_SSE_MS};
 use crate::mirror::Next;
-use crate::resume::EpochAnswer;
-use crate::Error;
 
 /// What one exchange came to.
 #[derive(Debug)]
@@ -20,7 +18,7 @@ pub(super) enum Step {
     Fatal {
         code: FailCode,
         status: u16,
-        message: &'static str,
+        message: String,
     },
     /// Retry after a backoff delay, at least `floor_ms`.
     Retry {
@@ -38,20 +36,27 @@ impl Step {
     }
 }
 
-/// Maps a non-200 status to its step.
-pub(super) fn classify(status: u16, retry_after_ms: Option<f64>) -> Step {
-    let fatal = |code, message| Step::Fatal {
+/// Maps a non-200 status to its step; `noun` names what is followed
+/// (`task`, `batch`).
+pub(super) fn classify(status: u16, retry_after_ms: Option<f64>, noun: &str) -> Step {
+    let fatal = |code, parts: [&str; 3]| Step::Fatal {
         code,
         status,
-        message,
+        message: parts.concat(),
     };
     match status {
         401 => fatal(
             FailCode::Unauthorized,
-            "the server refused the credentials (401)",
+            ["the server refused the credentials (401)", "", ""],
         ),
-        403 => fatal(FailCode::Forbidden, "the server forbids this task (403)"),
-        404 => fatal(FailCode::NotFound, "the server has no such task (404)"),
+        403 => fatal(
+            FailCode::Forbidden,
+            ["the server forbids this ", noun, " (403)"],
+        ),
+        404 => fatal(
+            FailCode::NotFound,
+            ["the server has no such ", noun, " (404)"],
+        ),
         429 | 503 => {
             let mut error = String::from("the server is busy (");
             super::push_u64(&mut error, u64::from(status));
@@ -73,16 +78,13 @@ pub(super) fn classify(status: u16, retry_after_ms: Option<f64>) -> Step {
 }
 
 impl Follow {
-    /// Merges one resume answer and reports what it did. `unheld`: it
-    /// answers a long-poll the server did not hold.
-    pub(super) fn merge(
-        &mut self,
-        answer: Result<EpochAnswer, Error>,
-        snapshot_request: bool,
-        unheld: bool,
-    ) -> Step {
-        let answer = match answer {
-            Ok(answer) => answer,
+    /// Merges one answer (of a task or a batch: the target reads it) and
+    /// decides what comes of it. `unheld`: it answers a long-poll the
+    /// server did not hold.
+    pub(super) fn merge(&mut self, text: &str, snapshot_request: bool, unheld: bool) -> Step {
+        let mut events = Vec::new();
+        let merged = match self.target.merge(text, &self.config, &mut events) {
+            Ok(merged) => merged,
             Err(e) => {
                 let mut error = String::from("bad answer from the server: ");
                 error.push_str(&e.message);
@@ -92,59 +94,31 @@ impl Follow {
                 };
             }
         };
-        let EpochAnswer { epoch, answer } = answer;
-        let outcome = self.mirror.merge_from(epoch.as_deref(), &answer);
-        self.cursor_hint = 0;
-        if outcome.next == Next::Snapshot {
+        if merged.next == Next::Snapshot {
             self.need_snapshot = true;
         } else if snapshot_request {
             self.need_snapshot = false;
         }
-        self.unreported.extend(outcome.rejected.iter().copied());
         self.status(ConnState::Live, None, None, None);
-        if outcome.changed {
-            // Moved out of the answer, not cloned: the page then carries
-            // no copy of `Event::clone` (~1.2 KB of wasm for its fourteen
-            // kinds).
-            let events = answer
-                .into_events()
-                .into_iter()
-                .filter(|e| outcome.applied.contains(&e.version))
-                .collect();
-            self.events.push(FollowEvent::Update(Update {
-                task: self.mirror.task().cloned(),
-                mode: outcome.mode,
-                applied: outcome.applied.clone(),
-                events,
-                rejected: std::mem::take(&mut self.unreported),
-                reason: outcome.reason,
-            }));
-        } else if !outcome.rejected.is_empty() {
-            self.events.push(FollowEvent::Reject(Reject {
-                mode: outcome.mode,
-                rejected: outcome.rejected.clone(),
-                version: self.mirror.version(),
-            }));
-        }
-        let terminal = self.mirror.state().is_some_and(|s| s.is_terminal());
-        if terminal && outcome.next == Next::None {
+        self.events.append(&mut events);
+        if merged.done && merged.next == Next::None {
             return Step::Done;
         }
-        if outcome.next == Next::Snapshot {
+        if merged.next == Next::Snapshot {
             // A snapshot that is itself refused (a wrong or regressing
             // server) must not turn into a tight loop: back off.
-            if snapshot_request && !outcome.changed {
+            if snapshot_request && !merged.changed {
                 return Step::retry("the server's snapshot was refused", None);
             }
             return Step::Again;
         }
-        if !outcome.changed && !outcome.rejected.is_empty() {
+        if !merged.changed && merged.rejected {
             // Nothing new and something refused: a stale replay (a cache, a
             // lagging replica). A server that keeps answering like that
             // must not be asked again at once, in a tight loop.
             return Step::retry("the server's answer was stale", None);
         }
-        if !outcome.changed && unheld {
+        if !merged.changed && unheld {
             // Nothing new, at once: a server that ignores `waitMs`, or a
             // cache or replica that answers for it. Asking again at once
             // would be a tight loop (the simulation found one).
@@ -196,8 +170,7 @@ impl Follow {
             Step::Done => {
                 self.finished = true;
                 self.phase = Phase::Closed;
-                self.events
-                    .push(FollowEvent::Done(self.mirror.task().cloned()));
+                self.events.push(self.target.done_event());
                 self.status(ConnState::Closed, None, None, None);
             }
             Step::Fatal {
@@ -209,10 +182,10 @@ impl Follow {
                 self.phase = Phase::Closed;
                 self.events.push(FollowEvent::Fail(Fail {
                     code,
-                    message: String::from(message),
+                    message: message.clone(),
                     status,
                 }));
-                self.status(ConnState::Closed, None, None, Some(message));
+                self.status(ConnState::Closed, None, None, Some(&message));
             }
             Step::Retry { error, floor_ms } => {
                 self.failures = self.failures.saturating_add(1);

@@ -31,6 +31,8 @@ pub enum RejectReason {
     /// An answer other than a snapshot from another epoch than the
     /// mirror's: its versions belong to another history.
     OtherEpoch,
+    /// A batch answer about another batch than the mirror's.
+    WrongBatch,
 }
 
 impl RejectReason {
@@ -46,6 +48,7 @@ impl RejectReason {
             RejectReason::WrongTask => "wrong-task",
             RejectReason::NoBase => "no-base",
             RejectReason::OtherEpoch => "other-epoch",
+            RejectReason::WrongBatch => "wrong-batch",
         }
     }
 }

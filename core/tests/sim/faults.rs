@@ -18,8 +18,12 @@ pub struct Faults {
     /// From, to (true ms): a replica frozen at the version of `from`
     /// answers every resume at once (it never holds a long-poll).
     pub replica: Option<(f64, f64)>,
-    pub frozen: Option<usize>,
+    /// The cursor the replica froze at, once it did.
+    pub frozen: Option<u64>,
     pub stop_in_listener: bool,
+    /// How often a resume is answered by a replica that lost an entry
+    /// of a task (batch worlds only).
+    pub lossy: f64,
     /// The network is down: requests fail at once.
     pub down: bool,
 }
@@ -45,6 +49,7 @@ impl Faults {
             }),
             frozen: None,
             stop_in_listener: rng.chance(0.05),
+            lossy: 0.0,
             down: false,
         }
     }

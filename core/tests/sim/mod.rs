@@ -1,9 +1,11 @@
-//! A seeded world in virtual time for `Follow`: the simulated server
-//! (`server.rs`), a network that drops, delays, duplicates, reorders and
-//! replays answers and cuts streams (`network.rs`), a runtime whose clock
-//! jumps and whose network goes away, and an executor that drives the
-//! follow exactly as the browser executor does.
+//! A seeded world in virtual time for `Follow`: a simulated server, of
+//! one task (`server.rs`) or of a batch (`batch_server.rs`), a network
+//! that drops, delays, duplicates, reorders and replays answers and cuts
+//! streams (`network.rs`), a runtime whose clock jumps and whose network
+//! goes away, and an executor that drives the follow exactly as the
+//! browser executor does.
 
+pub mod batch_server;
 mod date;
 mod executor;
 mod faults;
@@ -14,12 +16,44 @@ pub mod server;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
-use taskwire_core::follow::{Fail, Follow, FollowConfig, Request, RequestId};
-use taskwire_core::{Mirror, TaskView};
+use taskwire_core::follow::{BatchProgress, Fail, Follow, FollowConfig, Request, RequestId};
+use taskwire_core::{BatchMirror, Mirror, TaskView};
 
+use batch_server::BatchServer;
 pub use network::Faults;
 pub use rng::Rng;
 use server::Server;
+
+/// What the network needs of a simulated server, of a task or a batch.
+pub trait Served {
+    /// The followed resource's path, percent-encoded: `/v1/tasks/…`.
+    fn path(&self) -> &'static str;
+    /// The version (task) or the batch cursor now.
+    fn cursor(&self) -> u64;
+    /// Nothing will change any more.
+    fn terminal(&self) -> bool;
+    /// The resume answer for a client at `cursor`, as JSON bytes.
+    fn resume(&self, cursor: u64, snapshot: bool) -> Vec<u8>;
+    /// One SSE message answering `cursor`: (bytes, its id, terminal).
+    fn message(&self, cursor: u64) -> (Vec<u8>, u64, bool);
+    /// What a replica frozen at cursor `at` answers a client at `cursor`.
+    fn frozen(&self, at: u64, cursor: u64) -> Vec<u8>;
+    /// An old answer served again by a lagging replica, as a snapshot.
+    fn as_snapshot(&self, old: &[u8]) -> Vec<u8>;
+    /// The resume answer for `cursor` from a replica that lost an entry
+    /// of one task, if there is one to lose.
+    fn lossy(&self, _cursor: u64) -> Option<Vec<u8>> {
+        None
+    }
+    /// `batch` holds what the server had at its cursor, or later.
+    fn agrees(&self, _batch: &BatchMirror) -> bool {
+        true
+    }
+    /// Applies the next step of the timeline; false when it is over.
+    fn step(&mut self, rng: &mut Rng) -> bool;
+    /// Steps left in the timeline.
+    fn steps_left(&self) -> usize;
+}
 
 /// Something that happens at a moment of true (monotonic) time.
 #[derive(Debug, Clone)]
@@ -73,7 +107,20 @@ pub enum Ev {
 /// What the page saw, and when (true time).
 #[derive(Default, Debug)]
 pub struct Seen {
+    /// Every update's task (a batch's tasks interleaved).
     pub updates: Vec<TaskView>,
+    /// A batch's aggregates, as reported.
+    pub progress: Vec<BatchProgress>,
+    /// Requests sent while another was still in flight.
+    pub overlapping: usize,
+    /// Requests whose cursor was not the one the follow held.
+    pub wrong_cursor: usize,
+    /// The batch cursor held, and how often it went back.
+    pub cursor: u64,
+    pub cursor_back: usize,
+    /// Requests that resumed a batch from a state the server never had at
+    /// that cursor.
+    pub inconsistent: usize,
     pub done: Option<Option<TaskView>>,
     pub fail: Option<Fail>,
     pub after_end: usize,
@@ -91,13 +138,13 @@ pub struct Seen {
     pub writer_mismatch: Option<String>,
 }
 
-pub struct World {
+pub struct World<S: Served = Server> {
     pub rng: Rng,
     pub t: f64,
     seq: u64,
     queue: BinaryHeap<Reverse<(u64, u64, usize)>>,
     slots: Vec<Option<Ev>>,
-    pub server: Server,
+    pub server: S,
     pub follow: Follow,
     pub config: FollowConfig,
     pub faults: Faults,
@@ -123,25 +170,31 @@ fn key(t: f64) -> u64 {
     (t.max(0.0) * 1000.0) as u64
 }
 
-impl World {
-    pub fn new(seed: u64) -> World {
+/// A follow's configuration drawn from the seed.
+fn config(rng: &mut Rng) -> FollowConfig {
+    let initial_ms = rng.range(50.0, 1000.0).round();
+    FollowConfig {
+        backoff: taskwire_core::follow::Backoff {
+            initial_ms,
+            max_ms: rng.range(5_000.0, 30_000.0).round().max(initial_ms),
+        },
+        transport: if rng.chance(0.4) {
+            taskwire_core::follow::Transport::Sse
+        } else {
+            taskwire_core::follow::Transport::LongPoll
+        },
+        wait_ms: rng.range(2_000.0, 30_000.0) as u32,
+        seed: rng.next(),
+        ..FollowConfig::default()
+    }
+}
+
+impl World<Server> {
+    /// A world of one task.
+    pub fn new(seed: u64) -> World<Server> {
         let mut rng = Rng::new(seed);
         let mut server = Server::new(&mut rng);
-        let initial_ms = rng.range(50.0, 1000.0).round();
-        let config = FollowConfig {
-            backoff: taskwire_core::follow::Backoff {
-                initial_ms,
-                max_ms: rng.range(5_000.0, 30_000.0).round().max(initial_ms),
-            },
-            transport: if rng.chance(0.4) {
-                taskwire_core::follow::Transport::Sse
-            } else {
-                taskwire_core::follow::Transport::LongPoll
-            },
-            wait_ms: rng.range(2_000.0, 30_000.0) as u32,
-            seed: rng.next(),
-            ..FollowConfig::default()
-        };
+        let config = config(&mut rng);
         let faults = Faults::new(&mut rng);
         // Sometimes the client comes back from an earlier page: the server
         // is ahead, and the mirror restored from a version it really had.
@@ -160,6 +213,50 @@ impl World {
         }
         let online = !rng.chance(0.1);
         let follow = Follow::new(config.clone(), mirror, hint, EPOCH_MS, online);
+        World::with(rng, server, follow, config, faults, online)
+    }
+}
+
+impl World<BatchServer> {
+    /// A world of one batch.
+    pub fn batch(seed: u64) -> World<BatchServer> {
+        let mut rng = Rng::new(seed);
+        let mut server = BatchServer::new(&mut rng);
+        let config = config(&mut rng);
+        let mut faults = Faults::new(&mut rng);
+        faults.lossy = rng.range(0.0, 0.1);
+        // Sometimes the page starts from the create's answer, or from an
+        // earlier page's stored batch: the server may be ahead of it.
+        let mut mirror = BatchMirror::new(batch_server::BATCH).expect("mirror");
+        if rng.chance(0.4) {
+            for _ in 0..rng.below(12) {
+                server.step(&mut rng);
+            }
+            let cursor = 1 + rng.below(server.cursor());
+            let epoch = rng.chance(0.5).then(|| String::from(batch_server::EPOCH));
+            mirror = BatchMirror::from_tasks(
+                batch_server::BATCH,
+                cursor,
+                epoch,
+                server.views_at(cursor).to_vec(),
+            )
+            .expect("mirror");
+        }
+        let online = !rng.chance(0.1);
+        let follow = Follow::batch(config.clone(), mirror, EPOCH_MS, online);
+        World::with(rng, server, follow, config, faults, online)
+    }
+}
+
+impl<S: Served> World<S> {
+    fn with(
+        rng: Rng,
+        server: S,
+        follow: Follow,
+        config: FollowConfig,
+        faults: Faults,
+        online: bool,
+    ) -> World<S> {
         let mut world = World {
             rng,
             t: 0.0,
@@ -207,7 +304,7 @@ impl World {
     /// The server's timeline and the runtime's weather.
     fn plan(&mut self) {
         let mut t = 0.0;
-        for _ in 0..self.server.timeline.len() {
+        for _ in 0..self.server.steps_left() {
             t += self.rng.range(0.0, 20_000.0);
             self.at(t, Ev::ServerStep);
         }
@@ -257,7 +354,7 @@ impl World {
                 continue;
             };
             self.step(ev);
-            if self.follow.is_closed() && self.server.timeline.is_empty() {
+            if self.follow.is_closed() && self.server.steps_left() == 0 {
                 break;
             }
         }

@@ -1,17 +1,16 @@
 //! The simulated network between the executor and the server: latency,
 //! drops before and after the server saw a request, busy answers with
 //! `Retry-After`, garbage bodies, replays of old answers (a cache, a
-//! lagging replica), duplicated deliveries, late answers to aborted
-//! requests (reordering), streams cut mid-message or held back by a
-//! buffering proxy, and connections stranded when the network goes away.
+//! lagging replica), answers that lost an entry, duplicated deliveries,
+//! late answers to aborted requests (reordering), streams cut
+//! mid-message or held back by a buffering proxy, and connections
+//! stranded when the network goes away.
 
 use taskwire_core::follow::{Request, RequestId, RequestKind};
-use taskwire_core::wire::{from_json_bytes, to_json};
-use taskwire_core::ResumeAnswer;
 
 use super::date::http_date;
 pub use super::faults::Faults;
-use super::{Ev, World};
+use super::{Ev, Served, World};
 
 /// A request as the network sees it.
 pub struct Flight {
@@ -34,7 +33,7 @@ enum State {
     Stranded,
 }
 
-fn latency(w: &mut World) -> f64 {
+fn latency<S: Served>(w: &mut World<S>) -> f64 {
     let base = w.rng.range(1.0, 30.0);
     if w.rng.chance(w.faults.slow) {
         base + w.rng.range(100.0, 3_000.0)
@@ -43,7 +42,7 @@ fn latency(w: &mut World) -> f64 {
     }
 }
 
-fn schedule(w: &mut World, id: RequestId, t: f64, ev: Ev) {
+fn schedule<S: Served>(w: &mut World<S>, id: RequestId, t: f64, ev: Ev) {
     let slot = w.at(t, ev);
     if let Some(flight) = w.flights.get_mut(&id) {
         flight.slots.push(slot);
@@ -51,8 +50,7 @@ fn schedule(w: &mut World, id: RequestId, t: f64, ev: Ev) {
 }
 
 /// The cursor a request carries; also checks its shape.
-fn cursor_of(request: &Request) -> u64 {
-    let encoded = "/v1/tasks/tsk%201%2F%C3%A9";
+fn cursor_of(request: &Request, encoded: &str) -> u64 {
     match request.kind {
         RequestKind::Stream => {
             assert_eq!(request.path, format!("{encoded}/events"));
@@ -74,9 +72,9 @@ fn cursor_of(request: &Request) -> u64 {
     }
 }
 
-pub fn send(w: &mut World, request: Request) {
+pub fn send<S: Served>(w: &mut World<S>, request: Request) {
     let id = request.id;
-    let cursor = cursor_of(&request);
+    let cursor = cursor_of(&request, w.server.path());
     w.flights.insert(
         id,
         Flight {
@@ -163,10 +161,7 @@ pub fn send(w: &mut World, request: Request) {
         let mut body = w.replays[pick].clone();
         if w.rng.chance(0.5) {
             // A lagging replica: the old state, served as a snapshot.
-            let old: ResumeAnswer = from_json_bytes(&body, "replay").expect("replayed answer");
-            if let Some(task) = old.task() {
-                body = to_json(&ResumeAnswer::Snapshot { task: task.clone() }).into_bytes();
-            }
+            body = w.server.as_snapshot(&body);
         }
         w.seen.triggers.push(w.t);
         return respond(w, id, t, body);
@@ -177,7 +172,7 @@ pub fn send(w: &mut World, request: Request) {
             respond(w, id, t, body)
         }
         RequestKind::Poll => {
-            let waits = cursor == w.server.version() && !w.server.terminal();
+            let waits = cursor == w.server.cursor() && !w.server.terminal();
             if waits {
                 if let Some(flight) = w.flights.get_mut(&id) {
                     flight.state = State::Held;
@@ -185,7 +180,16 @@ pub fn send(w: &mut World, request: Request) {
                 let until = t + f64::from(w.config.wait_ms);
                 schedule(w, id, until, Ev::HoldOver { id });
             } else {
-                let body = w.server.resume(cursor, false);
+                // A replica that lost an entry of a task: a gap, which
+                // must cost one snapshot of the whole batch.
+                let lossy = w.faults.lossy > 0.0 && w.rng.chance(w.faults.lossy);
+                let body = match w.server.lossy(cursor).filter(|_| lossy) {
+                    Some(body) => {
+                        w.seen.triggers.push(w.t);
+                        body
+                    }
+                    None => w.server.resume(cursor, false),
+                };
                 respond(w, id, t, body);
             }
         }
@@ -211,23 +215,17 @@ pub fn send(w: &mut World, request: Request) {
 }
 
 /// The frozen replica's answer, while it answers.
-fn replica(w: &mut World, kind: RequestKind, cursor: u64) -> Option<Vec<u8>> {
+fn replica<S: Served>(w: &mut World<S>, kind: RequestKind, cursor: u64) -> Option<Vec<u8>> {
     let (from, to) = w.faults.replica?;
     if kind == RequestKind::Stream || w.t < from || w.t > to {
         return None;
     }
-    let at = *w.faults.frozen.get_or_insert(w.server.views.len() - 1);
-    let task = w.server.views.get(at)?.clone();
-    let answer = if cursor == task.version {
-        ResumeAnswer::CaughtUp { task: Some(task) }
-    } else {
-        ResumeAnswer::Snapshot { task }
-    };
-    Some(to_json(&answer).into_bytes())
+    let at = *w.faults.frozen.get_or_insert(w.server.cursor());
+    Some(w.server.frozen(at, cursor))
 }
 
 /// A 200 answer with `body`, maybe lost on the way back, maybe delivered twice.
-fn respond(w: &mut World, id: RequestId, t: f64, body: Vec<u8>) {
+fn respond<S: Served>(w: &mut World<S>, id: RequestId, t: f64, body: Vec<u8>) {
     if let Some(flight) = w.flights.get_mut(&id) {
         flight.state = State::Transit;
     }
@@ -275,7 +273,7 @@ fn respond(w: &mut World, id: RequestId, t: f64, body: Vec<u8>) {
 }
 
 /// The next SSE message of stream `id`, cut into chunks anywhere.
-fn push_message(w: &mut World, id: RequestId) {
+fn push_message<S: Served>(w: &mut World<S>, id: RequestId) {
     let Some(cursor) = w.flights.get(&id).map(|f| f.cursor) else {
         return;
     };
@@ -331,7 +329,7 @@ fn push_message(w: &mut World, id: RequestId) {
     }
 }
 
-fn next_delivery(w: &mut World, id: RequestId) -> f64 {
+fn next_delivery<S: Served>(w: &mut World<S>, id: RequestId) -> f64 {
     let step = w.rng.range(0.0, 30.0);
     let now = w.t;
     let Some(flight) = w.flights.get_mut(&id) else {
@@ -342,7 +340,7 @@ fn next_delivery(w: &mut World, id: RequestId) -> f64 {
 }
 
 /// The server's task changed: held long-polls answer, streams send.
-pub fn server_changed(w: &mut World) {
+pub fn server_changed<S: Served>(w: &mut World<S>) {
     let mut ids: Vec<RequestId> = w.flights.keys().copied().collect();
     ids.sort();
     for id in ids {
@@ -361,7 +359,7 @@ pub fn server_changed(w: &mut World) {
 }
 
 /// `: hb` every 15 s on an open stream, as the reference server sends.
-pub fn heartbeat(w: &mut World, id: RequestId) {
+pub fn heartbeat<S: Served>(w: &mut World<S>, id: RequestId) {
     if !w
         .flights
         .get(&id)
@@ -384,7 +382,7 @@ pub fn heartbeat(w: &mut World, id: RequestId) {
     w.at(w.t + 15_000.0, Ev::Heartbeat { id });
 }
 
-pub fn hold_over(w: &mut World, id: RequestId) {
+pub fn hold_over<S: Served>(w: &mut World<S>, id: RequestId) {
     if let Some(flight) = w.flights.get(&id).filter(|f| f.state == State::Held) {
         let body = w.server.resume(flight.cursor, false);
         respond(w, id, w.t, body);
@@ -393,7 +391,7 @@ pub fn hold_over(w: &mut World, id: RequestId) {
 
 /// The executor aborted `id`. Usually nothing more arrives; sometimes a
 /// late answer does (it raced the abort), which the follow must ignore.
-pub fn abort(w: &mut World, id: RequestId) {
+pub fn abort<S: Served>(w: &mut World<S>, id: RequestId) {
     let Some(flight) = w.flights.remove(&id) else {
         return;
     };
@@ -405,7 +403,7 @@ pub fn abort(w: &mut World, id: RequestId) {
 }
 
 /// The network went away: what is in flight hangs forever.
-pub fn strand(w: &mut World) {
+pub fn strand<S: Served>(w: &mut World<S>) {
     let mut slots = Vec::new();
     for flight in w.flights.values_mut() {
         flight.state = State::Stranded;

@@ -1,10 +1,10 @@
 //! The simulated server: a core `Book` with one task, answering resume
 //! requests (held long-polls included) and SSE streams as PROTOCOL.md says.
 
-use taskwire_core::wire::{from_json, to_json};
+use taskwire_core::wire::{from_json, from_json_bytes, to_json};
 use taskwire_core::{Book, CreateTask, Event, ResumeAnswer, TaskView};
 
-use super::Rng;
+use super::{Rng, Served};
 
 pub const TASK: &str = "tsk 1/é";
 
@@ -62,18 +62,28 @@ impl Server {
     fn task(&self) -> &taskwire_core::Task {
         self.book.get(TASK).expect("the task exists")
     }
+}
 
-    pub fn version(&self) -> u64 {
+impl Served for Server {
+    fn path(&self) -> &'static str {
+        "/v1/tasks/tsk%201%2F%C3%A9"
+    }
+
+    fn cursor(&self) -> u64 {
         self.task().version
     }
 
-    pub fn terminal(&self) -> bool {
+    fn terminal(&self) -> bool {
         self.task().state.is_terminal()
+    }
+
+    fn steps_left(&self) -> usize {
+        self.timeline.len()
     }
 
     /// Applies the next timeline event (twice, sometimes: a redelivery
     /// with the same callback id); false when the timeline is over.
-    pub fn step(&mut self, rng: &mut Rng) -> bool {
+    fn step(&mut self, rng: &mut Rng) -> bool {
         if self.timeline.is_empty() {
             return false;
         }
@@ -91,8 +101,7 @@ impl Server {
         true
     }
 
-    /// The resume answer for `cursor`, as JSON bytes.
-    pub fn resume(&self, cursor: u64, snapshot: bool) -> Vec<u8> {
+    fn resume(&self, cursor: u64, snapshot: bool) -> Vec<u8> {
         let answer = if snapshot {
             ResumeAnswer::Snapshot { task: self.view() }
         } else {
@@ -101,11 +110,28 @@ impl Server {
         to_json(&answer).into_bytes()
     }
 
-    /// One SSE message answering `cursor`: (bytes, its id, terminal).
-    pub fn message(&self, cursor: u64) -> (Vec<u8>, u64, bool) {
+    fn message(&self, cursor: u64) -> (Vec<u8>, u64, bool) {
         let data = String::from_utf8(self.resume(cursor, false)).expect("utf-8");
-        let version = self.version();
+        let version = self.cursor();
         let text = format!("event: resume\nid: {version}\ndata: {data}\n\n");
         (text.into_bytes(), version, self.terminal())
+    }
+
+    fn frozen(&self, at: u64, cursor: u64) -> Vec<u8> {
+        let task = self.views[at as usize].clone();
+        let answer = if cursor == task.version {
+            ResumeAnswer::CaughtUp { task: Some(task) }
+        } else {
+            ResumeAnswer::Snapshot { task }
+        };
+        to_json(&answer).into_bytes()
+    }
+
+    fn as_snapshot(&self, old: &[u8]) -> Vec<u8> {
+        let old: ResumeAnswer = from_json_bytes(old, "replay").expect("replayed answer");
+        match old.task() {
+            Some(task) => to_json(&ResumeAnswer::Snapshot { task: task.clone() }).into_bytes(),
+            None => to_json(&old).into_bytes(),
+        }
     }
 }

@@ -1,4 +1,4 @@
-//! `createTask`, `deliver`, `cancel` and `decide`: one POST each, retried
+//! `createTask`, `createBatch`, `deliver`, `cancel` and `decide`: one POST each, retried
 //! with backoff on network failures, 429 and 5xx only when a retry is
 //! safe: an idempotency key makes it so for a create and a delivery; a
 //! cancel or a decision repeated is judged a duplicate by the server
@@ -51,9 +51,16 @@ fn judge(status: u16, body: String) -> Result<JsValue, JsValue> {
     Err(error(&code, &message, status))
 }
 
-pub fn create_task(http: Rc<Http>, backoff: Backoff, body: String, key: Option<String>) -> Promise {
+/// `POST {route}` (`/v1/tasks`, `/v1/batches`): a create.
+pub fn create(
+    http: Rc<Http>,
+    backoff: Backoff,
+    route: &str,
+    body: String,
+    key: Option<String>,
+) -> Promise {
     let mut url = String::from(http.base.trim_end_matches('/'));
-    url.push_str("/v1/tasks");
+    url.push_str(route);
     let retries = if key.is_some() { RETRIES } else { 0 };
     let mut headers = vec![("content-type", String::from("application/json"))];
     if let Some(key) = key {

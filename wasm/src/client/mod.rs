@@ -1,7 +1,8 @@
 //! The browser client: `TaskClient` and its watches, in Rust.
 //!
-//! It speaks PROTOCOL.md to any backend: creates tasks, delivers results,
-//! and follows a task with `taskwire_core::Follow`, the watch loop as a
+//! It speaks PROTOCOL.md to any backend: creates tasks and batches,
+//! delivers results, and follows a task or a batch with
+//! `taskwire_core::Follow`, the watch loop as a
 //! sans-IO state machine, of which `watch.rs` is the executor (fetch,
 //! `AbortController`, one gloo timer, the SSE byte reader, persistence).
 //! The JS layer (`js/client.js`) owns the runtime glue: listeners for
@@ -148,7 +149,25 @@ impl ClientCore {
     /// idempotency key, network failures, 429 and 5xx are retried (the key
     /// makes that safe); without one, they are not.
     pub fn create_task(&self, body: String, idempotency_key: Option<String>) -> Promise {
-        exchange::create_task(Rc::clone(&self.http), self.backoff, body, idempotency_key)
+        exchange::create(
+            Rc::clone(&self.http),
+            self.backoff,
+            "/v1/tasks",
+            body,
+            idempotency_key,
+        )
+    }
+
+    /// `POST /v1/batches` (`{"items": […]}`, JSON text); resolves and
+    /// retries as `create_task`.
+    pub fn create_batch(&self, body: String, idempotency_key: Option<String>) -> Promise {
+        exchange::create(
+            Rc::clone(&self.http),
+            self.backoff,
+            "/v1/batches",
+            body,
+            idempotency_key,
+        )
     }
 
     /// `POST /v1/tasks/{id}/deliveries` under an idempotency key, retried
@@ -187,26 +206,65 @@ impl ClientCore {
     pub fn watch(&self, options: JsValue) -> Result<WatchHandle, JsValue> {
         let task_id = field(&options, "taskId").as_string().unwrap_or_default();
         let fresh = tw::Mirror::new(&task_id).map_err(throw)?;
-        let cursor = field(&options, "cursor");
-        let hint = if absent(&cursor) {
-            0
-        } else {
-            safe_int(cursor.as_f64().unwrap_or(f64::NAN), "cursor")?
-        };
-        let sink: Function = field(&options, "sink")
-            .dyn_into()
-            .map_err(|_| invalid("sink: must be a function".into()))?;
-        let online = field(&options, "online").dyn_into::<Function>().ok();
-        let storage = field(&options, "storage");
-        let store = match field(&options, "storageKey").as_string() {
-            Some(key) if !absent(&storage) => Some(Store { storage, key }),
+        let (hint, parts) = Parts::read(&options)?;
+        let restored = match &parts.store {
+            Some(store) if hint.is_none() => store
+                .load::<tw::Mirror>()
+                .filter(|m| m.task_id() == task_id),
             _ => None,
         };
-        let restored = match &store {
-            Some(store) if absent(&cursor) => store.load(&task_id),
-            _ => None,
-        };
-        let config = FollowConfig {
+        let online = Runner::read_online(parts.online.as_ref());
+        let mirror = restored.unwrap_or(fresh);
+        let follow = Follow::new(
+            self.config(),
+            mirror,
+            hint.unwrap_or(0),
+            js_sys::Date::now(),
+            online,
+        );
+        Ok(parts.start(follow, &self.http))
+    }
+
+    /// Starts following a batch. `options`: `{batchId, cursor?, tasks?,
+    /// storage?, storageKey?, sink, online?}`, as `watch`'s, where `tasks`
+    /// (JSON text of the views in item order) is what was known at
+    /// `cursor` (a create's answer): both or neither.
+    pub fn watch_batch(&self, options: JsValue) -> Result<WatchHandle, JsValue> {
+        let batch_id = field(&options, "batchId").as_string().unwrap_or_default();
+        let (cursor, parts) = Parts::read(&options)?;
+        let tasks = field(&options, "tasks").as_string();
+        let mirror = match (cursor, tasks) {
+            (Some(cursor), Some(tasks)) => {
+                let views = crate::read::read(&tasks, "options.tasks").map_err(throw)?;
+                tw::BatchMirror::from_tasks(&batch_id, cursor, None, views)
+            }
+            (None, None) => {
+                let restored = parts
+                    .store
+                    .as_ref()
+                    .and_then(|s| s.load::<tw::BatchMirror>());
+                match restored.filter(|m| m.batch_id() == batch_id) {
+                    Some(mirror) => Ok(mirror),
+                    None => tw::BatchMirror::new(&batch_id),
+                }
+            }
+            (Some(_), None) => Err(tw::Error::invalid(
+                "options.tasks: required with options.cursor (the tasks as known at that cursor)",
+            )),
+            (None, Some(_)) => Err(tw::Error::invalid(
+                "options.cursor: required with options.tasks (the batch cursor they were read at)",
+            )),
+        }
+        .map_err(throw)?;
+        let online = Runner::read_online(parts.online.as_ref());
+        let follow = Follow::batch(self.config(), mirror, js_sys::Date::now(), online);
+        Ok(parts.start(follow, &self.http))
+    }
+}
+
+impl ClientCore {
+    fn config(&self) -> FollowConfig {
+        FollowConfig {
             backoff: self.backoff,
             transport: self.transport,
             wait_ms: self.wait_ms,
@@ -214,17 +272,49 @@ impl ClientCore {
             seed: (js_sys::Math::random() * 9_007_199_254_740_992.0) as u64,
             read_date: js_date,
             read_answer: |text| crate::read::read(text, "answer"),
+            read_batch: |text| crate::read::read(text, "answer"),
+        }
+    }
+}
+
+/// What every watch's options give: the cursor, the sink, the network
+/// reading and the storage.
+struct Parts {
+    sink: Function,
+    online: Option<Function>,
+    store: Option<Store>,
+}
+
+impl Parts {
+    fn read(options: &JsValue) -> Result<(Option<u64>, Parts), JsValue> {
+        let cursor = field(options, "cursor");
+        let cursor = if absent(&cursor) {
+            None
+        } else {
+            Some(safe_int(cursor.as_f64().unwrap_or(f64::NAN), "cursor")?)
         };
-        let now = js_sys::Date::now();
-        let follow = Follow::new(
-            config,
-            restored.unwrap_or(fresh),
-            hint,
-            now,
-            Runner::read_online(online.as_ref()),
-        );
-        let runner = Runner::start(follow, Rc::clone(&self.http), sink, online, store);
-        Ok(WatchHandle { runner })
+        let sink: Function = field(options, "sink")
+            .dyn_into()
+            .map_err(|_| invalid("sink: must be a function".into()))?;
+        let online = field(options, "online").dyn_into::<Function>().ok();
+        let storage = field(options, "storage");
+        let store = match field(options, "storageKey").as_string() {
+            Some(key) if !absent(&storage) => Some(Store { storage, key }),
+            _ => None,
+        };
+        Ok((
+            cursor,
+            Parts {
+                sink,
+                online,
+                store,
+            },
+        ))
+    }
+
+    fn start(self, follow: Follow, http: &Rc<Http>) -> WatchHandle {
+        let runner = Runner::start(follow, Rc::clone(http), self.sink, self.online, self.store);
+        WatchHandle { runner }
     }
 }
 
@@ -254,9 +344,10 @@ impl WatchHandle {
         self.runner.feed(|f, now| f.handle_network(now, online));
     }
 
-    /// The task known when the watch started (restored), or `null`.
-    pub fn initial_task(&self) -> String {
-        self.runner.initial_task()
+    /// What was known when the watch started (restored or given): the
+    /// task or `null`; a batch's views, `[]` when none.
+    pub fn initial(&self) -> String {
+        self.runner.initial()
     }
 }
 

@@ -1,11 +1,12 @@
 //! Persistence, on the Rust side alone: the mirror is read from a
 //! `localStorage`-like object when a watch starts and written after every
 //! update, in the mirror's own `{taskId, task, epoch?}` form (the epoch
-//! is what lets a reload start over when the server's history changed).
+//! is what lets a reload start over when the server's history changed);
+//! a batch's in its `{batchId, cursor, size, open, epoch?, tasks}` form,
+//! one key per batch.
 
 use js_sys::{Function, Reflect};
-use taskwire_core as tw;
-use tw::json::write;
+use taskwire_core::json::FromJson;
 use wasm_bindgen::{JsCast, JsValue};
 
 /// Where the mirror is kept between page loads: a `localStorage`-like
@@ -29,17 +30,14 @@ impl Store {
         }
     }
 
-    /// The persisted mirror of `task_id`, if there is a sound one.
-    pub fn load(&self, task_id: &str) -> Option<tw::Mirror> {
+    /// The persisted value, if there is a sound one.
+    pub fn load<T: FromJson>(&self) -> Option<T> {
         let text = self.call("getItem", &[])?.as_string()?;
-        crate::read::read::<tw::Mirror>(&text, "persisted")
-            .ok()
-            .filter(|m| m.task_id() == task_id)
+        crate::read::read::<T>(&text, "persisted").ok()
     }
 
     /// Best effort: a full or disabled storage is not an error.
-    pub fn save(&self, mirror: &tw::Mirror) {
-        let text = write(mirror);
-        let _ = self.call("setItem", &[&JsValue::from_str(&text)]);
+    pub fn save(&self, text: &str) {
+        let _ = self.call("setItem", &[&JsValue::from_str(text)]);
     }
 }

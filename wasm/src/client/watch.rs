@@ -7,11 +7,15 @@
 //! Events reach JS through one function, the sink (`sink(kind, json)`),
 //! always called with no Rust borrow held, so a listener may call
 //! `stop()` from inside it. Kinds: `update` `{task, mode, applied, events,
-//! rejected, reason?}`, `reject` `{mode, rejected, version}`, `status` `{state,
-//! attempt?, retryInMs?, error?}`, `done` `{task}` (JSON text), and `fail`
-//! with a `TaskwireError` (`code`, `message`, `status` for HTTP).
+//! rejected, reason?}`, `reject` `{taskId?, mode, rejected, version}`,
+//! `progress` (a batch's `{size, terminal, counts, progress}`), `status`
+//! `{state, attempt?, retryInMs?, error?}`, `done` `{task}` (JSON text;
+//! `task` is null for a batch), and `fail` with a `TaskwireError` (`code`,
+//! `message`, `status` for HTTP).
 //!
-//! Persistence (`store.rs`) is written after each update and at the end.
+//! Persistence (`store.rs`) is written once per input that brought an
+//! update, before its listeners run, and at the end: a batch of 500 is
+//! written once per answer, not once per task.
 
 use std::cell::RefCell;
 use std::rc::{Rc, Weak};
@@ -75,9 +79,15 @@ impl Runner {
         self.online.as_ref()
     }
 
-    /// The task known at the start (restored), as JSON or `null`.
-    pub fn initial_task(&self) -> String {
-        match self.follow.borrow().mirror().task() {
+    /// What is known at the start (restored, or given), as JSON: the
+    /// task or `null`; for a batch, its tasks' views (`[]` when none).
+    pub fn initial(&self) -> String {
+        let follow = self.follow.borrow();
+        if let Some(batch) = follow.batch_mirror() {
+            let views: Vec<&tw::TaskView> = batch.tasks().iter().filter_map(|m| m.task()).collect();
+            return write(&views);
+        }
+        match follow.mirror().and_then(|m| m.task()) {
             Some(task) => write(task),
             None => String::from("null"),
         }
@@ -96,12 +106,17 @@ impl Runner {
     }
 
     fn pump(self: &Rc<Self>) {
+        let mut saved = false;
         loop {
             let event = self.follow.borrow_mut().poll_event();
-            match event {
-                Some(event) => self.deliver(event),
-                None => break,
+            let Some(event) = event else { break };
+            if !saved && matches!(event, FollowEvent::Update(_) | FollowEvent::Done(_)) {
+                // The events of one input all follow its merge: the
+                // mirror is already what they lead to.
+                saved = true;
+                self.save();
             }
+            self.deliver(event);
         }
         loop {
             let abort = self.follow.borrow_mut().poll_abort();
@@ -127,15 +142,10 @@ impl Runner {
     fn deliver(&self, event: FollowEvent) {
         let (kind, json) = match &event {
             FollowEvent::Status(s) => ("status", write(s)),
-            FollowEvent::Update(u) => {
-                self.save();
-                ("update", write(u))
-            }
+            FollowEvent::Update(u) => ("update", write(u)),
             FollowEvent::Reject(r) => ("reject", write(r)),
-            FollowEvent::Done(task) => {
-                self.save();
-                ("done", object(&[("task", &task.as_ref())]))
-            }
+            FollowEvent::Progress(p) => ("progress", write(p)),
+            FollowEvent::Done(task) => ("done", object(&[("task", &task.as_ref())])),
             FollowEvent::Fail(f) => {
                 let code = Code::from(f.code).as_str();
                 let _ = self.sink.call2(
@@ -155,15 +165,18 @@ impl Runner {
         );
     }
 
-    /// Persists the mirror (task and epoch), when it knows a task. Called
-    /// while delivering an event, when no borrow of the follow is held.
+    /// Persists the mirror (task and epoch; a batch's cursor and views),
+    /// when it knows something. Called between events, when no borrow of
+    /// the follow is held.
     fn save(&self) {
-        if let Some(store) = &self.store {
-            let follow = self.follow.borrow();
-            if follow.mirror().task().is_some() {
-                store.save(follow.mirror());
-            }
-        }
+        let Some(store) = &self.store else { return };
+        let follow = self.follow.borrow();
+        let text = match (follow.mirror(), follow.batch_mirror()) {
+            (Some(m), _) if m.task().is_some() => write(m),
+            (_, Some(b)) if b.cursor() > 0 => write(b),
+            _ => return,
+        };
+        store.save(&text);
     }
 
     /// One timer for the follow's next deadline; replaced when it moves.

@@ -2,6 +2,7 @@
 //! in `stream.rs`). The seeded simulation (`core/tests/follow_sim.rs`)
 //! checks them all together.
 
+mod batch;
 mod stream;
 
 use super::*;
@@ -46,6 +47,20 @@ pub(super) fn snapshot(task: &TaskView) -> Vec<u8> {
     to_json(&ResumeAnswer::Snapshot { task: task.clone() }).into_bytes()
 }
 
+/// The tests' configuration: quick backoff, a 25 s wait, seed 1.
+pub(super) fn config(transport: Transport) -> FollowConfig {
+    FollowConfig {
+        backoff: Backoff {
+            initial_ms: 100.0,
+            max_ms: 1000.0,
+        },
+        transport,
+        wait_ms: 25_000,
+        seed: 1,
+        ..FollowConfig::default()
+    }
+}
+
 pub(super) struct H {
     pub(super) f: Follow,
     pub(super) now: f64,
@@ -65,17 +80,16 @@ impl H {
         mirror: Mirror,
         cursor_hint: u64,
     ) -> H {
-        let config = FollowConfig {
-            backoff: Backoff {
-                initial_ms: 100.0,
-                max_ms: 1000.0,
-            },
-            transport,
-            wait_ms: 25_000,
-            seed: 1,
-            ..FollowConfig::default()
-        };
-        let f = Follow::new(config, mirror, cursor_hint, 1_000.0, online);
+        H::following(Follow::new(
+            config(transport),
+            mirror,
+            cursor_hint,
+            1_000.0,
+            online,
+        ))
+    }
+    /// Drives `f`, made at 1,000 ms.
+    pub(super) fn following(f: Follow) -> H {
         let mut h = H {
             f,
             now: 1_000.0,

@@ -9,7 +9,6 @@
 
 use super::ser::{write_f64, write_str};
 use crate::event::Event;
-use crate::follow::{ConnState, Reject, Status, Update};
 use crate::mirror::{MergeOutcome, Mirror, Next, Rejection};
 use crate::task::{HistoryEntry, TaskView};
 
@@ -299,49 +298,6 @@ impl ToJson for Mirror {
     }
 }
 
-impl ToJson for Status {
-    fn write_json(&self, w: &mut Writer) {
-        w.open();
-        let state = match self.state {
-            ConnState::Connecting => "connecting",
-            ConnState::Live => "live",
-            ConnState::Reconnecting => "reconnecting",
-            ConnState::Offline => "offline",
-            ConnState::Closed => "closed",
-        };
-        w.field("state", state);
-        w.some("attempt", &self.attempt);
-        w.some("retryInMs", &self.retry_in_ms);
-        w.some("error", &self.error);
-        w.close();
-    }
-}
-
-impl ToJson for Update {
-    fn write_json(&self, w: &mut Writer) {
-        w.open();
-        w.field("task", &self.task);
-        w.field("mode", self.mode.as_str());
-        w.field("applied", &self.applied);
-        w.field("events", &self.events);
-        w.field("rejected", &self.rejected);
-        if let Some(reason) = self.reason {
-            w.field("reason", reason.as_str());
-        }
-        w.close();
-    }
-}
-
-impl ToJson for Reject {
-    fn write_json(&self, w: &mut Writer) {
-        w.open();
-        w.field("mode", self.mode.as_str());
-        w.field("rejected", &self.rejected);
-        w.field("version", &self.version);
-        w.close();
-    }
-}
-
 /// `{"<key>":<value>}`, `{"<key>":<value>,"<more>":<value>}`: the small
 /// envelopes a binding wraps values in.
 pub fn object(fields: &[(&str, &dyn ToJsonDyn)]) -> String {
@@ -374,5 +330,6 @@ pub fn write<T: ToJson + ?Sized>(value: &T) -> String {
     w.finish()
 }
 
+mod follow;
 #[cfg(test)]
 mod tests;

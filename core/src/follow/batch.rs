@@ -1,0 +1,102 @@
+//! Following a batch: the [`Target`](super::target::Target) of a
+//! [`Follow::batch`](super::Follow::batch). Each answer is a
+//! [`BatchAnswer`] merged through a [`BatchMirror`]; the page hears one
+//! update per task whose version rose, one rejection per task (or whole
+//! answer) refused without a rise, and the batch's [`BatchProgress`]
+//! whenever it changes.
+
+use super::output::{BatchProgress, FollowEvent, Reject, Update};
+use super::target::Merged;
+use super::FollowConfig;
+use crate::batch::{BatchAnswer, BatchMirror};
+use crate::mirror::Mirror;
+use crate::Error;
+
+/// Reads a batch answer from JSON text; errors name the field.
+pub type BatchReader = fn(&str) -> Result<BatchAnswer, Error>;
+
+pub(super) fn read_batch(text: &str) -> Result<BatchAnswer, Error> {
+    crate::wire::from_json(text, "answer")
+}
+
+/// A batch: its mirror, and the aggregate the page last heard.
+#[derive(Debug)]
+pub(super) struct BatchTarget {
+    pub mirror: BatchMirror,
+    reported: Option<BatchProgress>,
+}
+
+impl BatchTarget {
+    pub fn new(mirror: BatchMirror) -> BatchTarget {
+        BatchTarget {
+            mirror,
+            reported: None,
+        }
+    }
+
+    /// Queues the aggregate if the batch is known whole and it changed.
+    pub fn progress(&mut self, events: &mut Vec<FollowEvent>) {
+        if !self.mirror.is_complete() {
+            return;
+        }
+        let now = BatchProgress::of(self.mirror.tasks().iter().filter_map(Mirror::task));
+        if self.reported.as_ref() != Some(&now) {
+            self.reported = Some(now.clone());
+            events.push(FollowEvent::Progress(now));
+        }
+    }
+
+    pub fn merge(
+        &mut self,
+        text: &str,
+        config: &FollowConfig,
+        events: &mut Vec<FollowEvent>,
+    ) -> Result<Merged, Error> {
+        let answer = (config.read_batch)(text)?;
+        let outcome = self.mirror.merge(&answer);
+        let mut rejected = !outcome.rejected.is_empty();
+        if rejected {
+            events.push(FollowEvent::Reject(Reject {
+                task_id: None,
+                mode: outcome.mode,
+                rejected: outcome.rejected.clone(),
+                version: self.mirror.cursor(),
+            }));
+        }
+        for (element, task) in answer.tasks.into_iter().zip(&outcome.tasks) {
+            let merged = &task.outcome;
+            rejected |= !merged.rejected.is_empty();
+            let mirror = task.index.and_then(|i| self.mirror.tasks().get(i));
+            if merged.changed {
+                // Moved out of the answer, as for a single task.
+                let entries = element
+                    .into_events()
+                    .into_iter()
+                    .filter(|e| merged.applied.contains(&e.version))
+                    .collect();
+                events.push(FollowEvent::Update(Update {
+                    task: mirror.and_then(Mirror::task).cloned(),
+                    mode: merged.mode,
+                    applied: merged.applied.clone(),
+                    events: entries,
+                    rejected: merged.rejected.clone(),
+                    reason: merged.reason,
+                }));
+            } else if !merged.rejected.is_empty() {
+                events.push(FollowEvent::Reject(Reject {
+                    task_id: element.task().map(|t| t.id.clone()),
+                    mode: merged.mode,
+                    rejected: merged.rejected.clone(),
+                    version: mirror.map_or(0, Mirror::version),
+                }));
+            }
+        }
+        self.progress(events);
+        Ok(Merged {
+            changed: outcome.changed() || outcome.advanced,
+            rejected,
+            next: outcome.next,
+            done: self.mirror.is_done(),
+        })
+    }
+}
