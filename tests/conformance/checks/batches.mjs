@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { assertError, MAX_SAFE } from '../lib/match.mjs';
 import { attemptsFor, changes, progress, start } from '../lib/events.mjs';
 import { uid } from '../lib/client.mjs';
-import { batchAnswer, batchResume, createBatch, createdBatch, items } from '../lib/batches.mjs';
+import { batchAnswer, batchResume, createBatch, createdBatch, cursorNow, items } from '../lib/batches.mjs';
 import { claims, hs256 } from '../lib/tokens.mjs';
 
 const MIB = 1024 * 1024;
@@ -102,6 +102,7 @@ export default {
         const bodies = [{ ttlMs: 60_000, maxAttempts: 2, kind: 'a', input: { n: 1 } }, { ttlMs: 60_000, maxAttempts: 1 }];
         const batch = await createdBatch(ctx.a.http, bodies, { key });
         await ctx.exec.drive(batch.tasks[0].id, [start(100)]);
+        const now = await cursorNow(ctx.a.http, batch.batchId, 1);
         // Compared as JSON values: key order and number spellings do not matter.
         const same = '{"items":[{"input":{"n":1.0},"kind":"a","maxAttempts":2,"ttlMs":6e4},{"maxAttempts":1,"ttlMs":60000}]}';
         const replay = await createBatch(ctx.a.http, same, { key });
@@ -110,7 +111,7 @@ export default {
         assert.deepEqual(replay.json.tasks.map((t) => t.id), batch.tasks.map((t) => t.id), 'the same tasks, in item order');
         assert.equal(replay.json.tasks[0].version, 1, 'tasks as they are now');
         assert.equal(replay.json.tasks[0].batchId, batch.batchId);
-        assert.equal(replay.json.cursor, 2, "the batch's current cursor");
+        assert.equal(replay.json.cursor, now, "the batch's current cursor");
         assert.equal(replay.json.size, 2);
         const others = [
           { items: [bodies[0], { ...bodies[1], maxAttempts: 2 }] },
@@ -144,7 +145,7 @@ export default {
       },
     },
     {
-      name: 'the cursor: 1 after the create, +1 per change; snapshot at 0, caught-up at the batch cursor, a delta of only the changed tasks and only their entries after the cursor',
+      name: 'the cursor: 1 after the create, growing with each change; snapshot at 0, caught-up at the batch cursor, a delta of only the changed tasks and only their entries after the cursor',
       async run(ctx) {
         const batch = await createdBatch(ctx.a.http, items(3));
         const [t0, t1, t2] = batch.tasks.map((t) => t.id);
@@ -157,32 +158,36 @@ export default {
         const s0 = start(100);
         const s2 = start(110, 'worker-2');
         const p0 = progress(120, 30);
-        await ctx.exec.drive(t0, [s0]); // cursor 2
-        await ctx.exec.drive(t2, [s2]); // cursor 3
-        await ctx.exec.drive(t0, [p0]); // cursor 4
+        // The cursor after each change, as the batch reports it.
+        await ctx.exec.drive(t0, [s0]);
+        const c2 = await cursorNow(ctx.a.http, id, 1);
+        await ctx.exec.drive(t2, [s2]);
+        const c3 = await cursorNow(ctx.a.http, id, c2);
+        await ctx.exec.drive(t0, [p0]);
+        const c4 = await cursorNow(ctx.a.http, id, c3);
         await batchAnswer(ctx.a.http, id, 1, {
           ...head,
           mode: 'delta',
-          cursor: 4,
+          cursor: c4,
           tasks: [
             { id: t0, mode: 'delta', events: [{ version: 1, event: s0 }, { version: 2, event: p0 }], task: { id: t0, version: 2, progress: 30 } },
             { id: t2, mode: 'delta', events: [{ version: 1, event: s2 }], task: { id: t2, version: 1, state: 'running' } },
           ],
         });
-        await batchAnswer(ctx.a.http, id, 2, {
+        await batchAnswer(ctx.a.http, id, c2, {
           mode: 'delta',
-          cursor: 4,
+          cursor: c4,
           tasks: [{ id: t0, mode: 'delta', versions: [2] }, { id: t2, mode: 'delta', versions: [1] }],
         });
-        await batchAnswer(ctx.a.http, id, 3, { mode: 'delta', cursor: 4, tasks: [{ id: t0, mode: 'delta', versions: [2] }] });
-        await batchAnswer(ctx.a.http, id, 4, { mode: 'caught-up', cursor: 4, tasks: [] });
+        await batchAnswer(ctx.a.http, id, c3, { mode: 'delta', cursor: c4, tasks: [{ id: t0, mode: 'delta', versions: [2] }] });
+        await batchAnswer(ctx.a.http, id, c4, { mode: 'caught-up', cursor: c4, tasks: [] });
         // A cursor above the batch's is a view the server never had; snapshot=1 asks for one.
         const now = { [t0]: 2, [t2]: 1 };
-        for (const cursor of [5, 1000, MAX_SAFE]) {
-          await batchAnswer(ctx.a.http, id, cursor, { ...head, mode: 'snapshot', cursor: 4, tasks: snapshotOfAll(now) });
+        for (const cursor of [c4 + 1, c4 + 1000, MAX_SAFE]) {
+          await batchAnswer(ctx.a.http, id, cursor, { ...head, mode: 'snapshot', cursor: c4, tasks: snapshotOfAll(now) });
         }
-        for (const cursor of [4, 2, 0]) {
-          await batchAnswer(ctx.a.http, id, cursor, { mode: 'snapshot', cursor: 4, tasks: snapshotOfAll(now) }, { snapshot: 1 });
+        for (const cursor of [c4, c2, 0]) {
+          await batchAnswer(ctx.a.http, id, cursor, { mode: 'snapshot', cursor: c4, tasks: snapshotOfAll(now) }, { snapshot: 1 });
         }
         // Each element's task is the task as GET shows it.
         const answer = await batchAnswer(ctx.a.http, id, 0, { mode: 'snapshot' });
@@ -200,9 +205,11 @@ export default {
         const [t0, t1] = batch.tasks.map((t) => t.id);
         const past = changes(r + 1);
         const within = changes(r);
-        await ctx.exec.drive(t0, past);
+        await ctx.exec.drive(t0, past.slice(0, 1));
+        const afterFirst = await cursorNow(ctx.a.http, batch.batchId, 1);
+        await ctx.exec.drive(t0, past.slice(1));
         await ctx.exec.drive(t1, within);
-        const cursor = 1 + past.length + within.length;
+        const cursor = await cursorNow(ctx.a.http, batch.batchId, afterFirst);
         await batchAnswer(ctx.a.http, batch.batchId, 1, {
           mode: 'delta',
           cursor,
@@ -212,7 +219,7 @@ export default {
           ],
         });
         // From just after t0's first change, t0 has r entries left: a delta again.
-        await batchAnswer(ctx.a.http, batch.batchId, 2, {
+        await batchAnswer(ctx.a.http, batch.batchId, afterFirst, {
           mode: 'delta',
           cursor,
           tasks: [{ id: t0, mode: 'delta', versions: range(2, r + 1) }, { id: t1, mode: 'delta', versions: range(1, r) }],

@@ -64,6 +64,17 @@ export async function batchAnswer(http, id, cursor, expected, params = {}) {
   return assertBatchResponse(res, { batchId: id, ...expected }, what);
 }
 
+/**
+ * The batch's cursor now (a snapshot's). The cursor grows by one or more
+ * per change (PROTOCOL.md §Batches, "The batch cursor"), so the checks
+ * read it rather than count it; `after`, when given, it must exceed.
+ */
+export async function cursorNow(http, id, after) {
+  const { cursor } = await batchAnswer(http, id, 0, { mode: 'snapshot' }, { snapshot: 1 });
+  if (after !== undefined) assert.ok(cursor > after, `the batch cursor must grow with a change of one of its tasks: ${cursor} after ${after}`);
+  return cursor;
+}
+
 export function assertBatchResponse(res, expected, what = 'batch resume') {
   assert.equal(res.status, 200, `${what}: expected HTTP 200, got ${res.status}`);
   assertJsonType(res);
