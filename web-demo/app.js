@@ -111,7 +111,10 @@ class App {
   async #startWorkload(workload, speed) {
     let answer;
     try {
-      answer = await this.api("POST", `/v1/demo/workloads/${workload}`, { speed });
+      // The seed's three moderation items, one card each (the 500-item
+      // grid follows the whole batch instead).
+      const body = workload === "batch" ? { speed, items: 3 } : { speed };
+      answer = await this.api("POST", `/v1/demo/workloads/${workload}`, body);
     } catch (e) {
       this.log.add("error", `could not start ${workload}: ${e.message}`);
       return;

@@ -182,7 +182,7 @@ export class Credential {
     if (!this.browser.rights.has(right)) throw new HttpError(403, "right-not-granted", `token.rights: does not grant ${quoted(right)}`);
   }
 
-  /** For batch watches (none is served yet): 404 unless the token's `batch` claim names it, 403 without the right. */
+  /** For batch watches: 404 unless the token's `batch` claim names it, 403 without the right. */
   requireBatch(right, batchId) {
     if (!this.browser) return;
     if (this.browser.batch !== batchId) throw notFound(`batchId: no batch with id ${quoted(batchId)}`);

@@ -50,6 +50,35 @@ export function members(text) {
 }
 
 /**
+ * The elements of a JSON array, in order, each as its exact text (a
+ * batch's `items`: each is a create body whose `input` is kept exactly).
+ */
+export function elements(text) {
+  const s = new Scanner(text);
+  s.ws();
+  s.expect("[");
+  const out = [];
+  s.ws();
+  if (s.peek() === "]") {
+    s.pos++;
+    return out;
+  }
+  for (;;) {
+    s.ws();
+    const start = s.pos;
+    s.value(null);
+    out.push(text.slice(start, s.pos));
+    s.ws();
+    if (s.peek() === ",") {
+      s.pos++;
+      continue;
+    }
+    s.expect("]");
+    return out;
+  }
+}
+
+/**
  * The canonical form of one JSON value (for comparing only: numbers are
  * `<digits>e<exponent>`, which is not JSON): keys sorted, the last of
  * duplicates kept, strings unescaped and written one way, numbers by exact

@@ -1,8 +1,12 @@
 // Small HTTP helpers on node:http: the error shape, JSON in and out, the
 // body limit, and the parsers that make every 400 name its field.
 
-/** Bodies above this are refused with 413. */
+/** Bodies above this are refused with 413 (a batch create takes `BATCH_BODY_LIMIT`). */
 export const BODY_LIMIT = 64 * 1024;
+/** The body limit of `POST /v1/batches` (PROTOCOL.md §Batches): up to 1,000 create bodies. */
+export const BATCH_BODY_LIMIT = 1024 * 1024;
+/** The longest a long-poll may be held. */
+export const MAX_WAIT_MS = 30_000;
 /** Ids, callback ids and keys are at most this many bytes. */
 export const MAX_ID_BYTES = 255;
 /** JSON nested deeper than this is refused (serde_json's default limit). */
@@ -40,18 +44,19 @@ export function sendError(res, err) {
 }
 
 /**
- * Reads the request body, at most BODY_LIMIT bytes (a Content-Length over
- * it is refused before reading). Past the limit it stops keeping what
- * arrives and rejects with 413; the caller answers and closes the
- * connection. Options (callbacks use them): `timeoutMs`, a time limit for
- * the whole body (408 past it); `onChunk`, called with each piece as it
- * arrives; `keep: false`, to read without keeping anything.
+ * Reads the request body, at most `limit` bytes (BODY_LIMIT unless told;
+ * a Content-Length over it is refused before reading). Past the limit it
+ * stops keeping what arrives and rejects with 413; the caller answers and
+ * closes the connection. Options (callbacks use them): `timeoutMs`, a
+ * time limit for the whole body (408 past it); `onChunk`, called with
+ * each piece as it arrives; `keep: false`, to read without keeping
+ * anything.
  */
-export function readBody(req, { timeoutMs, onChunk, keep = true } = {}) {
+export function readBody(req, { timeoutMs, onChunk, keep = true, limit = BODY_LIMIT } = {}) {
   return new Promise((resolve, reject) => {
     const declared = Number(req.headers["content-length"]);
-    if (declared > BODY_LIMIT) {
-      reject(tooLarge());
+    if (declared > limit) {
+      reject(tooLarge(limit));
       return;
     }
     const chunks = [];
@@ -65,7 +70,7 @@ export function readBody(req, { timeoutMs, onChunk, keep = true } = {}) {
     };
     const onData = (chunk) => {
       size += chunk.length;
-      if (size > BODY_LIMIT) return stop(tooLarge());
+      if (size > limit) return stop(tooLarge(limit));
       onChunk?.(chunk);
       if (keep) chunks.push(chunk);
     };
@@ -85,8 +90,8 @@ export function readBody(req, { timeoutMs, onChunk, keep = true } = {}) {
 }
 
 /** 413: Connection: close, the rest of the body is not read on this connection. */
-export function tooLarge() {
-  return new HttpError(413, "payload-too-large", `body: must be at most ${BODY_LIMIT} bytes`, { connection: "close" });
+export function tooLarge(limit = BODY_LIMIT) {
+  return new HttpError(413, "payload-too-large", `body: must be at most ${limit} bytes`, { connection: "close" });
 }
 
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
@@ -162,14 +167,54 @@ export function checkId(name, id, encoding = "utf8") {
 }
 
 /** The task id from the path: percent-decoded, non-blank, at most 255 bytes. */
-export function taskIdFrom(rawId) {
+export const taskIdFrom = (rawId) => idFrom("taskId", rawId);
+
+/** An id from the path, percent-decoded and checked; errors name it `name` (`taskId`, `batchId`). */
+export function idFrom(name, rawId) {
   let id;
   try {
     id = decodeURIComponent(rawId);
   } catch {
-    throw invalid("taskId: invalid percent-encoding in the path");
+    throw invalid(`${name}: invalid percent-encoding in the path`);
   }
-  return checkId("taskId", id);
+  return checkId(name, id);
+}
+
+/** The Idempotency-Key header, checked, or undefined. */
+export function idempotencyKey(req) {
+  const key = header(req, "idempotency-key");
+  return key === undefined ? undefined : checkId("Idempotency-Key", key, "latin1");
+}
+
+/**
+ * The parameters of a resume, a task's or a batch's (PROTOCOL.md §Resume):
+ * `cursor` (required), `waitMs` (0 to 30,000; 0 when absent), `snapshot`.
+ */
+export function resumeParams(query) {
+  const cursorText = query.get("cursor");
+  if (cursorText === null) throw invalid("cursor: query parameter is required");
+  const cursor = parseInteger("cursor", cursorText);
+  const waitText = query.get("waitMs");
+  const waitMs = waitText === null ? 0 : parseInteger("waitMs", waitText, MAX_WAIT_MS);
+  return { cursor, waitMs, snapshot: parseFlag(query, "snapshot") };
+}
+
+/**
+ * The starting cursor of an event stream: `Last-Event-ID`, else `?cursor=`,
+ * else 0. `?cursor=` is judged even when `Last-Event-ID` wins over it.
+ */
+export function streamCursor(req, query) {
+  const lastEventId = header(req, "last-event-id");
+  const queryCursor = query.get("cursor") === null ? 0 : parseInteger("cursor", query.get("cursor"));
+  return lastEventId === undefined ? queryCursor : parseInteger("Last-Event-ID", lastEventId.trim());
+}
+
+/** `snapshot` and other flags: 1, true or empty for yes; 0 or false (or absent) for no; anything else 400. */
+export function parseFlag(query, name) {
+  const v = query.get(name);
+  if (v === null || v === "0" || v === "false") return false;
+  if (v === "" || v === "1" || v === "true") return true;
+  throw invalid(`${name}: must be 1 or 0, got ${quoted(v)}`);
 }
 
 /**

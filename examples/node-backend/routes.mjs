@@ -3,44 +3,32 @@
 // anything else), then ask the store; every rule about tasks comes from
 // the taskwire core behind it.
 
-import { randomBytes } from "node:crypto";
-import { TaskwireError, createTask } from "taskwire";
+import { TaskwireError } from "taskwire";
 import {
   HttpError,
-  checkId,
   header,
+  idempotencyKey,
   invalid,
   notFound,
   parseInteger,
-  parseJson,
   quoted,
   readBody,
+  resumeParams,
   sendError,
   sendJson,
+  streamCursor,
   taskIdFrom,
-  typeOf,
-  unauthorized,
 } from "./http.mjs";
 import { credentialOf } from "./credentials.mjs";
-import { canonical, members } from "./exact.mjs";
 import { callback } from "./callbacks.mjs";
-import { EXACT_REQUEST, StorageError, legacyCreateRequest } from "./store.mjs";
-import {
-  LIFECYCLE_CREATE_FIELDS,
-  actionAnswer,
-  asBodyError,
-  checkEvent,
-  isTerminal,
-  lifecycleFields,
-  personEvent,
-} from "./lifecycle.mjs";
+import { createTaskRoute } from "./create.mjs";
+import { batchEvents, batchResume, createBatchRoute } from "./batches.mjs";
+import { StorageError } from "./store.mjs";
+import { actionAnswer, asBodyError, checkEvent, isTerminal, personEvent } from "./lifecycle.mjs";
+import { changeOrTimeout, noContent, openStream } from "./watch.mjs";
 
-/** The longest a resume may be held. */
-const MAX_WAIT_MS = 30_000;
 /** Most notifications one page returns. */
 const MAX_LIMIT = 1000;
-/** `kind` is a short label, not a payload. */
-const MAX_KIND_BYTES = 64;
 const ALLOW_HEADERS = "Authorization, Content-Type, Idempotency-Key, Last-Event-ID";
 
 /**
@@ -59,6 +47,9 @@ export function createApp(store, config) {
     { path: ["v1", "tasks", ":id", "deliveries"], methods: { POST: deliver } },
     { path: ["v1", "tasks", ":id", "cancel"], methods: { POST: act("cancel") } },
     { path: ["v1", "tasks", ":id", "decisions"], methods: { POST: act("decisions") } },
+    { path: ["v1", "batches"], methods: { POST: createBatchRoute } },
+    { path: ["v1", "batches", ":id", "resume"], methods: { GET: batchResume } },
+    { path: ["v1", "batches", ":id", "events"], methods: { GET: batchEvents } },
     { path: ["v1", "notifications"], methods: { GET: notifications } },
   ];
 
@@ -159,90 +150,7 @@ function ownTask(store, tenant, rawId) {
   return id;
 }
 
-/** The Idempotency-Key header, checked, or undefined. */
-function idempotencyKey(req) {
-  const key = header(req, "idempotency-key");
-  return key === undefined ? undefined : checkId("Idempotency-Key", key, "latin1");
-}
-
-// ---- POST /v1/tasks, GET /v1/tasks/{id} -----------------------------------------
-
-async function createTaskRoute({ req, res, store, config }) {
-  const caller = await callerOf(req, config);
-  caller.requireTenantToken("creating a task");
-  const tenant = caller.tenant;
-  const bytes = await readBody(req);
-  const body = parseJson(bytes, "body");
-  const key = idempotencyKey(req);
-  if (body === null || typeof body !== "object" || Array.isArray(body)) {
-    throw invalid("body: must be a JSON object");
-  }
-  const { ttlMs, maxAttempts } = body;
-  const kind = body.kind ?? undefined;
-  // `input` as the exact text sent (JSON.parse would round its numbers),
-  // and the request in the exact form replays are compared in.
-  const { input, request } = exactCreate(bytes.toString("utf8"));
-  const legacyRequest = legacyCreateRequest({ ttlMs, maxAttempts, kind, input: body.input ?? undefined });
-  if (kind !== undefined && typeof kind !== "string") throw invalid(`body.kind: must be a string, got ${typeOf(kind)}`);
-  if (kind !== undefined && Buffer.byteLength(kind) > MAX_KIND_BYTES) {
-    throw invalid(`body.kind: must be at most ${MAX_KIND_BYTES} bytes, got ${Buffer.byteLength(kind)}`);
-  }
-  // The server assigns the id and the creation time (and the default grace period).
-  const task = {
-    id: `tsk_${randomBytes(16).toString("hex")}`,
-    nowMs: Date.now(),
-    ttlMs,
-    maxAttempts,
-    ...lifecycleFields(body, config.unknownGraceMs),
-  };
-  try {
-    createTask(task); // the core's validation, before anything is stored
-  } catch (err) {
-    if (err instanceof TaskwireError && err.code === "invalid-request") {
-      throw invalid(`body.${err.message.replace(/^input\./, "")}`);
-    }
-    throw err;
-  }
-  const { task: answer, created } = store.create(tenant, { ...task, kind, input }, key === undefined ? undefined : { key, request, legacyRequest });
-  sendJson(res, created ? 201 : 200, answer);
-}
-
-/**
- * The create body's `input` text (undefined when absent or null) and its
- * request in canonical form: `ttlMs`, `maxAttempts`, `kind` and `input`,
- * numbers compared exactly, `null` the same as absent (PROTOCOL.md,
- * "Create a task"); the lifecycle fields count only when sent, named, so
- * a body without them is the same request as before they existed. The
- * last of duplicate fields counts, as in JSON.parse.
- */
-function exactCreate(text) {
-  let fields;
-  try {
-    fields = new Map(members(text));
-  } catch (err) {
-    throw invalid(`body: ${err.message}`);
-  }
-  const field = (name) => (fields.get(name) === "null" ? undefined : fields.get(name));
-  let request = EXACT_REQUEST;
-  for (const name of ["input", "kind", "maxAttempts", "ttlMs"]) {
-    const raw = field(name);
-    try {
-      request += `${raw === undefined ? "null" : canonical(raw)}\n`;
-    } catch (err) {
-      throw invalid(`body.${name}: ${err.message}`);
-    }
-  }
-  for (const name of LIFECYCLE_CREATE_FIELDS) {
-    const raw = field(name);
-    if (raw === undefined) continue;
-    try {
-      request += `${name}=${canonical(raw)}\n`;
-    } catch (err) {
-      throw invalid(`body.${name}: ${err.message}`);
-    }
-  }
-  return { input: field("input"), request };
-}
+// ---- GET /v1/tasks/{id} (POST /v1/tasks: create.mjs) -----------------------------
 
 async function getTask({ req, res, rawId, store, config }) {
   const id = taskFor(await callerOf(req, config), "watch", store, rawId);
@@ -255,106 +163,43 @@ async function resume({ req, res, query, rawId, store, config }) {
   const caller = await callerOf(req, config, query);
   // PROTOCOL.md §Conventions, "Error precedence": the parameters are
   // judged before the task is looked up (400 before 404).
-  const cursorText = query.get("cursor");
-  if (cursorText === null) throw invalid("cursor: query parameter is required");
-  const cursor = parseInteger("cursor", cursorText);
-  const waitText = query.get("waitMs");
-  const waitMs = waitText === null ? 0 : parseInteger("waitMs", waitText, MAX_WAIT_MS);
-  const snapshot = flag(query, "snapshot");
+  const { cursor, waitMs, snapshot } = resumeParams(query);
   const id = taskFor(caller, "watch", store, rawId);
 
-  const answer = store.resume(id, cursor, snapshot);
-  const worthHolding = waitMs > 0 && answer.mode === "caught-up" && !isTerminal(answer.task.state);
-  if (!worthHolding) {
-    sendJson(res, 200, answer);
-    return;
+  let answer = store.resume(id, cursor, snapshot);
+  if (waitMs > 0 && answer.mode === "caught-up" && !isTerminal(answer.task.state)) {
+    // Hold until the task changes (the store calls back from the commit
+    // itself: nothing polls) or waitMs runs out.
+    await changeOrTimeout(store, id, waitMs, res);
+    if (res.destroyed) return; // the client went away
+    answer = store.resume(id, cursor);
   }
-  // Hold until the task changes (the store calls back from the commit
-  // itself: nothing polls) or waitMs runs out.
-  await new Promise((done) => {
-    const finish = () => {
-      clearTimeout(timer);
-      unwatch();
-      res.off("close", finish);
-      done();
-    };
-    const answerNow = () => {
-      finish();
-      try {
-        if (!res.destroyed) sendJson(res, 200, store.resume(id, cursor));
-      } catch (err) {
-        fail(res, err, config);
-      }
-    };
-    const unwatch = store.watch(id, answerNow);
-    const timer = setTimeout(answerNow, waitMs);
-    res.on("close", finish); // the client went away
-  });
+  sendJson(res, 200, answer);
 }
-
-function flag(query, name) {
-  const v = query.get(name);
-  if (v === null || v === "0" || v === "false") return false;
-  if (v === "" || v === "1" || v === "true") return true;
-  throw invalid(`${name}: must be 1 or 0, got ${quoted(v)}`);
-}
-
 
 // ---- GET /v1/tasks/{id}/events (SSE) ------------------------------------------
 
 async function events({ req, res, query, rawId, store, config }) {
   const caller = await callerOf(req, config, query);
-  const lastEventId = header(req, "last-event-id");
-  // ?cursor= is judged even when Last-Event-ID wins over it.
-  const queryCursor = query.get("cursor") === null ? 0 : parseInteger("cursor", query.get("cursor"));
-  let cursor = lastEventId === undefined ? queryCursor : parseInteger("Last-Event-ID", lastEventId.trim());
+  let cursor = streamCursor(req, query);
   const id = taskFor(caller, "watch", store, rawId); // after the cursor: 400 before 404
 
   const first = store.resume(id, cursor);
-  if (first.mode === "caught-up" && isTerminal(first.task.state)) {
-    // The cursor is the terminal version: nothing will ever follow. 204
-    // is what tells a standard EventSource to stop reconnecting.
-    res.writeHead(204, { "cache-control": "no-store" });
-    res.end();
-    return;
-  }
-  res.writeHead(200, {
-    "content-type": "text/event-stream",
-    "cache-control": "no-store",
-    "x-accel-buffering": "no",
-  });
+  // The cursor is the terminal version: nothing will ever follow. 204
+  // is what tells a standard EventSource to stop reconnecting.
+  if (first.mode === "caught-up" && isTerminal(first.task.state)) return noContent(res);
+  const stream = openStream(res, caller, config);
   // Each message answers the previous message's id; the first answers the
   // starting cursor exactly as resume would.
   const send = (answer) => {
-    if (res.destroyed || res.writableEnded) return;
     cursor = answer.task.version;
-    res.write(`event: resume\nid: ${cursor}\ndata: ${JSON.stringify(answer)}\n\n`);
-    if (isTerminal(answer.task.state)) {
-      close();
-      res.end();
-    }
+    stream.send("resume", cursor, JSON.stringify(answer));
+    if (isTerminal(answer.task.state)) stream.end();
   };
-  const onChange = () => {
+  stream.onClose(store.watch(id, () => {
     const answer = store.resume(id, cursor);
     if (answer.mode !== "caught-up") send(answer);
-  };
-  const unwatch = store.watch(id, onChange);
-  const heartbeat = setInterval(() => {
-    if (!res.destroyed && !res.writableEnded) res.write(": hb\n\n");
-  }, config.heartbeatMs);
-  // A browser token's stream ends when the token stops being accepted;
-  // the client reconnects with a fresh one.
-  const expiresAt = caller.browser?.expiresAt;
-  const expiry = expiresAt === undefined ? undefined : setTimeout(() => {
-    close();
-    res.end();
-  }, Math.max(0, (expiresAt + config.browserKeys.leewaySecs + 1) * 1000 - Date.now()));
-  const close = () => {
-    clearInterval(heartbeat);
-    clearTimeout(expiry);
-    unwatch();
-  };
-  res.on("close", close);
+  }));
   send(first);
 }
 

@@ -1,7 +1,8 @@
 // The backend's state: one shared `TaskBook` (every protocol rule lives in
 // the taskwire core), plus what the core does not know about: which tenant
 // owns a task, its `kind` and `input`, create idempotency keys, the
-// notification feed, and who is waiting for a task to change.
+// notification feed, batches (batch-book.mjs), and who is waiting for a
+// task or a batch to change.
 //
 // Storage is event sourcing. Every operation that changes the book is a
 // record (a plain JSON object) run by one function, `#run`, both live and
@@ -14,6 +15,7 @@
 // Records (one JSON line each, see README.md):
 //   {"op":"create","id","tenant","nowMs","ttlMs","maxAttempts","deadlineMs"?,"unknownGraceMs"?,"autoRequeue"?,"kind"?,"inputJson"?,"key"?,"request"?}
 //   (journals written before exact input have "input" as a JSON value, no "request")
+//   {"op":"batch","batchId","tenant","nowMs","items":[{"id","ttlMs","maxAttempts",…,"kind"?,"inputJson"?}],"key"?,"request"?}
 //   {"op":"callback","taskId","callbackId","event","version"} (or "lease": a heartbeat that only renewed it)
 //   {"op":"act","taskId","event","version"} (a person's cancel or decision)
 //   {"op":"deliver","tenant","taskId","key","nowMs"}
@@ -24,7 +26,12 @@
 
 import { TaskBook } from "taskwire";
 import { Journal, newEpoch } from "./journal.mjs";
-import { HttpError, canonicalJson, quoted } from "./http.mjs";
+import { HttpError, quoted } from "./http.mjs";
+import { BatchBook } from "./batch-book.mjs";
+import { keyRecord, legacyCreateRequest, taskRecord } from "./create.mjs";
+import { Feeds } from "./feed.mjs";
+import { CreateKeys } from "./keys.mjs";
+import { Watchers } from "./watch.mjs";
 
 /** The record could not be made durable: the process must stop (see `#commit`). */
 export class StorageError extends Error {
@@ -37,21 +44,20 @@ export class StorageError extends Error {
 export class Store {
   #book;
   #journal;
-  /** taskId → {tenant, kind, input}; `input` is JSON text, exactly as sent */
+  /** taskId → {tenant, kind, input, batchId}; `input` is JSON text, exactly as sent */
   #tasks = new Map();
-  /** JSON [tenant, key] → {taskId, request} (create idempotency) */
-  #createKeys = new Map();
+  /** Create idempotency keys, single and batch creates in one namespace. */
+  #createKeys = new CreateKeys();
+  #batches = new BatchBook();
   /**
    * JSON [tenant, callbackId] → the task the id is remembered on. The book
    * scopes callback ids to their task; over HTTP a tenant's id belongs to
    * one task (PROTOCOL.md §Executor callback).
    */
   #callbackOwners = new Map();
-  /** tenant → notifications, seq ascending */
-  #feeds = new Map();
-  #seq = 0;
-  /** taskId → Set of functions to call when the task changes */
-  #watchers = new Map();
+  #feeds = new Feeds();
+  /** Who waits for a task or a batch to change. */
+  #watchers = new Watchers();
   /**
    * taskId → the current attempt's lease as JSON text, as the last event
    * left it. A heartbeat (or a repeated progress) renews the lease without
@@ -108,10 +114,15 @@ export class Store {
     return this.#tasks.get(taskId)?.tenant === tenant;
   }
 
-  /** The task as GET and create answer it, as JSON text: the TaskView plus kind, input (byte for byte as sent) and the epoch. */
+  /** The task as GET and create answer it, as JSON text: the TaskView plus kind, batchId, input (byte for byte as sent) and the epoch. */
   taskJson(taskId) {
-    const { kind, input } = this.#tasks.get(taskId);
-    const text = JSON.stringify({ ...this.#view(taskId), ...(kind !== undefined && { kind }), epoch: this.epoch });
+    const { kind, input, batchId } = this.#tasks.get(taskId);
+    const text = JSON.stringify({
+      ...this.#view(taskId),
+      ...(kind !== undefined && { kind }),
+      ...(batchId !== undefined && { batchId }),
+      epoch: this.epoch,
+    });
     return input === undefined ? text : `${text.slice(0, -1)},"input":${input}}`;
   }
 
@@ -123,27 +134,26 @@ export class Store {
 
   /** Up to `limit` of the tenant's notifications with `seq > after`. */
   notifications(tenant, after, limit) {
-    const feed = this.#feeds.get(tenant) ?? [];
-    // Binary search for the first entry past `after`.
-    let lo = 0;
-    let hi = feed.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (feed[mid].seq <= after) lo = mid + 1;
-      else hi = mid;
-    }
-    return feed.slice(lo, lo + limit);
+    return this.#feeds.page(tenant, after, limit);
   }
 
-  /** Calls `fn()` after each change of the task; returns the unsubscribe. */
-  watch(taskId, fn) {
-    let set = this.#watchers.get(taskId);
-    if (!set) this.#watchers.set(taskId, (set = new Set()));
-    set.add(fn);
-    return () => {
-      set.delete(fn);
-      if (set.size === 0 && this.#watchers.get(taskId) === set) this.#watchers.delete(taskId);
-    };
+  /** True when `batchId` exists and belongs to `tenant` (else: 404 for them). */
+  ownsBatch(tenant, batchId) {
+    return this.#batches.owns(tenant, batchId);
+  }
+
+  /** The batch's answer for `cursor` (PROTOCOL.md §Batches, "Follow a batch"), an object. */
+  batchAnswer(batchId, cursor, snapshot = false) {
+    const answer = this.#batches.answer(batchId, cursor, snapshot, {
+      resume: (id, version) => this.#book.resume(id, version),
+      snapshotOf: (id) => ({ mode: "snapshot", events: [], task: this.#view(id) }),
+    });
+    return { ...answer, epoch: this.epoch };
+  }
+
+  /** Calls `fn()` after each change of the task or batch `id`; returns the unsubscribe. */
+  watch(id, fn) {
+    return this.#watchers.watch(id, fn);
   }
 
   // ---- writes --------------------------------------------------------------
@@ -151,33 +161,36 @@ export class Store {
   /**
    * Creates a task for `tenant`, or (same Idempotency-Key, same request)
    * answers the task the key made. `input` is JSON text; `idem` is
-   * {key, request, legacyRequest} (see routes.mjs) or undefined. Returns
+   * {key, request, legacyRequest} (see create.mjs) or undefined. Returns
    * {task (JSON text), created}.
    */
   create(tenant, { id, nowMs, ttlMs, maxAttempts, deadlineMs, unknownGraceMs, autoRequeue, kind, input }, idem) {
-    if (idem !== undefined) {
-      const known = this.#createKeys.get(JSON.stringify([tenant, idem.key]));
-      if (known) {
-        // Keys of old journals hold the double-based form (see legacyCreateRequest).
-        const same = known.request.startsWith(EXACT_REQUEST) ? known.request === idem.request : known.request === idem.legacyRequest;
-        if (!same) {
-          throw new HttpError(422, "idempotency-key-reused", `Idempotency-Key: ${quoted(idem.key)} was used with a different body`);
-        }
-        return { task: this.taskJson(known.taskId), created: false };
-      }
-    }
-    const record = { op: "create", id, tenant, nowMs, ttlMs, maxAttempts };
-    if (deadlineMs !== undefined) record.deadlineMs = deadlineMs;
-    if (unknownGraceMs !== undefined) record.unknownGraceMs = unknownGraceMs;
-    if (autoRequeue !== undefined) record.autoRequeue = autoRequeue;
-    if (kind !== undefined) record.kind = kind;
-    if (input !== undefined) record.inputJson = input;
-    if (idem !== undefined) {
-      record.key = idem.key;
-      record.request = idem.request;
-    }
-    this.#commit(record);
+    const known = this.#createKeys.replayOf(tenant, idem, "task");
+    if (known) return { task: this.taskJson(known.taskId), created: false };
+    const fields = { id, ttlMs, maxAttempts, deadlineMs, unknownGraceMs, autoRequeue, kind, input };
+    this.#commit({ op: "create", id, tenant, nowMs, ...taskRecord(fields), ...keyRecord(idem) });
     return { task: this.taskJson(id), created: true };
+  }
+
+  /**
+   * Creates a batch for `tenant`, whole, in one record (PROTOCOL.md
+   * §Batches): `items` are create fields as `create` takes them, each with
+   * its id, all at `nowMs`; `idem` is {key, request} or undefined. The
+   * same key and request answer the batch the key made, as it is now.
+   * Returns {batch (JSON text), created}.
+   */
+  createBatch(tenant, { batchId, nowMs, items }, idem) {
+    const known = this.#createKeys.replayOf(tenant, idem, "batch");
+    if (known) return { batch: this.#batchJson(known.batchId), created: false };
+    this.#commit({ op: "batch", batchId, tenant, nowMs, items: items.map(taskRecord), ...keyRecord(idem) });
+    return { batch: this.#batchJson(batchId), created: true };
+  }
+
+  /** A batch as its create answers it, JSON text: the cursor now, the tasks as GET shows them. */
+  #batchJson(batchId) {
+    const { ids, cursor, size, open } = this.#batches.summary(batchId);
+    const head = JSON.stringify({ batchId, size, cursor, open, epoch: this.epoch });
+    return `${head.slice(0, -1)},"tasks":[${ids.map((id) => this.taskJson(id)).join(",")}]}`;
   }
 
   /**
@@ -239,7 +252,7 @@ export class Store {
         throw this.#broken;
       }
     }
-    for (const taskId of touched) this.#wake(taskId);
+    for (const id of touched) this.#watchers.wake(id);
     return result;
   }
 
@@ -250,25 +263,40 @@ export class Store {
   }
 
   /**
+   * Runs one record (`#runOp`), then moves on the cursor of each batch
+   * whose tasks it changed. `touched` lists the tasks and batches that
+   * changed, whose watchers are woken once the record is on disk.
+   */
+  #run(record) {
+    const ran = this.#runOp(record);
+    const batches = this.#batches.advance(ran.touched, (id) => this.#view(id));
+    return { ...ran, touched: [...ran.touched, ...batches] };
+  }
+
+  /**
    * Runs one record against the book and the tables around it. Returns the
    * result for the caller, whether anything changed (only then is the
    * record journaled) and the ids of the tasks that changed. Fills in
    * `version` (callback) and `ids` (expire); on replay, checks them.
    */
-  #run(record) {
+  #runOp(record) {
     switch (record.op) {
       case "create": {
-        const { id, tenant, nowMs, ttlMs, maxAttempts, deadlineMs, unknownGraceMs, autoRequeue, kind, key } = record;
-        this.#book.create({ id, nowMs, ttlMs, maxAttempts, deadlineMs, unknownGraceMs, autoRequeue });
-        // Old journals kept `input` as a parsed value: its text is all that is left.
-        const input = record.inputJson ?? (record.input === undefined ? undefined : JSON.stringify(record.input));
-        this.#tasks.set(id, { tenant, kind, input });
+        const { id, tenant, ttlMs, maxAttempts, kind, key } = record;
+        this.#createTask(record, tenant, record.nowMs);
         if (key !== undefined) {
-          this.#createKeys.set(JSON.stringify([tenant, key]), {
+          this.#createKeys.remember(tenant, key, {
             taskId: id,
             request: record.request ?? legacyCreateRequest({ ttlMs, maxAttempts, kind, input: record.input }),
           });
         }
+        return { result: undefined, changed: true, touched: [] };
+      }
+      case "batch": {
+        const { batchId, tenant, nowMs, items, key } = record;
+        for (const item of items) this.#createTask(item, tenant, nowMs, batchId);
+        this.#batches.add(batchId, tenant, items.map((item) => item.id));
+        if (key !== undefined) this.#createKeys.remember(tenant, key, { batchId, request: record.request });
         return { result: undefined, changed: true, touched: [] };
       }
       case "callback":
@@ -317,6 +345,15 @@ export class Store {
     }
   }
 
+  /** One task of a `create` record, or an item of a `batch` record. */
+  #createTask(fields, tenant, nowMs, batchId) {
+    const { id, ttlMs, maxAttempts, deadlineMs, unknownGraceMs, autoRequeue, kind } = fields;
+    this.#book.create({ id, nowMs, ttlMs, maxAttempts, deadlineMs, unknownGraceMs, autoRequeue });
+    // Old journals kept `input` as a parsed value: its text is all that is left.
+    const input = fields.inputJson ?? (fields.input === undefined ? undefined : JSON.stringify(fields.input));
+    this.#tasks.set(id, { tenant, kind, input, batchId });
+  }
+
   /**
    * Whether `lease` (an apply's) differs from what the task's last event
    * left; remembers it. After a sweep step the task's entry is dropped,
@@ -347,9 +384,7 @@ export class Store {
       // version of the transition that made it terminal.
       const version = this.#view(n.taskId).version;
       const { tenant } = this.#tasks.get(n.taskId);
-      let feed = this.#feeds.get(tenant);
-      if (!feed) this.#feeds.set(tenant, (feed = []));
-      feed.push({ seq: ++this.#seq, key: `${n.taskId}:${n.state}:${version}`, taskId: n.taskId, state: n.state, atMs: n.atMs });
+      this.#feeds.push(tenant, { key: `${n.taskId}:${n.state}:${version}`, taskId: n.taskId, state: n.state, atMs: n.atMs });
     }
   }
 
@@ -358,33 +393,9 @@ export class Store {
     const { history, lease, ...view } = this.#book.get(taskId);
     return view;
   }
-
-  #wake(taskId) {
-    const set = this.#watchers.get(taskId);
-    if (!set) return;
-    for (const fn of [...set]) {
-      try {
-        fn();
-      } catch (err) {
-        console.error(`watcher of ${taskId} failed:`, err);
-      }
-    }
-  }
 }
 
 /** Sweep steps grouped by task (stable: a task's steps keep their order), tasks by id. */
 function byTask(swept) {
   return [...swept].sort((x, y) => (x.taskId < y.taskId ? -1 : x.taskId > y.taskId ? 1 : 0));
-}
-
-/** Starts every request in the exact canonical form (routes.mjs, `exactCreate`). */
-export const EXACT_REQUEST = "exact:";
-
-/**
- * What an Idempotency-Key remembered of a create before exact comparison:
- * its fields as one JSON value, numbers as doubles. Kept to compare new
- * bodies with keys from journals written then.
- */
-export function legacyCreateRequest({ ttlMs, maxAttempts, kind, input }) {
-  return canonicalJson({ ttlMs, maxAttempts, kind: kind ?? null, input: input ?? null });
 }

@@ -20,7 +20,10 @@ export function tempDir() {
   dirs.push(dir);
   return dir;
 }
+/** Backends still running: a test that failed before its `kill` leaves none behind. */
+const running = new Set();
 after(() => {
+  for (const child of running) child.kill("SIGKILL");
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
 
@@ -29,6 +32,8 @@ export function start(dataDir, extra = [], { secrets = [SECRET] } = {}) {
   const args = [SERVER, "--listen", "127.0.0.1:0", "--token", `${TOKEN}=tenant-a`, ...secrets.flatMap((s) => ["--callback-secret", s]), ...extra];
   if (dataDir) args.push("--data", dataDir);
   const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"] });
+  running.add(child);
+  child.once("exit", () => running.delete(child));
   let output = "";
   return new Promise((resolve, reject) => {
     const onData = (chunk) => {

@@ -194,6 +194,9 @@ impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         match e {
             StoreError::NotFound(id) => ApiError::no_task(&id),
+            StoreError::BatchNotFound(id) => {
+                ApiError::not_found(format!("batchId: no batch with id {}", quoted(&id)))
+            }
             StoreError::Invalid(e) => e.into(),
             StoreError::IdempotencyKeyReused(key) => ApiError::unprocessable(
                 "idempotency-key-reused",

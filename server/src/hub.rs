@@ -27,6 +27,9 @@ use tokio::sync::{watch, Notify};
 
 use crate::metrics::Metrics;
 
+mod batches;
+pub use batches::{BatchMark, BatchSubscription, BatchWake};
+
 /// A committed change, as the hub hands it to waiters. The stores make
 /// them after each commit ([`Hub::publish`]); defined here, so that the hub
 /// needs nothing from the stores.
@@ -36,6 +39,8 @@ pub struct Change {
     pub view: TaskView,
     /// The history entry the change appended.
     pub entry: HistoryEntry,
+    /// The batch cursor the change raised, for an item of a batch.
+    pub batch: Option<BatchMark>,
 }
 
 /// The latest committed state of one task, as far as this process knows.
@@ -74,6 +79,8 @@ pub struct Hub {
     /// (that tenant's held requests abort) and at shutdown (all of them).
     /// Tenants come from the configured tokens, so the map stays small.
     drops: Mutex<HashMap<String, watch::Sender<u64>>>,
+    /// Watched batches ([`batches`]).
+    batch_slots: Mutex<HashMap<String, batches::BatchSlot>>,
     /// Woken when an outbox row commits (the notify-webhook sender waits).
     pub outbox: Notify,
     /// The server's metrics: the stores, which know only the hub, time
@@ -94,6 +101,7 @@ impl Hub {
             slots: Mutex::new(HashMap::new()),
             retention: usize::try_from(retention).unwrap_or(usize::MAX).min(4096),
             drops: Mutex::new(HashMap::new()),
+            batch_slots: Mutex::new(HashMap::new()),
             outbox: Notify::new(),
             metrics,
         })
@@ -110,14 +118,23 @@ impl Hub {
         self.drops.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    fn batch_slots(&self) -> MutexGuard<'_, HashMap<String, batches::BatchSlot>> {
+        // As for `slots`.
+        self.batch_slots.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// `tenant`'s drop signal, which every held request of it listens to.
+    fn drop_signal(&self, tenant: &str) -> watch::Receiver<u64> {
+        self.drops()
+            .entry(tenant.to_string())
+            .or_insert_with(|| watch::channel(0).0)
+            .subscribe()
+    }
+
     /// Starts watching a task for `tenant` (whose drop signal it listens
     /// to). Call before reading the task from the store.
     pub fn subscribe(self: &Arc<Self>, id: &str, tenant: &str) -> Subscription {
-        let drops = self
-            .drops()
-            .entry(tenant.to_string())
-            .or_insert_with(|| watch::channel(0).0)
-            .subscribe();
+        let drops = self.drop_signal(tenant);
         let rx = {
             let mut slots = self.slots();
             let slot = slots.entry(id.to_string()).or_insert_with(|| Slot {
@@ -140,6 +157,9 @@ impl Hub {
     pub fn publish(&self, changes: &[Change]) {
         if changes.is_empty() {
             return;
+        }
+        for mark in changes.iter().filter_map(|c| c.batch.as_ref()) {
+            self.publish_batch(&mark.id, mark.seq);
         }
         let published_at = Instant::now();
         let slots = self.slots();

@@ -97,9 +97,19 @@ async fn summary_workload_runs_the_seed_timeline_with_duplicates_absorbed() {
 async fn batch_workload_retries_fails_and_expires() {
     let h = harness(|c| c.demo = true).await;
     let r = h
-        .post("demo", "/v1/demo/workloads/batch", &[], r#"{"speed": 10}"#)
+        .post(
+            "demo",
+            "/v1/demo/workloads/batch",
+            &[],
+            r#"{"speed": 10, "items": 3}"#,
+        )
         .await;
     assert_eq!(r.status, 201);
+    assert!(r.json()["batchId"].as_str().unwrap().starts_with("bat_"));
+    assert_eq!(
+        r.json()["scenarios"],
+        json!(["quota-then-success", "invalid-input", "expires"])
+    );
     let ids: Vec<String> = r.json()["taskIds"]
         .as_array()
         .unwrap()

@@ -113,9 +113,9 @@ async fn workload_starts_are_rate_limited_per_tenant() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn running_demo_tasks_are_capped_per_tenant() {
     let h = harness(|c| c.demo = true).await;
-    let slow = r#"{"speed": 0.1}"#;
+    let slow = r#"{"speed": 0.1, "items": 3}"#;
     let mut running = 0;
-    // A batch is three tasks; slow ones stay running for the whole test.
+    // A batch of three items is three workers; slow ones stay running for the whole test.
     // Spaced out so the start rate is not what refuses them.
     while running + 3 <= TENANT_RUNNING {
         let r = h.post("demo", "/v1/demo/workloads/batch", &[], slow).await;

@@ -37,6 +37,7 @@ fn start(view: &mut TaskView) -> Change {
     Change {
         view: view.clone(),
         entry,
+        batch: None,
     }
 }
 

@@ -123,7 +123,7 @@ async fn a_schema_1_sqlite_file_is_migrated_on_open() {
     let history = history_of(&file);
 
     let h = harness(|c| c.data = dir.path().to_path_buf()).await;
-    assert_eq!(user_version(&file), 3);
+    assert_eq!(user_version(&file), 4);
     let rows = fixture_rows(
         &file,
         "SELECT count(*), count(version), count(event) FROM callbacks",
@@ -168,7 +168,7 @@ async fn a_schema_1_file_with_tenants_keeps_them() {
     let history = history_of(&file);
 
     let h = harness(|c| c.data = dir.path().to_path_buf()).await;
-    assert_eq!(user_version(&file), 3);
+    assert_eq!(user_version(&file), 4);
     assert_eq!(
         fixture_rows(&file, "SELECT count(tenant) FROM callbacks"),
         old

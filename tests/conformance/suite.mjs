@@ -38,6 +38,8 @@ import corsHeaders from './checks/cors-headers.mjs';
 import transitions from './checks/transitions.mjs';
 import browserTokens from './checks/browser-tokens.mjs';
 import epoch from './checks/epoch.mjs';
+import batches from './checks/batches.mjs';
+import batchWatch from './checks/batch-watch.mjs';
 
 /**
  * Every section, in PROTOCOL.md order. `protocol` is the PROTOCOL.md
@@ -53,6 +55,8 @@ export const SECTIONS = [
   longPoll,
   sse,
   epoch,
+  batches,
+  batchWatch,
   create,
   callbacks,
   judgement,

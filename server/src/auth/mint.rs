@@ -39,21 +39,25 @@ impl Minter {
         &self.tenant
     }
 
-    /// A token for `tasks` with `rights`, for `subject`, valid until `exp`.
+    /// A token for `scope` with `rights`, for `subject`, valid until `exp`.
     pub fn mint(
         &self,
         subject: &str,
-        tasks: &[String],
+        scope: MintScope<'_>,
         rights: &[Right],
         exp: u64,
     ) -> Result<String, ApiError> {
+        let (tasks, batch) = match scope {
+            MintScope::Tasks(tasks) => (Some(tasks.to_vec()), None),
+            MintScope::Batch(batch) => (None, Some(batch.to_string())),
+        };
         let claims = Claims {
             sub: subject.to_string(),
             aud: self.audience.clone().into(),
             exp,
             nbf: None,
-            tasks: Some(tasks.to_vec()),
-            batch: None,
+            tasks,
+            batch,
             rights: rights.iter().map(|r| r.as_str().to_string()).collect(),
         };
         let mut header = Header::new(Algorithm::HS256);
@@ -61,4 +65,14 @@ impl Minter {
         jsonwebtoken::encode(&header, &claims, &self.encoding)
             .map_err(|e| ApiError::internal(format!("demo token: {e}")))
     }
+}
+
+/// What a minted token covers: some tasks (the `tasks` claim) or one batch
+/// (the `batch` claim).
+#[derive(Debug, Clone, Copy)]
+pub enum MintScope<'a> {
+    /// These task ids (at most 100).
+    Tasks(&'a [String]),
+    /// This batch id.
+    Batch(&'a str),
 }

@@ -32,6 +32,7 @@ mod mint;
 
 pub use expiry::until_expiry;
 pub use extract::{Tenant, WatchCredential};
+pub use mint::MintScope;
 
 use axum::http::StatusCode;
 

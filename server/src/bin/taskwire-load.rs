@@ -13,6 +13,8 @@
 //!   and per table (`fill.rs`).
 //! - `soak`: steady churn of tasks, callbacks, long-polls and SSE streams
 //!   for M minutes, the server's RSS once a minute (`soak.rs`).
+//! - `batch`: clients each holding a long-poll on a batch: the server's
+//!   RSS, the wake from one commit, a reconnect's bytes (`batch.rs`).
 //! - `quota`: tenant A floods creates and long-polls past its quotas
 //!   while tenant B runs a steady load; B's latencies with and without
 //!   the flood (`quota.rs`).
@@ -38,6 +40,8 @@ mod slow_body;
 
 // In a directory of their own: cargo takes every file in src/bin/ for a
 // binary.
+#[path = "taskwire-load/batch.rs"]
+mod batch;
 #[path = "taskwire-load/fill.rs"]
 mod fill;
 #[path = "taskwire-load/quota.rs"]
@@ -122,6 +126,9 @@ enum Scenario {
     /// Tenant A floods past its quotas; tenant B's latencies with and
     /// without the flood.
     Quota(quota::QuotaArgs),
+    /// Clients following batches: RSS while held, the wake from one
+    /// commit, and a reconnect's bytes.
+    Batch(batch::BatchArgs),
 }
 
 type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
@@ -160,6 +167,7 @@ async fn main() -> Res<()> {
         Scenario::Fill { tasks, conns, db } => fill::fill(ctx, tasks, conns, db).await,
         Scenario::Soak(args) => soak::soak(ctx, args).await,
         Scenario::Quota(args) => quota::quota(ctx, args).await,
+        Scenario::Batch(args) => batch::batch(ctx, args).await,
     }
 }
 

@@ -19,6 +19,7 @@
 //! - [`files`]: the static page, regular files under the root only;
 //! - [`tokens`]: who the page is, and its browser tokens.
 
+pub mod batch;
 pub mod executor;
 pub mod files;
 pub mod limits;
@@ -42,7 +43,7 @@ use taskwire_core::wire::from_json_serde_bytes;
 use self::executor::Job;
 pub use self::limits::Demo;
 use self::limits::{MAX_SPEED, MIN_SPEED, TENANT_RUNNING};
-use self::plans::{Step, EXPIRING_TTL_MS};
+use self::plans::Step;
 use self::tokens::DemoCaller;
 use crate::error::ApiError;
 use crate::exact_json::RawJson;
@@ -68,6 +69,8 @@ pub fn routes(app: Router<AppState>) -> Router<AppState> {
 struct Options {
     speed: Option<f64>,
     approval: Option<bool>,
+    /// The batch's size (`workloads/batch` only).
+    items: Option<f64>,
 }
 
 /// The body's options (optional; an empty body is speed 1), and its speed.
@@ -170,33 +173,38 @@ async fn summary(
     Ok(created(json!({"taskIds": ids})))
 }
 
+/// The moderation batch: `{"speed", "items"}` (1 to 500 items, 500 when
+/// not given), created as one batch and played by a worker pool
+/// ([`batch`]).
 async fn batch(
     State(state): State<AppState>,
     DemoCaller(tenant): DemoCaller,
     raw: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let speed = speed(raw)?;
-    let scenarios = [
-        ("quota-then-success", 3_600_000.0, plans::quota_plan()),
-        ("invalid-input", 3_600_000.0, plans::invalid_plan()),
-        (
-            "expires",
-            scaled(EXPIRING_TTL_MS, speed),
-            plans::expiring_plan(),
-        ),
-    ];
-    let names: Vec<&str> = scenarios.iter().map(|s| s.0).collect();
-    let tasks = scenarios
-        .into_iter()
-        .map(|(scenario, ttl_ms, plan)| Scripted {
-            kind: "moderation",
-            ttl_ms,
-            input: json!({"workload": "batch", "scenario": scenario}),
-            plan,
-        })
+    let (options, speed) = options(raw)?;
+    let count = match options.items {
+        None => batch::MAX_ITEMS,
+        Some(n) if n.fract() == 0.0 && (1.0..=batch::MAX_ITEMS as f64).contains(&n) => n as usize,
+        Some(n) => {
+            return Err(ApiError::invalid(format!(
+                "body.items: must be an integer from 1 to {}, got {n}",
+                batch::MAX_ITEMS
+            )))
+        }
+    };
+    let started = batch::start(&state, tenant, speed, count).await?;
+    let ids: Vec<&str> = started
+        .batch
+        .tasks
+        .iter()
+        .map(|t| t.view.id.as_str())
         .collect();
-    let ids = start_workload(&state, tenant, speed, tasks).await?;
-    Ok(created(json!({"taskIds": ids, "scenarios": names})))
+    Ok(created(json!({
+        "batchId": started.batch.id,
+        "cursor": started.batch.cursor,
+        "taskIds": ids,
+        "scenarios": started.scenarios,
+    })))
 }
 
 async fn long(

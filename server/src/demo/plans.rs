@@ -200,6 +200,60 @@ pub const LONG_POINT_OF_NO_RETURN: u64 = 60;
 /// Why the long job cannot stop (its `cannot_cancel` reason).
 pub const LONG_CANNOT_CANCEL: &str = "the index is being written: stopping now would corrupt it";
 
+/// A few hundred demo ms of spread between the items of a batch, so that
+/// the grid does not change in lockstep.
+fn spread(item: usize) -> u64 {
+    (item as u64 * 37) % 400
+}
+
+/// An ordinary moderation call of a batch: starts, halfway, classified.
+pub fn moderation_item(item: usize) -> Vec<Step> {
+    let d = spread(item);
+    vec![
+        step(100, "m-1", start("moderator-pool")),
+        step(400 + d, "m-2", progress(50)),
+        step(
+            800 + d,
+            "m-3",
+            succeed(
+                &format!("blob://moderation/item-{}", item + 1),
+                &format!("sha256:m{item:04x}"),
+            ),
+        ),
+    ]
+}
+
+/// A batch item rate-limited once, retried and classified.
+pub fn moderation_retried(item: usize) -> Vec<Step> {
+    let d = spread(item);
+    vec![
+        step(100, "r-1", start("moderator-pool")),
+        step(500 + d, "r-2", fail("rate limited by the model", true)),
+        step(900 + d, "r-3", start("moderator-pool")),
+        step(
+            1_400 + d,
+            "r-4",
+            succeed(
+                &format!("blob://moderation/item-{}", item + 1),
+                &format!("sha256:r{item:04x}"),
+            ),
+        ),
+    ]
+}
+
+/// A batch item the model refuses for good.
+pub fn moderation_refused(item: usize) -> Vec<Step> {
+    let d = spread(item);
+    vec![
+        step(100, "x-1", start("moderator-pool")),
+        step(
+            600 + d,
+            "x-2",
+            fail("refused: content could not be decoded", false),
+        ),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use taskwire_core::wire::from_json_serde_bytes;
 
 use crate::auth::keys::MAX_TASKS;
-use crate::auth::{Right, Tenant};
+use crate::auth::{MintScope, Right, Tenant};
 use crate::error::ApiError;
 use crate::routes::{body, check_id, now_secs};
 use crate::AppState;
@@ -49,13 +49,16 @@ impl FromRequestParts<AppState> for DemoCaller {
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct TokenRequest {
-    task_ids: Vec<String>,
+    task_ids: Option<Vec<String>>,
+    /// A batch instead: a token to follow it (`watch`).
+    batch_id: Option<String>,
 }
 
 /// `POST /v1/demo/tokens {"taskIds": [...]}`: a browser token for those
 /// tasks (`watch`, `deliver`, `cancel` and `decide`, [`PAGE_TOKEN_SECS`]),
-/// if each is a demo
-/// task of the demo tenant (404 naming the first that is not).
+/// if each is a demo task of the demo tenant (404 naming the first that is
+/// not); `{"batchId": …}`: a token to follow that batch of the demo
+/// tenant (`watch`).
 pub async fn mint(
     State(state): State<AppState>,
     DemoCaller(tenant): DemoCaller,
@@ -72,14 +75,52 @@ pub async fn mint(
             "body.taskIds: the demo mints tokens for --demo-tenant's tasks only",
         ));
     }
-    if req.task_ids.is_empty() || req.task_ids.len() > MAX_TASKS {
+    // Never longer than the server accepts.
+    let ttl = PAGE_TOKEN_SECS.min(state.config.browser_tokens.max_ttl_secs);
+    let exp = u64::try_from(now_secs()).unwrap_or(0) + ttl;
+    let token = match (req.task_ids, req.batch_id) {
+        (Some(tasks), None) => {
+            check_demo_tasks(&state, &tenant, &tasks).await?;
+            minter.mint(
+                PAGE_SUBJECT,
+                MintScope::Tasks(&tasks),
+                &[Right::Watch, Right::Deliver, Right::Cancel, Right::Decide],
+                exp,
+            )?
+        }
+        (None, Some(batch)) => {
+            check_id("body.batchId", &batch)?;
+            // The tenant's batch, or 404 naming `batchId`.
+            state
+                .store
+                .resume_batch(tenant.clone(), batch.clone(), 1, false)
+                .await?;
+            minter.mint(PAGE_SUBJECT, MintScope::Batch(&batch), &[Right::Watch], exp)?
+        }
+        _ => {
+            return Err(ApiError::invalid(
+                "body: give taskIds (a list of task ids) or batchId, not both",
+            ))
+        }
+    };
+    Ok(Json(json!({"token": token, "expiresAt": exp})))
+}
+
+/// Each of `tasks` is a demo task of `tenant` (404 naming the first that
+/// is not); 1 to `MAX_TASKS` of them.
+async fn check_demo_tasks(
+    state: &AppState,
+    tenant: &str,
+    tasks: &[String],
+) -> Result<(), ApiError> {
+    if tasks.is_empty() || tasks.len() > MAX_TASKS {
         return Err(ApiError::invalid(format!(
             "body.taskIds: must list 1 to {MAX_TASKS} task ids"
         )));
     }
-    for id in &req.task_ids {
+    for id in tasks {
         check_id("body.taskIds", id)?;
-        let record = state.store.get(tenant.clone(), id.clone()).await?;
+        let record = state.store.get(tenant.to_string(), id.clone()).await?;
         if !record
             .kind
             .as_deref()
@@ -88,14 +129,5 @@ pub async fn mint(
             return Err(ApiError::no_task(id));
         }
     }
-    // Never longer than the server accepts.
-    let ttl = PAGE_TOKEN_SECS.min(state.config.browser_tokens.max_ttl_secs);
-    let exp = u64::try_from(now_secs()).unwrap_or(0) + ttl;
-    let token = minter.mint(
-        PAGE_SUBJECT,
-        &req.task_ids,
-        &[Right::Watch, Right::Deliver, Right::Cancel, Right::Decide],
-        exp,
-    )?;
-    Ok(Json(json!({"token": token, "expiresAt": exp})))
+    Ok(())
 }

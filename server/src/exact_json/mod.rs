@@ -84,6 +84,38 @@ pub fn members(text: &str) -> Result<Vec<(String, &str)>, String> {
     Ok(out)
 }
 
+/// The elements of a JSON array (a batch's `items`), each as the exact
+/// text it was sent as; `None` when `text` is not an array.
+pub fn elements(text: &str) -> Result<Option<Vec<&str>>, String> {
+    let mut s = Scanner::new(text);
+    s.skip_ws();
+    if s.peek() != Some(b'[') {
+        return Ok(None);
+    }
+    let mut out = Vec::new();
+    s.pos += 1;
+    s.skip_ws();
+    if s.peek() == Some(b']') {
+        s.pos += 1;
+    } else {
+        loop {
+            s.skip_ws();
+            let start = s.pos;
+            s.value(1, None)?;
+            out.push(text.get(start..s.pos).unwrap_or_default());
+            s.skip_ws();
+            if s.end_of(b']')? {
+                break;
+            }
+        }
+    }
+    s.skip_ws();
+    if s.pos != text.len() {
+        return Err(s.error("trailing characters after the JSON value"));
+    }
+    Ok(Some(out))
+}
+
 /// The canonical form of one JSON value: objects with their keys sorted
 /// and duplicates resolved to the last (as `JSON.parse` does), strings
 /// unescaped and re-escaped one way, numbers as their exact value
@@ -101,6 +133,16 @@ mod tests {
 
     fn same(a: &str, b: &str) -> bool {
         canonical(a).unwrap() == canonical(b).unwrap()
+    }
+
+    #[test]
+    fn elements_are_kept_as_sent() {
+        let items = elements(" [ {\"a\": 1.0} ,[2], \"x\" ] ").unwrap().unwrap();
+        assert_eq!(items, vec!["{\"a\": 1.0}", "[2]", "\"x\""]);
+        assert_eq!(elements("[]").unwrap().unwrap(), Vec::<&str>::new());
+        assert_eq!(elements("{}").unwrap(), None);
+        assert!(elements("[1,").is_err());
+        assert!(elements("[1] 2").is_err());
     }
 
     #[test]

@@ -14,6 +14,7 @@ fn change(view: &mut TaskView, event: Event) -> Change {
     Change {
         view: view.clone(),
         entry,
+        batch: None,
     }
 }
 

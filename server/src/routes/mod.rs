@@ -3,8 +3,11 @@
 //! the [`crate::store::Store`] interface and the hub.
 
 mod actions;
+mod batch_watch;
+mod batches;
 mod callbacks;
 pub(crate) mod cors;
+mod create_body;
 mod events;
 mod notifications;
 mod resume;
@@ -46,7 +49,13 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/tasks/{id}/deliveries", limited(post(tasks::deliver)))
         .route("/v1/tasks/{id}/cancel", limited(post(actions::cancel)))
         .route("/v1/tasks/{id}/decisions", limited(post(actions::decide)))
-        .route("/v1/notifications", get(notifications::list));
+        .route("/v1/notifications", get(notifications::list))
+        .route(
+            "/v1/batches",
+            post(batches::create).layer(DefaultBodyLimit::max(batches::BATCH_BODY_LIMIT)),
+        )
+        .route("/v1/batches/{id}/resume", get(batch_watch::resume))
+        .route("/v1/batches/{id}/events", get(batch_watch::events));
     app = if state.config.demo {
         crate::demo::routes(app)
     } else {
@@ -120,9 +129,14 @@ pub fn check_id(field: &str, id: &str) -> Result<(), ApiError> {
 /// The request body, or 413 past the limit, or 408 when it did not arrive
 /// within `--body-timeout-ms` (the serving layer times every body).
 pub fn body(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
+    body_within(body, BODY_LIMIT)
+}
+
+/// [`body`] on a route whose limit is `limit` (a batch's is larger).
+pub fn body_within(body: Result<Bytes, BytesRejection>, limit: usize) -> Result<Bytes, ApiError> {
     body.map_err(|e| {
         if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::too_large(BODY_LIMIT)
+            ApiError::too_large(limit)
         } else if let Some(BodyTimedOut(limit)) = body_timed_out(&e) {
             ApiError::request_timeout(limit.as_millis())
         } else {

@@ -30,9 +30,9 @@ pub const MAX_WAIT_MS: u64 = 30_000;
 /// of the query string.
 #[derive(Debug, Clone, Copy)]
 pub struct Params {
-    cursor: u64,
-    wait_ms: u64,
-    snapshot: bool,
+    pub(super) cursor: u64,
+    pub(super) wait_ms: u64,
+    pub(super) snapshot: bool,
 }
 
 impl<S: Send + Sync> FromRequestParts<S> for Params {

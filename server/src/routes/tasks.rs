@@ -6,51 +6,19 @@ use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde::Deserialize;
-use serde_json::{json, Value};
-use taskwire_core::wire::from_json_serde_bytes;
 use taskwire_core::{create_task, CreateTask, DeliveryReason};
 
+pub use super::create_body::{parse_create, LifecycleOptions};
 use super::{body, idempotency_key, now_ms, task_id};
 use crate::auth::{Credential, Right};
 use crate::error::ApiError;
-use crate::exact_json::{self, RawJson};
+use crate::exact_json::RawJson;
 use crate::quotas;
-use crate::store::{Idempotency, NewTask, StoreError, TaskRecord, EXACT_REQUEST};
+use crate::store::{Idempotency, NewTask, StoreError, TaskRecord};
 use crate::AppState;
 
 /// `kind` is a short label, not a payload.
 const MAX_KIND_BYTES: usize = 64;
-
-/// The create body. Unknown fields are ignored (PROTOCOL.md).
-///
-/// Read by core's codec for the checks and their errors; `input` is then
-/// taken from the body as text (see [`exact_body`]), so its `Value` here
-/// only serves the comparison with rows of earlier servers.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct CreateBody {
-    ttl_ms: f64,
-    /// A counter: checked to be a safe integer below.
-    max_attempts: f64,
-    kind: Option<String>,
-    input: Option<Value>,
-    deadline_ms: Option<f64>,
-    unknown_grace_ms: Option<f64>,
-    auto_requeue: Option<bool>,
-}
-
-/// The optional lifecycle fields of a create (PROTOCOL.md, "Create a
-/// task"); core validates them.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct LifecycleOptions {
-    /// Execution deadline from creation: past it the task is `timed_out`.
-    pub deadline_ms: Option<f64>,
-    /// Grace period of an `unknown` task (else the server's default).
-    pub unknown_grace_ms: Option<f64>,
-    /// `false`: an `unknown` task is never re-queued automatically.
-    pub auto_requeue: Option<bool>,
-}
 
 /// A new unguessable task id: `tsk_` + 128 random bits in hex.
 pub fn new_task_id() -> Result<String, ApiError> {
@@ -75,29 +43,11 @@ pub async fn create(
     let tenant = credential.into_tenant();
     let raw = body(raw)?;
     let key = idempotency_key(&headers)?;
-    let req: CreateBody = from_json_serde_bytes(&raw, "body")?;
-    let max_attempts = taskwire_core::value::to_safe_u64(req.max_attempts).ok_or_else(|| {
-        taskwire_core::Error::invalid(format!(
-            "body.maxAttempts: must be an integer from 0 to {}, got {}",
-            taskwire_core::MAX_SAFE_INTEGER,
-            taskwire_core::value::number(req.max_attempts)
-        ))
-    })?;
-    // Core's codec accepted the body, so it is UTF-8 JSON.
-    let text = std::str::from_utf8(&raw).map_err(|_| ApiError::invalid("body: not UTF-8"))?;
-    let exact = exact_body(text)?;
+    let req = parse_create(&raw, "body")?;
     let idempotency = key.map(|key| Idempotency {
         key,
-        request: exact.request,
-        // Earlier servers compared bodies as serde_json values: numbers
-        // as doubles, `null` kind or input as absent.
-        legacy_request: json!({
-            "ttlMs": req.ttl_ms,
-            "maxAttempts": max_attempts,
-            "kind": req.kind,
-            "input": req.input,
-        })
-        .to_string(),
+        request: req.request.clone(),
+        legacy_request: req.legacy_request.clone(),
     });
     // The create rate, judged in memory before anything reaches the store.
     let token = match state.quotas.take_create(&tenant) {
@@ -116,14 +66,10 @@ pub async fn create(
         &state,
         tenant,
         idempotency,
-        (req.ttl_ms, max_attempts),
-        LifecycleOptions {
-            deadline_ms: req.deadline_ms,
-            unknown_grace_ms: req.unknown_grace_ms,
-            auto_requeue: req.auto_requeue,
-        },
+        (req.ttl_ms, req.max_attempts),
+        req.lifecycle,
         req.kind,
-        exact.input,
+        req.input,
     )
     .await
     {
@@ -175,54 +121,6 @@ async fn replay_or(
     }
 }
 
-/// What the create body says exactly: `input` as sent, and the request
-/// in the canonical form that replays under one key are compared in.
-struct ExactBody {
-    input: Option<RawJson>,
-    request: String,
-}
-
-/// Reads `ttlMs`, `maxAttempts`, `kind` and `input` from the body text.
-/// Two bodies are the same request when these four are equal JSON values
-/// with numbers compared exactly (PROTOCOL.md, "Create a task"); a `null`
-/// `kind` or `input` is the same as none, and other fields do not count.
-fn exact_body(text: &str) -> Result<ExactBody, ApiError> {
-    let members = exact_json::members(text).map_err(|e| ApiError::invalid(format!("body: {e}")))?;
-    // Core's codec already refused duplicates of these four (serde's
-    // derive does); `rev` keeps to JSON.parse's last-wins all the same.
-    let field = |name: &str| {
-        members
-            .iter()
-            .rev()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| *v)
-            .filter(|v| *v != "null")
-    };
-    let mut request = String::from(EXACT_REQUEST);
-    for name in ["input", "kind", "maxAttempts", "ttlMs"] {
-        let canonical = match field(name) {
-            Some(v) => exact_json::canonical(v)
-                .map_err(|e| ApiError::invalid(format!("body.{name}: {e}")))?,
-            None => "null".to_string(),
-        };
-        request.push_str(&canonical);
-        request.push('\n');
-    }
-    // The lifecycle fields count only when sent, named: a body without
-    // them is the same request, in the same form, as before they existed.
-    for name in ["autoRequeue", "deadlineMs", "unknownGraceMs"] {
-        if let Some(v) = field(name) {
-            let canonical = exact_json::canonical(v)
-                .map_err(|e| ApiError::invalid(format!("body.{name}: {e}")))?;
-            request.push_str(&format!("{name}={canonical}\n"));
-        }
-    }
-    let input = field("input")
-        .map(|v| RawJson::parse(v).map_err(|e| ApiError::invalid(format!("body.input: {e}"))))
-        .transpose()?;
-    Ok(ExactBody { input, request })
-}
-
 /// Validates with core and stores; shared with the demo workloads.
 /// Returns the task and whether it was created now.
 pub async fn create_for(
@@ -234,10 +132,43 @@ pub async fn create_for(
     kind: Option<String>,
     input: Option<RawJson>,
 ) -> Result<(TaskRecord, bool), ApiError> {
-    if let Some(kind) = &kind {
+    let view = new_task_view(state, "body", (ttl_ms, max_attempts), lifecycle, &kind)?;
+    let open_task_limit = state.quotas.max_open_tasks(&tenant);
+    let created = state
+        .store
+        .create(NewTask {
+            open_task_limit,
+            tenant,
+            view,
+            kind,
+            input,
+            idempotency,
+        })
+        .await
+        .inspect_err(|e| count_open_task_refusal(state, e))?;
+    Ok((created.record, created.created))
+}
+
+/// A refusal at the open-task quota, counted in the metrics.
+pub fn count_open_task_refusal(state: &AppState, e: &StoreError) {
+    if let StoreError::OpenTaskQuota { tenant, .. } = e {
+        state.hub.metrics.refused_code(tenant, "open-task-quota");
+    }
+}
+
+/// A new task at version 0, validated by core; errors name their field
+/// under `field` (`body`, or `body.items[3]`).
+pub fn new_task_view(
+    state: &AppState,
+    field: &str,
+    (ttl_ms, max_attempts): (f64, u64),
+    lifecycle: LifecycleOptions,
+    kind: &Option<String>,
+) -> Result<taskwire_core::TaskView, ApiError> {
+    if let Some(kind) = kind {
         if kind.len() > MAX_KIND_BYTES {
             return Err(ApiError::invalid(format!(
-                "body.kind: must be at most {MAX_KIND_BYTES} bytes, got {}",
+                "{field}.kind: must be at most {MAX_KIND_BYTES} bytes, got {}",
                 kind.len()
             )));
         }
@@ -252,29 +183,12 @@ pub async fn create_for(
         auto_requeue,
         ..CreateTask::new(new_task_id()?, now_ms(), ttl_ms, max_attempts)
     })
-    .map_err(|e| ApiError::invalid(format!("body.{}", e.message)))?;
-    let open_task_limit = state.quotas.max_open_tasks(&tenant);
-    let created = state
-        .store
-        .create(NewTask {
-            open_task_limit,
-            tenant,
-            view: task.view().clone(),
-            kind,
-            input,
-            idempotency,
-        })
-        .await
-        .inspect_err(|e| {
-            if let StoreError::OpenTaskQuota { tenant, .. } = e {
-                state.hub.metrics.refused_code(tenant, "open-task-quota");
-            }
-        })?;
-    Ok((created.record, created.created))
+    .map_err(|e| ApiError::invalid(format!("{field}.{}", e.message)))?;
+    Ok(task.view().clone())
 }
 
 /// A JSON answer from text already serialized.
-fn json_text(status: StatusCode, body: String) -> Response {
+pub fn json_text(status: StatusCode, body: String) -> Response {
     (
         status,
         [(

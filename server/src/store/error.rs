@@ -8,6 +8,8 @@ use taskwire_core::Error as CoreError;
 pub enum StoreError {
     /// No such task for this tenant (or at all).
     NotFound(String),
+    /// No such batch for this tenant (or at all).
+    BatchNotFound(String),
     /// Rejected by a core rule (`invalid-request`).
     Invalid(CoreError),
     /// The idempotency key was used with another create body.
@@ -41,6 +43,7 @@ impl std::fmt::Display for StoreError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             StoreError::NotFound(id) => write!(f, "no task {id}"),
+            StoreError::BatchNotFound(id) => write!(f, "no batch {id}"),
             StoreError::Invalid(e) => f.write_str(&e.message),
             StoreError::IdempotencyKeyReused(key) => write!(f, "idempotency key {key} reused"),
             StoreError::CallbackIdReused(id) => {

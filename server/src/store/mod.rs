@@ -20,6 +20,7 @@
 //!   ([`quarantine`]) and reported, and the other rows go on.
 
 mod backlog;
+pub mod batches;
 mod callback;
 pub mod callback_ids;
 mod callback_ref;
@@ -43,6 +44,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 pub use backlog::OutboxBacklog;
+pub use batches::{BatchAnswer, BatchCreated, NewBatch};
 pub use callback::{Acted, Action, Callback, CallbackAnswer};
 pub use error::StoreError;
 pub use outbox::OutboxEntry;
@@ -102,6 +104,28 @@ pub trait Store: Send + Sync + 'static {
     /// [`StoreError::IdempotencyKeyReused`] when it was sent with another
     /// body.
     fn replay(&self, tenant: String, idem: Idempotency) -> StoreFuture<'_, Option<Created>>;
+
+    /// Creates a batch: every item, whole or nothing, or replays an
+    /// idempotent batch create (store/batches.rs).
+    fn create_batch(&self, batch: NewBatch) -> StoreFuture<'_, BatchCreated>;
+
+    /// The batch an earlier create under `idem`'s key made, read without
+    /// the writer (as [`Store::replay`] for a task).
+    fn replay_batch(
+        &self,
+        tenant: String,
+        idem: Idempotency,
+    ) -> StoreFuture<'_, Option<BatchCreated>>;
+
+    /// The follow answer of the tenant's batch for a client at `cursor`
+    /// (every item a snapshot when `force_snapshot`), read consistently.
+    fn resume_batch(
+        &self,
+        tenant: String,
+        id: String,
+        cursor: u64,
+        force_snapshot: bool,
+    ) -> StoreFuture<'_, BatchAnswer>;
 
     /// The tenant's task.
     fn get(&self, tenant: String, id: String) -> StoreFuture<'_, TaskRecord>;

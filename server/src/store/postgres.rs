@@ -75,9 +75,9 @@ use tokio_postgres::NoTls;
 
 use super::postgres_schema;
 use super::{
-    callback_ids, Acted, Action, Callback, CallbackAnswer, Created, Idempotency, NewTask,
-    OutboxEntry, PendingWebhooks, Store, StoreError, StoreFuture, Swept, TaskRecord, WebhookClaim,
-    WriteDone,
+    callback_ids, Acted, Action, BatchAnswer, BatchCreated, Callback, CallbackAnswer, Created,
+    Idempotency, NewBatch, NewTask, OutboxEntry, PendingWebhooks, Store, StoreError, StoreFuture,
+    Swept, TaskRecord, WebhookClaim, WriteDone,
 };
 use crate::hub::Hub;
 use errors::pool_error;
@@ -285,9 +285,36 @@ fn watch_pool(hub: &Hub, pool: &Pool) {
     });
 }
 
+/// Batches are served by the SQLite store only, so far.
+fn batches_not_here() -> StoreError {
+    StoreError::Internal("batches: not served by the PostgreSQL store yet".into())
+}
+
 impl Store for PostgresStore {
     fn epoch(&self) -> &str {
         &self.epoch
+    }
+
+    fn create_batch(&self, _batch: NewBatch) -> StoreFuture<'_, BatchCreated> {
+        Box::pin(async { Err(batches_not_here()) })
+    }
+
+    fn replay_batch(
+        &self,
+        _tenant: String,
+        _idem: Idempotency,
+    ) -> StoreFuture<'_, Option<BatchCreated>> {
+        Box::pin(async { Err(batches_not_here()) })
+    }
+
+    fn resume_batch(
+        &self,
+        _tenant: String,
+        _id: String,
+        _cursor: u64,
+        _force_snapshot: bool,
+    ) -> StoreFuture<'_, BatchAnswer> {
+        Box::pin(async { Err(batches_not_here()) })
     }
 
     fn create(&self, task: NewTask) -> StoreFuture<'_, Created> {

@@ -25,6 +25,7 @@
 //! `sqlite/writer.rs`, its jobs in `sqlite/jobs.rs`, row reads and the
 //! reader pool in `sqlite/read.rs`.
 
+mod batches;
 mod errors;
 mod jobs;
 mod read;
@@ -44,8 +45,9 @@ use super::rows::to_i64;
 use super::sqlite_schema;
 use super::sweep::{LIFECYCLE, TTL};
 use super::{
-    Acted, Action, Callback, CallbackAnswer, Created, Idempotency, NewTask, OutboxEntry,
-    PendingWebhooks, Store, StoreError, StoreFuture, Swept, TaskRecord, WebhookClaim, WriteDone,
+    Acted, Action, BatchAnswer, BatchCreated, Callback, CallbackAnswer, Created, Idempotency,
+    NewBatch, NewTask, OutboxEntry, PendingWebhooks, Store, StoreError, StoreFuture, Swept,
+    TaskRecord, WebhookClaim, WriteDone,
 };
 use crate::hub::Hub;
 use read::{history_after, load_own_task, replay, Readers};
@@ -170,6 +172,32 @@ impl Store for SqliteStore {
 
     fn replay(&self, tenant: String, idem: Idempotency) -> StoreFuture<'_, Option<Created>> {
         self.read(move |conn| replay(conn, &tenant, &idem))
+    }
+
+    fn create_batch(&self, batch: NewBatch) -> StoreFuture<'_, BatchCreated> {
+        let done = self.write(Op::CreateBatch(batch));
+        Box::pin(async move { done.await?.batch_created() })
+    }
+
+    fn replay_batch(
+        &self,
+        tenant: String,
+        idem: Idempotency,
+    ) -> StoreFuture<'_, Option<BatchCreated>> {
+        self.read(move |conn| batches::replay_batch(conn, &tenant, &idem))
+    }
+
+    fn resume_batch(
+        &self,
+        tenant: String,
+        id: String,
+        cursor: u64,
+        force_snapshot: bool,
+    ) -> StoreFuture<'_, BatchAnswer> {
+        let retention = self.retention;
+        self.read(move |conn| {
+            batches::resume_batch(conn, (&tenant, &id), cursor, force_snapshot, retention)
+        })
     }
 
     fn get(&self, tenant: String, id: String) -> StoreFuture<'_, TaskRecord> {

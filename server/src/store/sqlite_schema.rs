@@ -21,11 +21,15 @@
 //!    grace periods, execution deadlines; `lifecycle.rs`). Added as NULL
 //!    columns: a task of an older file has no lease and no deadline, so
 //!    nothing is due for it but its TTL, exactly as before.
+//! 4. Batches (`store/batches.rs`): the `batches` table, and
+//!    `tasks.batch_id`, `tasks.batch_index`, `tasks.batch_seq` and
+//!    `history.batch_seq`. Added as NULL columns: a task of an older file
+//!    is in no batch, and nothing about it changes.
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
 
 /// The schema version this server writes.
-pub const CURRENT: i64 = 3;
+pub const CURRENT: i64 = 4;
 
 /// The schema. `view` holds the task's `TaskView` as JSON (parsed back
 /// through core, which re-checks its invariants); the other task columns
@@ -43,7 +47,12 @@ CREATE TABLE IF NOT EXISTS tasks (
     -- The lifecycle (lifecycle.rs): the current attempt's lease, and when
     -- the sweeper must look at the task next (not the TTL).
     lease         TEXT,
-    due_at_ms     REAL
+    due_at_ms     REAL,
+    -- The batch it is an item of (store/batches.rs), its place in it, and
+    -- the batch cursor of its last change.
+    batch_id      TEXT,
+    batch_index   INTEGER,
+    batch_seq     INTEGER
 );
 CREATE INDEX IF NOT EXISTS tasks_due ON tasks (expires_at_ms) WHERE live = 1;
 CREATE INDEX IF NOT EXISTS tasks_lifecycle_due ON tasks (due_at_ms)
@@ -76,8 +85,25 @@ CREATE TABLE IF NOT EXISTS history (
     task_id TEXT NOT NULL,
     version INTEGER NOT NULL,
     event   TEXT NOT NULL,
+    -- The batch cursor the entry was written at (items of a batch only).
+    batch_seq INTEGER,
     PRIMARY KEY (task_id, version)
 ) WITHOUT ROWID;
+-- A batch: its owner, how many items, and its cursor (`seq`, raised by
+-- every write that appends history to one of its items).
+CREATE TABLE IF NOT EXISTS batches (
+    id            TEXT PRIMARY KEY,
+    tenant        TEXT NOT NULL,
+    size          INTEGER NOT NULL,
+    seq           INTEGER NOT NULL,
+    created_at_ms REAL NOT NULL
+) WITHOUT ROWID;
+-- A batch's items changed after a cursor; and its open items, counted
+-- from the index alone.
+CREATE INDEX IF NOT EXISTS tasks_batch ON tasks (batch_id, batch_seq)
+    WHERE batch_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS tasks_batch_open ON tasks (batch_id)
+    WHERE batch_id IS NOT NULL AND live = 1;
 -- A remembered callback id names the history entry holding its event;
 -- `event` only when the history holds another one (see callback_ref.rs).
 CREATE TABLE IF NOT EXISTS callbacks (
@@ -153,6 +179,15 @@ pub fn prepare(conn: &mut Connection, schema: &str, path: &str) -> Result<Prepar
         tx.execute_batch(
             "ALTER TABLE tasks ADD COLUMN lease TEXT;
              ALTER TABLE tasks ADD COLUMN due_at_ms REAL;",
+        )
+        .map_err(fail)?;
+    }
+    if (1..4).contains(&from) {
+        tx.execute_batch(
+            "ALTER TABLE tasks ADD COLUMN batch_id TEXT;
+             ALTER TABLE tasks ADD COLUMN batch_index INTEGER;
+             ALTER TABLE tasks ADD COLUMN batch_seq INTEGER;
+             ALTER TABLE history ADD COLUMN batch_seq INTEGER;",
         )
         .map_err(fail)?;
     }

@@ -83,6 +83,7 @@ pub(crate) fn step_due_row(
         kind: None,
         input: None,
         lease,
+        batch: None,
     };
     let judged = (sweep.step)(&mut record, now);
     if judged.appended.is_empty() {

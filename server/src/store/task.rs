@@ -23,6 +23,9 @@ pub struct TaskRecord {
     /// versioned and not on the wire (see [`super::lifecycle`]). Read where the
     /// task is written; `None` on read-only paths, which do not need it.
     pub lease: Option<taskwire_core::Lease>,
+    /// The batch it is an item of (PROTOCOL.md §Batches), if any: read
+    /// for the answers (`batchId`); writes find it in the row themselves.
+    pub batch: Option<String>,
 }
 
 impl TaskRecord {
@@ -37,6 +40,10 @@ impl TaskRecord {
             // Before `kind` and `input`: `input` stays last, as it was.
             out.push_str(",\"epoch\":");
             out.push_str(&to_json(epoch));
+            if let Some(batch) = &self.batch {
+                out.push_str(",\"batchId\":");
+                out.push_str(&to_json(batch));
+            }
             if let Some(kind) = &self.kind {
                 out.push_str(",\"kind\":");
                 out.push_str(&to_json(kind));

@@ -2,7 +2,7 @@
 
 use taskwire_core::Delivery;
 
-use super::{Acted, CallbackAnswer, Created, Quarantined, StoreError, Swept};
+use super::{Acted, BatchCreated, CallbackAnswer, Created, Quarantined, StoreError, Swept};
 
 /// What a store's writer hands back for one write job. Both stores queue
 /// writes to a writer that batches them into transactions; the job's
@@ -14,6 +14,7 @@ use super::{Acted, CallbackAnswer, Created, Quarantined, StoreError, Swept};
 #[allow(clippy::large_enum_variant)]
 pub(crate) enum WriteDone {
     Created(Created),
+    BatchCreated(BatchCreated),
     Callback(CallbackAnswer),
     Acted(Acted),
     Delivery(Delivery),
@@ -31,6 +32,13 @@ impl WriteDone {
     pub(crate) fn created(self) -> Result<Created, StoreError> {
         match self {
             WriteDone::Created(c) => Ok(c),
+            _ => Err(Self::unexpected()),
+        }
+    }
+
+    pub(crate) fn batch_created(self) -> Result<BatchCreated, StoreError> {
+        match self {
+            WriteDone::BatchCreated(c) => Ok(c),
             _ => Err(Self::unexpected()),
         }
     }

@@ -96,7 +96,10 @@ export default {
         const post = (id, what, t, body = {}) =>
           ctx.a.http.request('POST', `/v1/tasks/${id}/${what}`, { token: t, body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
         const actorOfLast = async (id) => {
-          const res = await ctx.a.http.request('GET', `/v1/tasks/${id}/resume?cursor=0`);
+          // The last entry alone, a delta whatever the window (at least 2):
+          // from 0 a task at version 3 is a snapshot under --retention 2.
+          const { version } = await ctx.a.task(id);
+          const res = await ctx.a.http.request('GET', `/v1/tasks/${id}/resume?cursor=${version - 1}`);
           const events = JSON.parse(res.text).events;
           return events[events.length - 1].event.actor;
         };

@@ -83,15 +83,25 @@ pub struct Job {
 
 /// Starts the executor of `job` (it ends by itself: every wait is bounded).
 pub fn spawn(state: &AppState, job: Job) {
-    let (control, registration) = state.demo.workers.register(&job.tenant, &job.task);
+    let state = state.clone();
+    tokio::spawn(async move {
+        let _slot = job.slot;
+        play(&state, job.tenant, job.task, job.plan, job.speed).await;
+    });
+}
+
+/// Plays `plan` on `task` to its end, in the caller's own task: a batch's
+/// workers play their items one after another with it.
+pub async fn play(state: &AppState, tenant: String, task: String, plan: Vec<Step>, speed: f64) {
+    let (control, _registration) = state.demo.workers.register(&tenant, &task);
     let kills = control.kills();
-    let lease = lease_ms(job.speed, state.config.lease_ms);
+    let lease = lease_ms(speed, state.config.lease_ms);
     let mut executor = Executor {
-        stats: state.demo.stats(&job.tenant),
+        stats: state.demo.stats(&tenant),
         state: state.clone(),
-        tenant: job.tenant,
-        task: job.task,
-        speed: job.speed,
+        tenant,
+        task,
+        speed,
         control,
         kills,
         lease_ms: lease,
@@ -104,11 +114,7 @@ pub fn spawn(state: &AppState, job: Job) {
         last_sent: Instant::now(),
         sent: HashMap::new(),
     };
-    tokio::spawn(async move {
-        let _slot = job.slot;
-        let _registration = registration;
-        executor.run(job.plan).await;
-    });
+    executor.run(plan).await;
 }
 
 struct Executor {

@@ -12,6 +12,7 @@ fn record() -> TaskRecord {
         kind: None,
         input: None,
         lease: None,
+        batch: None,
     }
 }
 

@@ -15,6 +15,7 @@ fn record() -> TaskRecord {
         kind: None,
         input: None,
         lease: None,
+        batch: None,
     }
 }
 

@@ -89,6 +89,7 @@ impl Batch {
             self.changes.push(Change {
                 view: view.clone(),
                 entry: appended.entry.clone(),
+                batch: None,
             });
         }
     }

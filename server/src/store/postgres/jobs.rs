@@ -77,6 +77,7 @@ pub(super) async fn create(tx: &Transaction<'_>, b: &mut Batch, task: &NewTask) 
         kind: task.kind.clone(),
         input: task.input.clone(),
         lease: None,
+        batch: None,
     };
     b.tasks.insert(task.view.id.clone(), record.clone());
     b.created.push(task.view.id.clone());

@@ -172,6 +172,7 @@ pub(super) fn record(row: &Row, at: usize) -> Result<TaskRecord, StoreError> {
         kind,
         input,
         lease: parse_lease(lease.as_deref())?,
+        batch: None,
     })
 }
 

@@ -8,7 +8,7 @@ use taskwire_core::wire::{from_json, to_json};
 use taskwire_core::{notification_key, Delivery, Receipt};
 
 use super::read::{check_open_tasks, load_own_task, load_task, replay};
-use crate::hub::Change;
+use crate::hub::{BatchMark, Change};
 use crate::store::callback_ref::remembered_event;
 use crate::store::decide::{
     delivery_input, judge_callback, judge_delivery, receipt_to_store, CallbackStep,
@@ -44,11 +44,31 @@ pub(super) fn create(tx: &Connection, task: NewTask) -> Result<Created, StoreErr
         kind: task.kind,
         input: task.input,
         lease: None,
+        batch: None,
     };
+    insert_task(tx, &record, None)?;
+    Ok(Created {
+        record,
+        created: true,
+    })
+}
+
+/// Inserts a new task's row; an item of a batch also gets the batch, its
+/// place in it and the batch's first cursor (1).
+pub(super) fn insert_task(
+    tx: &Connection,
+    record: &TaskRecord,
+    item: Option<(&str, usize)>,
+) -> Result<(), StoreError> {
     let input = record.input.as_ref().map(RawJson::as_str);
+    let (batch_id, batch_index, batch_seq) = match item {
+        Some((id, index)) => (Some(id), Some(to_i64(index as u64)), Some(1i64)),
+        None => (None, None, None),
+    };
     tx.prepare_cached(
-        "INSERT INTO tasks (id, tenant, view, version, live, expires_at_ms, kind, input, due_at_ms)
-         VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?8)",
+        "INSERT INTO tasks (id, tenant, view, version, live, expires_at_ms, kind, input, due_at_ms,
+                            batch_id, batch_index, batch_seq)
+         VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
     )?
     .execute(params![
         record.view.id,
@@ -58,12 +78,12 @@ pub(super) fn create(tx: &Connection, task: NewTask) -> Result<Created, StoreErr
         record.view.expires_at_ms,
         record.kind,
         input,
-        due_column(&record)
+        due_column(record),
+        batch_id,
+        batch_index,
+        batch_seq
     ])?;
-    Ok(Created {
-        record,
-        created: true,
-    })
+    Ok(())
 }
 
 pub(super) fn callback(
@@ -145,8 +165,16 @@ pub(super) fn write_judged(
         return Ok(());
     }
     let view = &record.view;
+    // Only a change a client can see moves the batch cursor.
+    let batch = if judged.appended.is_empty() {
+        None
+    } else {
+        raise_batch_cursor(tx, &view.id)?
+    };
+    let batch_seq = batch.as_ref().map(|b| to_i64(b.seq));
     tx.prepare_cached(
-        "UPDATE tasks SET view = ?2, version = ?3, live = ?4, lease = ?5, due_at_ms = ?6
+        "UPDATE tasks SET view = ?2, version = ?3, live = ?4, lease = ?5, due_at_ms = ?6,
+                          batch_seq = coalesce(?7, batch_seq)
          WHERE id = ?1",
     )?
     .execute(params![
@@ -155,16 +183,20 @@ pub(super) fn write_judged(
         to_i64(view.version),
         !view.state.is_terminal(),
         lease_column(record),
-        due_column(record)
+        due_column(record),
+        batch_seq
     ])?;
     for appended in &judged.appended {
         let entry = &appended.entry;
-        tx.prepare_cached("INSERT INTO history (task_id, version, event) VALUES (?1, ?2, ?3)")?
-            .execute(params![
-                view.id,
-                to_i64(entry.version),
-                to_json(&entry.event)
-            ])?;
+        tx.prepare_cached(
+            "INSERT INTO history (task_id, version, event, batch_seq) VALUES (?1, ?2, ?3, ?4)",
+        )?
+        .execute(params![
+            view.id,
+            to_i64(entry.version),
+            to_json(&entry.event),
+            batch_seq
+        ])?;
         if appended.notify {
             let after = &appended.view;
             tx.prepare_cached(
@@ -183,9 +215,28 @@ pub(super) fn write_judged(
         changes.push(Change {
             view: appended.view.clone(),
             entry: entry.clone(),
+            batch: batch.clone(),
         });
     }
     Ok(())
+}
+
+/// Raises the cursor of the batch task `id` is an item of, in this
+/// write's transaction; `None` for a task in no batch (one primary-key
+/// lookup that matches nothing).
+fn raise_batch_cursor(tx: &Connection, id: &str) -> Result<Option<BatchMark>, StoreError> {
+    let raised: Option<(String, i64)> = tx
+        .prepare_cached(
+            "UPDATE batches SET seq = seq + 1
+             WHERE id = (SELECT batch_id FROM tasks WHERE id = ?1)
+             RETURNING id, seq",
+        )?
+        .query_row(params![id], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    Ok(raised.map(|(id, seq)| BatchMark {
+        id,
+        seq: u64::try_from(seq).unwrap_or(0),
+    }))
 }
 
 pub(super) fn deliver(

@@ -13,19 +13,27 @@ use crate::store::lifecycle::parse_lease;
 use crate::store::rows::{corrupt, history_entry, to_i64};
 use crate::store::{Created, Idempotency, RawJson, StoreError, TaskRecord};
 
-/// `tenant, view, kind, input, lease`.
+/// `tenant, view, kind, input, lease, batch_id`.
 type TaskRow = (
     String,
     String,
     Option<String>,
     Option<String>,
     Option<String>,
+    Option<String>,
 );
 
-const COLUMNS: &str = "tenant, view, kind, input, lease";
+const COLUMNS: &str = "tenant, view, kind, input, lease, batch_id";
 
-fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<TaskRow> {
-    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+pub(super) fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<TaskRow> {
+    Ok((
+        r.get(0)?,
+        r.get(1)?,
+        r.get(2)?,
+        r.get(3)?,
+        r.get(4)?,
+        r.get(5)?,
+    ))
 }
 
 /// Any tenant's task (callbacks are signed, not bearer-authenticated).
@@ -54,7 +62,9 @@ pub(super) fn load_own_task(
     found.map(task_record).transpose()
 }
 
-fn task_record((tenant, view, kind, input, lease): TaskRow) -> Result<TaskRecord, StoreError> {
+pub(super) fn task_record(
+    (tenant, view, kind, input, lease, batch): TaskRow,
+) -> Result<TaskRecord, StoreError> {
     let view = from_json::<TaskView>(&view, "tasks.view").map_err(corrupt)?;
     let input = input
         .map(RawJson::parse)
@@ -66,6 +76,7 @@ fn task_record((tenant, view, kind, input, lease): TaskRow) -> Result<TaskRecord
         kind,
         input,
         lease: parse_lease(lease.as_deref())?,
+        batch,
     })
 }
 
@@ -97,11 +108,26 @@ pub(super) fn check_open_tasks(
     tenant: &str,
     max: u64,
 ) -> Result<(), StoreError> {
+    check_room_for(conn, tenant, max, 1)
+}
+
+/// Refuses `n` creates at once (a batch) when they would take `tenant`
+/// past `max` open tasks.
+pub(super) fn check_room_for(
+    conn: &Connection,
+    tenant: &str,
+    max: u64,
+    n: u64,
+) -> Result<(), StoreError> {
     let open: Option<i64> = conn
         .prepare_cached("SELECT open FROM open_tasks WHERE tenant = ?1")?
         .query_row(params![tenant], |r| r.get(0))
         .optional()?;
-    if u64::try_from(open.unwrap_or(0)).unwrap_or(0) >= max {
+    if u64::try_from(open.unwrap_or(0))
+        .unwrap_or(0)
+        .saturating_add(n)
+        > max
+    {
         return Err(StoreError::OpenTaskQuota {
             tenant: tenant.to_string(),
             max,
@@ -116,12 +142,21 @@ pub(super) fn history_after(
     id: &str,
     cursor: u64,
 ) -> Result<Vec<HistoryEntry>, StoreError> {
-    let mut stmt = conn.prepare_cached(
+    history_entries(
+        conn,
         "SELECT version, event FROM history WHERE task_id = ?1 AND version > ?2 ORDER BY version",
-    )?;
-    let rows = stmt.query_map(params![id, to_i64(cursor)], |r| {
-        Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
-    })?;
+        params![id, to_i64(cursor)],
+    )
+}
+
+/// History entries from a query whose columns are `version, event`.
+pub(super) fn history_entries(
+    conn: &Connection,
+    sql: &str,
+    args: impl rusqlite::Params,
+) -> Result<Vec<HistoryEntry>, StoreError> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    let rows = stmt.query_map(args, |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?;
     let mut out = Vec::new();
     for row in rows {
         let (version, event) = row?;

@@ -10,11 +10,12 @@ use std::time::Instant;
 use rusqlite::{Connection, TransactionBehavior};
 use tokio::sync::oneshot;
 
+use super::batches::create_batch;
 use super::jobs::{act, callback, create, deliver};
 use super::sweep;
 use crate::hub::{Change, Hub};
 use crate::store::sweep::{TaskSweep, TTL};
-use crate::store::{Action, Callback, NewTask, StoreError, WriteDone};
+use crate::store::{Action, Callback, NewBatch, NewTask, StoreError, WriteDone};
 
 // A task view (in `NewTask`/`Created`) makes one variant ~400 bytes since
 // the lifecycle fields (issue 11); each value lives only while its write
@@ -24,6 +25,7 @@ use crate::store::{Action, Callback, NewTask, StoreError, WriteDone};
 /// What a queued write asks for.
 pub(super) enum Op {
     Create(NewTask),
+    CreateBatch(NewBatch),
     Callback(Callback),
     Act(Action),
     Deliver {
@@ -141,6 +143,7 @@ fn run(
 ) -> Result<WriteDone, StoreError> {
     match op {
         Op::Create(task) => create(tx, task).map(WriteDone::Created),
+        Op::CreateBatch(batch) => create_batch(tx, batch).map(WriteDone::BatchCreated),
         Op::Callback(cb) => callback(tx, cb, changes, outbox).map(WriteDone::Callback),
         Op::Act(action) => act(tx, action, changes, outbox).map(WriteDone::Acted),
         Op::Deliver {

@@ -1,0 +1,187 @@
+//! `GET /v1/batches/{id}/resume` (long-poll) and `GET /v1/batches/{id}/events`
+//! (SSE): every task of a batch followed over one held request
+//! (PROTOCOL.md §Follow a batch).
+//!
+//! As for one task, a request subscribes to the hub *before* it reads, so
+//! a commit in between still wakes it, and the wake comes from the commit.
+//! A batch's wake carries no data: the answer is read from the store, once
+//! per wake however many commits came meanwhile.
+
+use std::time::Duration;
+
+use axum::extract::{RawQuery, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use taskwire_core::{ResumeMode, MAX_SAFE_INTEGER};
+
+use super::batches::BatchId;
+use super::resume::{aborted, Params};
+use super::{no_store_json, parse_int, Query};
+use crate::auth::{Right, WatchCredential};
+use crate::error::ApiError;
+use crate::hub::{BatchSubscription, BatchWake};
+use crate::limits::WatchPermit;
+use crate::metrics::Held;
+use crate::store::BatchAnswer;
+use crate::AppState;
+
+/// Answers a client at `cursor`, holding it while nothing of the batch is
+/// new and some task is still live.
+pub async fn resume(
+    State(state): State<AppState>,
+    WatchCredential(credential): WatchCredential,
+    BatchId(id): BatchId,
+    Params {
+        cursor,
+        wait_ms,
+        snapshot,
+    }: Params,
+) -> Result<Response, ApiError> {
+    credential.require_batch(Right::Watch, &id)?;
+    let tenant = credential.into_tenant();
+    if wait_ms > 0 {
+        super::check_watch_quota(&state, &tenant).await?;
+    }
+    let mut sub = state.hub.subscribe_batch(&id, &tenant);
+    let answer = state
+        .store
+        .resume_batch(tenant.clone(), id, cursor, snapshot)
+        .await?;
+    let worth_holding = wait_ms > 0 && answer.mode == ResumeMode::CaughtUp && !answer.is_done();
+    if !worth_holding {
+        return Ok(no_store_json(answer.to_json(state.store.epoch())));
+    }
+    // Counted while held; refused (503 `watch-limit`) past the cap.
+    let _held = state
+        .watchers
+        .admit(&tenant)
+        .inspect_err(|e| state.hub.metrics.refused(&tenant, e))?;
+    let woke = tokio::time::timeout(Duration::from_millis(wait_ms), sub.wait_past(cursor)).await;
+    let answer = match woke {
+        Err(_elapsed) => answer,
+        Ok(BatchWake::Changed) => {
+            let id = sub.batch_id().to_string();
+            state.store.resume_batch(tenant, id, cursor, false).await?
+        }
+        Ok(BatchWake::Dropped) => return Ok(aborted()),
+    };
+    Ok(no_store_json(answer.to_json(state.store.epoch())))
+}
+
+struct Stream {
+    /// The stream's slot among the held watches, for as long as it is open.
+    _held: WatchPermit,
+    /// The stream in `/metrics`' held-stream gauge, likewise.
+    _counted: Held,
+    state: AppState,
+    tenant: String,
+    sub: BatchSubscription,
+    cursor: u64,
+    pending: Option<BatchAnswer>,
+    done: bool,
+}
+
+/// Opens the batch's stream (errors before the first byte are normal HTTP
+/// errors). First message: the answer for the starting cursor
+/// (`Last-Event-ID`, else `?cursor`, else 0); then one per wake.
+pub async fn events(
+    State(state): State<AppState>,
+    WatchCredential(credential): WatchCredential,
+    BatchId(id): BatchId,
+    headers: HeaderMap,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, ApiError> {
+    let query_cursor = Query::parse(raw.as_deref()).int("cursor", MAX_SAFE_INTEGER)?;
+    credential.require_batch(Right::Watch, &id)?;
+    let expires_at = credential
+        .expires_at()
+        .map(|exp| exp.saturating_add(state.browser_keys.leeway_secs()));
+    let tenant = credential.into_tenant();
+    let cursor = match headers.get("last-event-id") {
+        Some(v) => {
+            let text = v
+                .to_str()
+                .map_err(|_| ApiError::invalid("Last-Event-ID: must be an integer"))?;
+            parse_int("Last-Event-ID", text.trim(), MAX_SAFE_INTEGER)?
+        }
+        None => query_cursor.unwrap_or(0),
+    };
+    super::check_watch_quota(&state, &tenant).await?;
+    let sub = state.hub.subscribe_batch(&id, &tenant);
+    let first = state
+        .store
+        .resume_batch(tenant.clone(), id, cursor, false)
+        .await?;
+    if first.mode == ResumeMode::CaughtUp && first.is_done() {
+        // Nothing will ever follow: 204 stops an `EventSource` for good.
+        return Ok(StatusCode::NO_CONTENT.into_response());
+    }
+    let held = state
+        .watchers
+        .admit(&tenant)
+        .inspect_err(|e| state.hub.metrics.refused(&tenant, e))?;
+    let counted = state.hub.metrics.hold_stream();
+    let heartbeat = Duration::from_millis(state.heartbeat_ms.max(1));
+    let stream = futures_util::stream::unfold(
+        Stream {
+            _held: held,
+            _counted: counted,
+            state,
+            tenant,
+            sub,
+            cursor,
+            pending: Some(first),
+            done: false,
+        },
+        next,
+    );
+    let stream = crate::auth::until_expiry(stream, expires_at);
+    let mut res = Sse::new(stream)
+        .keep_alive(KeepAlive::new().interval(heartbeat).text("hb"))
+        .into_response();
+    let h = res.headers_mut();
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    Ok(res)
+}
+
+type Item = Result<SseEvent, std::io::Error>;
+
+async fn next(mut st: Stream) -> Option<(Item, Stream)> {
+    if st.done {
+        return None;
+    }
+    let answer = match st.pending.take() {
+        Some(a) => a,
+        None => match st.sub.wait_past(st.cursor).await {
+            BatchWake::Changed => {
+                let id = st.sub.batch_id().to_string();
+                let read = st
+                    .state
+                    .store
+                    .resume_batch(st.tenant.clone(), id, st.cursor, false)
+                    .await;
+                match read {
+                    Ok(a) => a,
+                    Err(e) => {
+                        st.done = true;
+                        return Some((Err(std::io::Error::other(e.to_string())), st));
+                    }
+                }
+            }
+            BatchWake::Dropped => {
+                st.done = true;
+                let err = std::io::Error::other("connection dropped by the server");
+                return Some((Err(err), st));
+            }
+        },
+    };
+    st.cursor = answer.cursor;
+    st.done = answer.is_done();
+    let event = SseEvent::default()
+        .event("batch")
+        .id(answer.cursor.to_string())
+        .data(answer.to_json(st.state.store.epoch()));
+    Some((Ok(event), st))
+}
