@@ -1,9 +1,9 @@
 //! The simulated batch server: a core `Book` with the batch's tasks and
 //! the batch cursor as PROTOCOL.md §Batches says (1 after the create,
-//! one more per commit that changes any of its tasks; one commit may
-//! change several), answering resume requests and streams with
-//! `BatchAnswer`s: per-task resume answers of the tasks that changed
-//! after the cursor, each from the version it had at that cursor.
+//! growing by one or more with every commit that changes any of its
+//! tasks; one commit may change several), answering resume requests and
+//! streams with `BatchAnswer`s: per-task resume answers of the tasks that
+//! changed after the cursor, each from the version it had at that cursor.
 
 use taskwire_core::wire::{from_json, from_json_bytes, to_json};
 use taskwire_core::{
@@ -23,9 +23,9 @@ pub struct BatchServer {
     pub ids: Vec<String>,
     /// Commits still to apply.
     pub timeline: Vec<Commit>,
-    /// `history[c]`: every task's view at cursor `c` (`history[0]`
-    /// unused: cursor 0 means "I know nothing").
-    pub history: Vec<Vec<TaskView>>,
+    /// Every cursor the batch had, rising, with every task's view then
+    /// (cursor 0 means "I know nothing": the first is 1, the create).
+    pub history: Vec<(u64, Vec<TaskView>)>,
 }
 
 /// A task's events: the seed's summary (sometimes with a failed, retried
@@ -90,8 +90,7 @@ impl BatchServer {
             timeline,
             history: Vec::new(),
         };
-        let created = server.views();
-        server.history = vec![created.clone(), created];
+        server.history = vec![(1, server.views())];
         server
     }
 
@@ -105,7 +104,13 @@ impl BatchServer {
 
     /// Every task's view at cursor `cursor` (≥ 1).
     pub fn views_at(&self, cursor: u64) -> &[TaskView] {
-        &self.history[cursor as usize]
+        let after = self.history.partition_point(|(c, _)| *c <= cursor);
+        &self.history[after.max(1) - 1].1
+    }
+
+    /// A cursor the batch really had, at random.
+    pub fn some_cursor(&self, rng: &mut Rng) -> u64 {
+        self.history[rng.below(self.history.len() as u64) as usize].0
     }
 
     fn open(views: &[TaskView]) -> u64 {
@@ -148,7 +153,7 @@ impl Served for BatchServer {
     }
 
     fn cursor(&self) -> u64 {
-        self.history.len() as u64 - 1
+        self.history.last().map_or(1, |(c, _)| *c)
     }
 
     fn terminal(&self) -> bool {
@@ -179,8 +184,10 @@ impl Served for BatchServer {
             }
         }
         if changed {
+            // By one or more: a client compares cursors, never counts.
+            let next = self.cursor() + 1 + rng.below(3);
             let now = self.views();
-            self.history.push(now);
+            self.history.push((next, now));
         }
         true
     }
@@ -232,9 +239,7 @@ impl Served for BatchServer {
     }
 
     fn agrees(&self, batch: &BatchMirror) -> bool {
-        let Some(then) = self.history.get(batch.cursor() as usize) else {
-            return false;
-        };
+        let then = self.views_at(batch.cursor());
         // A task may be ahead of its view at the cursor (a delta applied
         // while another task's did not, and the cursor stayed): the next
         // delta brings it its own entries again, as duplicates.

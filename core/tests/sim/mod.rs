@@ -232,7 +232,7 @@ impl World<BatchServer> {
             for _ in 0..rng.below(12) {
                 server.step(&mut rng);
             }
-            let cursor = 1 + rng.below(server.cursor());
+            let cursor = server.some_cursor(&mut rng);
             let epoch = rng.chance(0.5).then(|| String::from(batch_server::EPOCH));
             mirror = BatchMirror::from_tasks(
                 batch_server::BATCH,
