@@ -1,184 +1,16 @@
 // TaskClient: the browser client. The loop (requests, merging, backoff,
 // SSE, fallback, persistence) is Rust (taskwire-core's Follow, run by
-// wasm/src/client); this file owns what is about the JavaScript runtime:
-// listeners for `online`/`offline`/`visibilitychange`, finding
-// localStorage, and turning the loop's events into callbacks and the
-// `done` promise. It never assumes `window`:
-// it runs in windows, workers and Node ≥ 20.
+// wasm/src/client); this file owns the requests' JavaScript side (the
+// options, the token function around fetch), and ./watch.js what a watch
+// needs of the runtime. It never assumes `window`: it runs in windows,
+// workers and Node ≥ 20.
 
 import * as raw from "./taskwire_wasm.js";
 import { __internal } from "./api.js";
+import { BatchWatch, Watch, option } from "./watch.js";
 
 const { call, text, str, invalid, typeName } = __internal;
 
-
-function isOnline() {
-  const nav = globalThis.navigator;
-  return !(nav && nav.onLine === false);
-}
-
-/** localStorage, if this runtime has a usable one (never throws). */
-function localStore() {
-  try {
-    const s = globalThis.localStorage;
-    return s && typeof s.getItem === "function" ? s : undefined;
-  } catch {
-    return undefined; // access denied (e.g. disabled storage)
-  }
-}
-
-/**
- * Calls a user listener. Its errors must not unwind through wasm (the
- * loop would lose its place), nor stop the watch: they are reported the
- * way the runtime reports an uncaught error in an event listener
- * (`reportError` in windows and workers), or logged where there is no
- * such thing (Node 20).
- */
-function safely(fn, value) {
-  if (typeof fn !== "function") return;
-  try {
-    fn(value);
-  } catch (e) {
-    if (typeof globalThis.reportError === "function") globalThis.reportError(e);
-    else console.error("taskwire: a watch listener threw:", e);
-  }
-}
-
-/** Reads an option, turning a throwing getter into a coded error. */
-function option(options, key) {
-  try {
-    return options[key];
-  } catch (e) {
-    throw invalid(`options.${key}: cannot be read (${e instanceof Error ? e.message : String(e)})`);
-  }
-}
-
-/** Follows one task; made by `TaskClient.watch`. */
-class Watch {
-  #handle;
-  #task;
-  #status = { state: "connecting" };
-  #cleanup = [];
-
-  constructor(core, taskId, options, persistPrefix) {
-    str(taskId, "taskId");
-    if (options === null || typeof options !== "object") throw invalid(`options: must be an object, got ${typeName(options)}`);
-    const cursor = option(options, "cursor");
-    if (cursor !== undefined && typeof cursor !== "number") throw invalid(`options.cursor: must be a number, got ${typeName(cursor)}`);
-    const onUpdate = option(options, "onUpdate");
-    const onStatus = option(options, "onStatus");
-    const onReject = option(options, "onReject");
-    for (const [name, fn] of [["onUpdate", onUpdate], ["onStatus", onStatus], ["onReject", onReject]]) {
-      if (fn !== undefined && typeof fn !== "function") throw invalid(`options.${name}: must be a function`);
-    }
-
-    let resolve, reject;
-    this.done = new Promise((res, rej) => {
-      resolve = res;
-      reject = rej;
-    });
-    // `stop()` rejects `done`; nobody is obliged to await it.
-    this.done.catch(() => {});
-
-    const sink = (kind, json) => {
-      // `fail` carries the TaskwireError itself; the rest, JSON text.
-      if (kind === "fail") {
-        this.#detach();
-        reject(json);
-        return;
-      }
-      let payload;
-      try {
-        payload = JSON.parse(json);
-      } catch {
-        return;
-      }
-      switch (kind) {
-        case "update":
-          this.#task = payload.task ?? this.#task;
-          safely(onUpdate, payload);
-          break;
-        case "reject":
-          safely(onReject, payload);
-          break;
-        case "status":
-          this.#status = payload;
-          if (payload.state === "closed") this.#detach();
-          safely(onStatus, payload);
-          break;
-        case "done":
-          this.#task = payload.task ?? this.#task;
-          resolve(this.#task);
-          break;
-      }
-    };
-
-    // Persistence is the Rust side's: it reads and writes the storage.
-    const storageKey = persistPrefix === undefined ? undefined : persistPrefix + taskId;
-    const storage = storageKey === undefined ? undefined : localStore();
-    this.#handle = call(() => core.watch({ taskId, cursor, storage, storageKey, sink, online: isOnline }));
-    const initial = this.#handle.initial();
-    if (initial !== "null") this.#task = JSON.parse(initial);
-    this.#attach();
-  }
-
-  /**
-   * Reconnect at once when the network changes or the page is shown. On
-   * `online`/`offline` the request in flight is cut too: it may hang on a
-   * connection that died with the old network.
-   */
-  #attach() {
-    const network = () => this.#handle?.network();
-    const target = globalThis;
-    if (typeof target.addEventListener === "function") {
-      for (const type of ["online", "offline"]) {
-        target.addEventListener(type, network);
-        this.#cleanup.push(() => target.removeEventListener(type, network));
-      }
-    }
-    const doc = globalThis.document;
-    if (doc && typeof doc.addEventListener === "function") {
-      const onVisible = () => {
-        if (doc.visibilityState === "visible") this.#handle?.visible();
-      };
-      doc.addEventListener("visibilitychange", onVisible);
-      this.#cleanup.push(() => doc.removeEventListener("visibilitychange", onVisible));
-    }
-  }
-
-  #detach() {
-    for (const undo of this.#cleanup.splice(0)) undo();
-  }
-
-  /** The task as known (no history), or undefined before the first answer. */
-  get task() {
-    return this.#task;
-  }
-
-  /** The version known: the cursor of the next request. */
-  get version() {
-    return this.#task?.version ?? 0;
-  }
-
-  /** The last status reported. */
-  get status() {
-    return this.#status;
-  }
-
-  /** Stops now: aborts the request in flight, cancels timers; `done` rejects with code `stopped`. */
-  stop() {
-    this.#handle?.stop();
-    this.#detach();
-  }
-
-  /** `using watch = client.watch(…)`: stops the watch and frees its memory at the end of the scope. */
-  [Symbol.dispose]() {
-    this.stop();
-    const handle = this.#handle;
-    this.#handle = undefined;
-    handle?.free();
-  }
-}
 
 /** `init` with `Authorization: Bearer <token>` added. */
 function withBearer(init, token) {
@@ -287,7 +119,22 @@ export class TaskClient {
     const key = option(options, "idempotencyKey");
     if (key !== undefined) str(key, "idempotencyKey");
     const core = this.#core;
-    return settle(() => core.create_task(body, key));
+    return settle(() => core.create("/v1/tasks", body, key));
+  }
+
+  /**
+   * POST /v1/batches: many tasks in one call, whole or not at all. With
+   * `idempotencyKey`, retried on network errors, 429 and 5xx like
+   * `createTask`.
+   */
+  async createBatch(items, options = {}) {
+    if (!Array.isArray(items)) throw invalid(`items: must be an array of create requests, got ${typeName(items)}`);
+    const body = text({ items }, "items");
+    if (options === null || typeof options !== "object") throw invalid(`options: must be an object, got ${typeName(options)}`);
+    const key = option(options, "idempotencyKey");
+    if (key !== undefined) str(key, "idempotencyKey");
+    const core = this.#core;
+    return settle(() => core.create("/v1/batches", body, key));
   }
 
   /** POST /v1/tasks/{id}/deliveries: the receipt (the same one for the same key). */
@@ -338,6 +185,11 @@ export class TaskClient {
   /** Follows a task until it is terminal, stopped, or refused (401/403/404). */
   watch(taskId, options = {}) {
     return new Watch(this.#core, taskId, options, this.#persistPrefix);
+  }
+
+  /** Follows every task of a batch, over one held request, until all are terminal, stopped, or refused. */
+  watchBatch(batchId, options = {}) {
+    return new BatchWatch(this.#core, batchId, options, this.#persistPrefix);
   }
 }
 

@@ -15,9 +15,12 @@ const dist = join(root, "dist");
 // above what the page costs now (50.3 KB, then +2.8 KB for the
 // lifecycle of issue 11, which the page's mirror replays, +0.5 KB for
 // TaskClient.cancel and decide, +0.4 KB for browser tokens and a 204 at
-// a stream's end: 54.0 KB); the target is 40 KB (issue 10), not reached
-// yet: docs/package.md lists what is left.
-const LIMIT_GZIP = 55 * 1024;
+// a stream's end: 54.0 KB; 54.6 KB before batches), then +5.9 KB for
+// TaskClient.createBatch and watchBatch (the batch answer's reader, the
+// batch mirror, per-task events and progress, the JS BatchWatch: 60.5
+// KB); the target is 40 KB (issue 10), not reached yet: docs/package.md
+// lists what is left.
+const LIMIT_GZIP = 61 * 1024;
 
 function run(cmd, args, opts = {}) {
   execFileSync(cmd, args, { cwd: root, stdio: "inherit", ...opts });
@@ -34,13 +37,13 @@ const VARIANTS = {
   client: {
     features: ["--no-default-features", "--features", "client"],
     exports: { "./api.js": ["TaskwireError", "TaskMirror"] },
-    files: ["api.js", "client.js", "index.js", "node.js"],
+    files: ["api.js", "client.js", "index.js", "node.js", "watch.js"],
     limitGzip: LIMIT_GZIP,
   },
   full: {
     features: [],
     exports: { "./api.js": ["TaskwireError", "TaskMirror"], "./book.js": ["createTask", "applyEvent", "expireTask", "TaskBook"] },
-    files: ["api.js", "book.js", "client.js", "index.js", "node.js"],
+    files: ["api.js", "book.js", "client.js", "index.js", "node.js", "watch.js"],
     // Not shipped to pages by default; the limit only catches regressions.
     limitGzip: 100 * 1024,
   },

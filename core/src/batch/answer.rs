@@ -8,7 +8,7 @@
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 
-use crate::json::{self, Fields, FromJson, Path, Value};
+use crate::json::{self, Fields, FromJson, Gather, Path, Placeholder, Value};
 use crate::resume::{ResumeAnswer, ResumeMode};
 use crate::value::NonBlank;
 
@@ -58,43 +58,47 @@ impl Serialize for BatchAnswer {
     }
 }
 
+impl Placeholder for ResumeMode {
+    fn placeholder() -> Self {
+        ResumeMode::CaughtUp
+    }
+}
+
 impl FromJson for BatchAnswer {
     /// An unknown `mode` is an error; a `caught-up` answer has no
     /// `tasks`, a `snapshot` only snapshots; `open` is at most `size`.
+    /// (Gathered: one early return, not one per field; docs/package.md.)
     fn from_json(value: &Value<'_>, at: Path<'_>) -> Result<Self, json::Error> {
         let f = Fields::of(value, at)?;
-        let batch_id: NonBlank = f.req("batchId")?;
-        let mode: ResumeMode = f.req("mode")?;
-        let cursor: u64 = f.req("cursor")?;
-        let size: u64 = f.req("size")?;
-        let open: u64 = f.req("open")?;
-        let tasks: Vec<ResumeAnswer> = f.get("tasks")?.unwrap_or_default();
-        let epoch: Option<NonBlank> = f.get("epoch")?;
-        if open > size {
-            return Err(f.missing("open", "must not be above size"));
-        }
-        let misplaced = match mode {
-            ResumeMode::CaughtUp => !tasks.is_empty(),
-            ResumeMode::Snapshot => tasks.iter().any(|t| t.mode() != ResumeMode::Snapshot),
-            ResumeMode::Delta => false,
-        };
-        if misplaced {
-            let why = if mode == ResumeMode::CaughtUp {
-                "must be empty for mode caught-up"
-            } else {
-                "must all be snapshots for mode snapshot"
-            };
-            return Err(f.missing("tasks", why));
-        }
-        Ok(BatchAnswer {
+        let mut g = Gather::new(&f, None);
+        let batch_id: NonBlank = g.req("batchId");
+        let epoch: Option<NonBlank> = g.opt("epoch");
+        let answer = BatchAnswer {
             batch_id: batch_id.into_string(),
-            mode,
-            cursor,
-            size,
-            open,
-            tasks,
+            mode: g.req("mode"),
+            cursor: g.req("cursor"),
+            size: g.req("size"),
+            open: g.req("open"),
+            tasks: g.opt("tasks").unwrap_or_default(),
             epoch: epoch.map(NonBlank::into_string),
-        })
+        };
+        if answer.open > answer.size {
+            g.fail("open", "must not be above size");
+        }
+        let snapshots = answer
+            .tasks
+            .iter()
+            .all(|t| t.mode() == ResumeMode::Snapshot);
+        match answer.mode {
+            ResumeMode::CaughtUp if !answer.tasks.is_empty() => {
+                g.fail("tasks", "must be empty for mode caught-up")
+            }
+            ResumeMode::Snapshot if !snapshots => {
+                g.fail("tasks", "must all be snapshots for mode snapshot")
+            }
+            _ => {}
+        }
+        g.finish(answer)
     }
 }
 

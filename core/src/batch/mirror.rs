@@ -23,15 +23,13 @@
 //! previous match was: answers list tasks in item order, so a whole
 //! answer is matched in one pass, without an index.
 
-use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 
 use super::BatchAnswer;
-use crate::json::{self, Fields, FromJson, Path, Value};
 use crate::mirror::{MergeOutcome, Mirror, Next, RejectReason, Rejection, UpdateReason};
 use crate::resume::{ResumeAnswer, ResumeMode};
 use crate::task::TaskView;
-use crate::value::{is_blank, NonBlank};
+use crate::value::is_blank;
 use crate::Error;
 
 /// A batch as a client knows it. See the module docs.
@@ -254,31 +252,38 @@ impl BatchMirror {
         }
     }
 
-    /// Takes every task from the snapshot, in its order: each known task
-    /// through its own mirror, each other one into a new mirror.
+    /// Takes every task from the snapshot: each through its own mirror
+    /// when the snapshot lists the tasks known, in their order (a replay,
+    /// a repair); otherwise (the first answer, another epoch, a batch
+    /// known in part) into new mirrors, in the snapshot's order.
     fn merge_snapshot(&mut self, answer: &BatchAnswer, out: &mut BatchOutcome) {
-        let mut known: Vec<Option<Mirror>> = std::mem::take(&mut self.tasks)
-            .into_iter()
-            .map(Some)
-            .collect();
-        let mut from = 0;
-        for element in &answer.tasks {
-            let Some(task) = element.task() else {
-                out.tasks.push(unmatched(element));
-                continue;
-            };
-            let index = find_slot(&known, &task.id, &mut from);
-            let mirror = index.and_then(|i| known.get_mut(i)?.take());
-            let Some(mut mirror) = mirror.or_else(|| Mirror::new(&task.id).ok()) else {
-                out.tasks.push(unmatched(element));
-                continue;
-            };
-            let outcome = mirror.merge(element);
-            out.tasks.push(TaskOutcome {
-                index: Some(self.tasks.len()),
-                outcome,
-            });
-            self.tasks.push(mirror);
+        let same = self.tasks.len() == answer.tasks.len()
+            && self
+                .tasks
+                .iter()
+                .zip(&answer.tasks)
+                .all(|(m, t)| t.task().is_some_and(|t| t.id == m.task_id()));
+        if !same {
+            self.tasks.clear();
+        }
+        for (index, element) in answer.tasks.iter().enumerate() {
+            if !same {
+                let fresh = element.task().and_then(|t| Mirror::new(&t.id).ok());
+                match fresh {
+                    Some(mirror) => self.tasks.push(mirror),
+                    None => {
+                        out.tasks.push(unmatched(element));
+                        continue;
+                    }
+                }
+            }
+            let at = if same { index } else { self.tasks.len() - 1 };
+            if let Some(mirror) = self.tasks.get_mut(at) {
+                out.tasks.push(TaskOutcome {
+                    index: Some(at),
+                    outcome: mirror.merge(element),
+                });
+            }
         }
     }
 }
@@ -322,61 +327,34 @@ fn find(mirrors: &[Mirror], id: &str, from: &mut usize) -> Option<usize> {
     Some(found)
 }
 
-/// [`find`] over mirrors not yet taken.
-fn find_slot(slots: &[Option<Mirror>], id: &str, from: &mut usize) -> Option<usize> {
-    let n = slots.len();
-    let found = (0..n).map(|k| (*from + k) % n).find(|&i| {
-        slots
-            .get(i)
-            .and_then(Option::as_ref)
-            .is_some_and(|m| m.task_id() == id)
-    })?;
-    *from = found + 1;
-    Some(found)
+impl BatchMirror {
+    /// The batch as a snapshot answer: its persisted form (and what
+    /// restores it: merged into [`BatchMirror::new`], one reader serves
+    /// the server's answers and the stored batch).
+    pub fn to_snapshot(&self) -> BatchAnswer {
+        BatchAnswer {
+            batch_id: self.batch_id.clone(),
+            mode: ResumeMode::Snapshot,
+            cursor: self.cursor,
+            size: self.size,
+            open: self.open,
+            tasks: self
+                .tasks
+                .iter()
+                .filter_map(|m| m.task().cloned())
+                .map(|task| ResumeAnswer::Snapshot { task })
+                .collect(),
+            epoch: self.epoch.clone(),
+        }
+    }
 }
 
 impl Serialize for BatchMirror {
-    /// The persisted shape: `{"batchId","cursor","size","open","epoch"?,
-    /// "tasks":[TaskView…]}` (each task's view; no per-task epoch: the
-    /// batch has one).
+    /// [`BatchMirror::to_snapshot`]'s answer.
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut st = s.serialize_struct("BatchMirror", 6)?;
-        st.serialize_field("batchId", &self.batch_id)?;
-        st.serialize_field("cursor", &self.cursor)?;
-        st.serialize_field("size", &self.size)?;
-        st.serialize_field("open", &self.open)?;
-        match &self.epoch {
-            Some(epoch) => st.serialize_field("epoch", epoch)?,
-            None => st.skip_field("epoch")?,
-        }
-        let views: Vec<&TaskView> = self.tasks.iter().filter_map(Mirror::task).collect();
-        st.serialize_field("tasks", &views)?;
-        st.end()
+        self.to_snapshot().serialize(s)
     }
 }
-
-impl FromJson for BatchMirror {
-    /// The persisted shape (see `Serialize`).
-    fn from_json(value: &Value<'_>, at: Path<'_>) -> Result<Self, json::Error> {
-        let f = Fields::of(value, at)?;
-        let batch_id: NonBlank = f.req("batchId")?;
-        let cursor: u64 = f.req("cursor")?;
-        let size: u64 = f.req("size")?;
-        let open: u64 = f.req("open")?;
-        let epoch: Option<NonBlank> = f.get("epoch")?;
-        let tasks: Vec<TaskView> = f.get("tasks")?.unwrap_or_default();
-        Ok(BatchMirror {
-            batch_id: batch_id.into_string(),
-            cursor,
-            size,
-            open: open.min(size),
-            epoch: epoch.map(NonBlank::into_string),
-            tasks: tasks.into_iter().map(Mirror::from_snapshot).collect(),
-        })
-    }
-}
-
-json::impl_deserialize!(BatchMirror);
 
 #[cfg(test)]
 mod tests;

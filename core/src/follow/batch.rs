@@ -5,8 +5,8 @@
 //! answer) refused without a rise, and the batch's [`BatchProgress`]
 //! whenever it changes.
 
-use super::output::{BatchProgress, FollowEvent, Reject, Update};
-use super::target::Merged;
+use super::output::{BatchProgress, FollowEvent, Reject};
+use super::target::{report, Merged};
 use super::FollowConfig;
 use crate::batch::{BatchAnswer, BatchMirror};
 use crate::mirror::Mirror;
@@ -66,30 +66,13 @@ impl BatchTarget {
         for (element, task) in answer.tasks.into_iter().zip(&outcome.tasks) {
             let merged = &task.outcome;
             rejected |= !merged.rejected.is_empty();
-            let mirror = task.index.and_then(|i| self.mirror.tasks().get(i));
-            if merged.changed {
-                // Moved out of the answer, as for a single task.
-                let entries = element
-                    .into_events()
-                    .into_iter()
-                    .filter(|e| merged.applied.contains(&e.version))
-                    .collect();
-                events.push(FollowEvent::Update(Update {
-                    task: mirror.and_then(Mirror::task).cloned(),
-                    mode: merged.mode,
-                    applied: merged.applied.clone(),
-                    events: entries,
-                    rejected: merged.rejected.clone(),
-                    reason: merged.reason,
-                }));
-            } else if !merged.rejected.is_empty() {
-                events.push(FollowEvent::Reject(Reject {
-                    task_id: element.task().map(|t| t.id.clone()),
-                    mode: merged.mode,
-                    rejected: merged.rejected.clone(),
-                    version: mirror.map_or(0, Mirror::version),
-                }));
-            }
+            let view = task
+                .index
+                .and_then(|i| self.mirror.tasks().get(i))
+                .and_then(Mirror::task);
+            let id = element.task().map(|t| t.id.clone());
+            let mut refused = merged.rejected.clone();
+            report(events, element, merged, view, &mut refused, id);
         }
         self.progress(events);
         Ok(Merged {

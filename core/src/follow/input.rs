@@ -248,12 +248,11 @@ impl Follow {
             self.finished = true;
             self.events.push(FollowEvent::Fail(Fail {
                 code: FailCode::Stopped,
-                message: [
+                message: step::words([
                     "the watch was stopped before the ",
                     self.target.noun(),
                     " ended",
-                ]
-                .concat(),
+                ]),
                 status: 0,
             }));
             self.last_state = None;

@@ -297,6 +297,12 @@ impl Follow {
         }
     }
 
+    /// The cursor of the next request: the task's version, or the batch
+    /// cursor.
+    pub fn cursor(&self) -> u64 {
+        self.target.cursor()
+    }
+
     /// The transport in use (SSE may have fallen back to long-poll).
     pub fn transport(&self) -> Transport {
         self.transport

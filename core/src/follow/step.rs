@@ -36,13 +36,22 @@ impl Step {
     }
 }
 
+/// The words joined (`concat` costs the page ~0.4 KB of wasm).
+pub(super) fn words(parts: [&str; 3]) -> String {
+    let mut out = String::new();
+    for part in parts {
+        out.push_str(part);
+    }
+    out
+}
+
 /// Maps a non-200 status to its step; `noun` names what is followed
 /// (`task`, `batch`).
 pub(super) fn classify(status: u16, retry_after_ms: Option<f64>, noun: &str) -> Step {
     let fatal = |code, parts: [&str; 3]| Step::Fatal {
         code,
         status,
-        message: parts.concat(),
+        message: words(parts),
     };
     match status {
         401 => fatal(

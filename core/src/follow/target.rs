@@ -7,7 +7,9 @@
 use super::batch::BatchTarget;
 use super::output::{FollowEvent, Reject, Update};
 use super::FollowConfig;
-use crate::mirror::{Mirror, Next, Rejection};
+use crate::mirror::{MergeOutcome, Mirror, Next, Rejection};
+use crate::resume::ResumeAnswer;
+use crate::task::TaskView;
 use crate::Error;
 
 /// What one answer did, as the loop needs to know it.
@@ -111,31 +113,8 @@ impl TaskTarget {
         let outcome = self.mirror.merge_from(epoch.as_deref(), &answer);
         self.hint = 0;
         self.unreported.extend(outcome.rejected.iter().copied());
-        if outcome.changed {
-            // Moved out of the answer, not cloned: the page then carries
-            // no copy of `Event::clone` (~1.2 KB of wasm for its fourteen
-            // kinds).
-            let entries = answer
-                .into_events()
-                .into_iter()
-                .filter(|e| outcome.applied.contains(&e.version))
-                .collect();
-            events.push(FollowEvent::Update(Update {
-                task: self.mirror.task().cloned(),
-                mode: outcome.mode,
-                applied: outcome.applied.clone(),
-                events: entries,
-                rejected: std::mem::take(&mut self.unreported),
-                reason: outcome.reason,
-            }));
-        } else if !outcome.rejected.is_empty() {
-            events.push(FollowEvent::Reject(Reject {
-                task_id: None,
-                mode: outcome.mode,
-                rejected: outcome.rejected.clone(),
-                version: self.mirror.version(),
-            }));
-        }
+        let task = self.mirror.task();
+        report(events, answer, &outcome, task, &mut self.unreported, None);
         let terminal = self.mirror.state().is_some_and(|s| s.is_terminal());
         Ok(Merged {
             changed: outcome.changed,
@@ -143,5 +122,42 @@ impl TaskTarget {
             next: outcome.next,
             done: terminal,
         })
+    }
+}
+
+/// The page's event about one task's merged answer: an update when its
+/// version rose (with the entries applied, and what `unreported` held),
+/// else a rejection when something was refused.
+pub(super) fn report(
+    events: &mut Vec<FollowEvent>,
+    answer: ResumeAnswer,
+    outcome: &MergeOutcome,
+    task: Option<&TaskView>,
+    unreported: &mut Vec<Rejection>,
+    task_id: Option<String>,
+) {
+    if outcome.changed {
+        // Moved out of the answer, not cloned: the page then carries no
+        // copy of `Event::clone` (~1.2 KB of wasm for its fourteen kinds).
+        let entries = answer
+            .into_events()
+            .into_iter()
+            .filter(|e| outcome.applied.contains(&e.version))
+            .collect();
+        events.push(FollowEvent::Update(Update {
+            task: task.cloned(),
+            mode: outcome.mode,
+            applied: outcome.applied.clone(),
+            events: entries,
+            rejected: std::mem::take(unreported),
+            reason: outcome.reason,
+        }));
+    } else if !outcome.rejected.is_empty() {
+        events.push(FollowEvent::Reject(Reject {
+            task_id,
+            mode: outcome.mode,
+            rejected: outcome.rejected.clone(),
+            version: task.map_or(0, |t| t.version),
+        }));
     }
 }

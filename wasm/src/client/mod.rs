@@ -145,26 +145,15 @@ impl ClientCore {
         })
     }
 
-    /// `POST /v1/tasks`; resolves to `{status, body}` JSON text. With an
-    /// idempotency key, network failures, 429 and 5xx are retried (the key
-    /// makes that safe); without one, they are not.
-    pub fn create_task(&self, body: String, idempotency_key: Option<String>) -> Promise {
+    /// `POST {route}` (`/v1/tasks`, `/v1/batches`: one export for both
+    /// creates); resolves to the 2xx body, JSON text. With an idempotency
+    /// key, network failures, 429 and 5xx are retried (the key makes that
+    /// safe); without one, they are not.
+    pub fn create(&self, route: &str, body: String, idempotency_key: Option<String>) -> Promise {
         exchange::create(
             Rc::clone(&self.http),
             self.backoff,
-            "/v1/tasks",
-            body,
-            idempotency_key,
-        )
-    }
-
-    /// `POST /v1/batches` (`{"items": […]}`, JSON text); resolves and
-    /// retries as `create_task`.
-    pub fn create_batch(&self, body: String, idempotency_key: Option<String>) -> Promise {
-        exchange::create(
-            Rc::clone(&self.http),
-            self.backoff,
-            "/v1/batches",
+            route,
             body,
             idempotency_key,
         )
@@ -225,41 +214,44 @@ impl ClientCore {
         Ok(parts.start(follow, &self.http))
     }
 
-    /// Starts following a batch. `options`: `{batchId, cursor?, tasks?,
-    /// storage?, storageKey?, sink, online?}`, as `watch`'s, where `tasks`
-    /// (JSON text of the views in item order) is what was known at
-    /// `cursor` (a create's answer): both or neither.
+    /// Starts following a batch. `options`: `{batchId, start?, storage?,
+    /// storageKey?, sink, online?}`, as `watch`'s, where `start` is what
+    /// is known already (a create's answer), as the JSON text of a
+    /// snapshot `BatchAnswer`: the form the batch is stored in, restored
+    /// through the same reader and merge as the server's answers.
     pub fn watch_batch(&self, options: JsValue) -> Result<WatchHandle, JsValue> {
         let batch_id = field(&options, "batchId").as_string().unwrap_or_default();
-        let (cursor, parts) = Parts::read(&options)?;
-        let tasks = field(&options, "tasks").as_string();
-        let mirror = match (cursor, tasks) {
-            (Some(cursor), Some(tasks)) => {
-                let views = crate::read::read(&tasks, "options.tasks").map_err(throw)?;
-                tw::BatchMirror::from_tasks(&batch_id, cursor, None, views)
-            }
-            (None, None) => {
-                let restored = parts
-                    .store
-                    .as_ref()
-                    .and_then(|s| s.load::<tw::BatchMirror>());
-                match restored.filter(|m| m.batch_id() == batch_id) {
-                    Some(mirror) => Ok(mirror),
-                    None => tw::BatchMirror::new(&batch_id),
+        let mut mirror = tw::BatchMirror::new(&batch_id).map_err(throw)?;
+        let (_, parts) = Parts::read(&options)?;
+        match field(&options, "start").as_string() {
+            Some(text) => start_from(&mut mirror, &text).map_err(throw)?,
+            None => {
+                // A corrupt stored value is ignored, as a task's is.
+                if let Some(text) = parts.store.as_ref().and_then(Store::text) {
+                    let _ = start_from(&mut mirror, &text);
                 }
             }
-            (Some(_), None) => Err(tw::Error::invalid(
-                "options.tasks: required with options.cursor (the tasks as known at that cursor)",
-            )),
-            (None, Some(_)) => Err(tw::Error::invalid(
-                "options.cursor: required with options.tasks (the batch cursor they were read at)",
-            )),
         }
-        .map_err(throw)?;
         let online = Runner::read_online(parts.online.as_ref());
         let follow = Follow::batch(self.config(), mirror, js_sys::Date::now(), online);
         Ok(parts.start(follow, &self.http))
     }
+}
+
+/// One reader of batch answers for the follow, the start and the store
+/// (each generic copy costs the page ~2 KB of wasm).
+#[inline(never)]
+fn read_batch(text: &str, what: &str) -> Result<tw::BatchAnswer, tw::Error> {
+    crate::read::read(text, what)
+}
+
+/// Merges what is known (a create's answer, or the stored batch: a
+/// snapshot answer) into a fresh mirror. Another batch's answer leaves
+/// it knowing nothing.
+#[inline(never)]
+fn start_from(mirror: &mut tw::BatchMirror, text: &str) -> Result<(), tw::Error> {
+    mirror.merge(&read_batch(text, "options")?);
+    Ok(())
 }
 
 impl ClientCore {
@@ -272,7 +264,7 @@ impl ClientCore {
             seed: (js_sys::Math::random() * 9_007_199_254_740_992.0) as u64,
             read_date: js_date,
             read_answer: |text| crate::read::read(text, "answer"),
-            read_batch: |text| crate::read::read(text, "answer"),
+            read_batch: |text| read_batch(text, "answer"),
         }
     }
 }
@@ -342,6 +334,12 @@ impl WatchHandle {
     pub fn network(&self) {
         let online = Runner::read_online(self.runner.online());
         self.runner.feed(|f, now| f.handle_network(now, online));
+    }
+
+    /// The cursor of the next request (a task's version, a batch's
+    /// cursor).
+    pub fn cursor(&self) -> f64 {
+        self.runner.cursor() as f64
     }
 
     /// What was known when the watch started (restored or given): the

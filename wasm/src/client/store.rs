@@ -2,8 +2,8 @@
 //! `localStorage`-like object when a watch starts and written after every
 //! update, in the mirror's own `{taskId, task, epoch?}` form (the epoch
 //! is what lets a reload start over when the server's history changed);
-//! a batch's in its `{batchId, cursor, size, open, epoch?, tasks}` form,
-//! one key per batch.
+//! a batch as a snapshot answer (`{batchId, mode: "snapshot", cursor,
+//! size, open, tasks, epoch?}`), one key per batch.
 
 use js_sys::{Function, Reflect};
 use taskwire_core::json::FromJson;
@@ -32,8 +32,13 @@ impl Store {
 
     /// The persisted value, if there is a sound one.
     pub fn load<T: FromJson>(&self) -> Option<T> {
-        let text = self.call("getItem", &[])?.as_string()?;
-        crate::read::read::<T>(&text, "persisted").ok()
+        self.text()
+            .and_then(|text| crate::read::read::<T>(&text, "persisted").ok())
+    }
+
+    /// The persisted text.
+    pub fn text(&self) -> Option<String> {
+        self.call("getItem", &[])?.as_string()
     }
 
     /// Best effort: a full or disabled storage is not an error.

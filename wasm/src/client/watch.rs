@@ -79,13 +79,17 @@ impl Runner {
         self.online.as_ref()
     }
 
+    /// The cursor of the next request.
+    pub fn cursor(&self) -> u64 {
+        self.follow.borrow().cursor()
+    }
+
     /// What is known at the start (restored, or given), as JSON: the
-    /// task or `null`; for a batch, its tasks' views (`[]` when none).
+    /// task or `null`; for a batch, its snapshot answer (the stored form).
     pub fn initial(&self) -> String {
         let follow = self.follow.borrow();
         if let Some(batch) = follow.batch_mirror() {
-            let views: Vec<&tw::TaskView> = batch.tasks().iter().filter_map(|m| m.task()).collect();
-            return write(&views);
+            return write(batch);
         }
         match follow.mirror().and_then(|m| m.task()) {
             Some(task) => write(task),

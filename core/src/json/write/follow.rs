@@ -68,24 +68,30 @@ impl ToJson for BatchProgress {
 }
 
 impl ToJson for BatchMirror {
+    /// As a snapshot answer ([`BatchMirror::to_snapshot`]), the persisted
+    /// form, written from the mirror without copying it.
     fn write_json(&self, w: &mut Writer) {
         w.open();
         w.field("batchId", self.batch_id());
+        w.field("mode", "snapshot");
         w.field("cursor", &self.cursor());
         w.field("size", &self.size());
         w.field("open", &self.open());
-        if let Some(epoch) = self.epoch() {
-            w.field("epoch", epoch);
-        }
         w.key("tasks");
         w.out.push('[');
         for (i, task) in self.tasks().iter().filter_map(Mirror::task).enumerate() {
             if i > 0 {
                 w.out.push(',');
             }
+            w.out
+                .push_str("{\"mode\":\"snapshot\",\"events\":[],\"task\":");
             task.write_json(w);
+            w.out.push('}');
         }
         w.out.push(']');
+        if let Some(epoch) = self.epoch() {
+            w.field("epoch", epoch);
+        }
         w.close();
     }
 }
