@@ -410,6 +410,16 @@ export interface WatchRejection {
   version: number;
 }
 
+/** What a batch's `onReject` receives. */
+export interface BatchRejection extends WatchRejection {
+  /**
+   * The task whose answer was refused (its `version` is the task's); absent
+   * when the batch answer was refused whole (a replay, another epoch, another
+   * batch: `version` is then the batch cursor held).
+   */
+  taskId?: string;
+}
+
 /** Connection state, for an indicator. */
 export interface WatchStatus {
   state: "connecting" | "live" | "reconnecting" | "offline" | "closed";
@@ -431,6 +441,74 @@ export interface WatchOptions {
 
 /** Error codes of a watch that ended without a terminal task. */
 export type WatchErrorCode = "unauthorized" | "forbidden" | "not-found" | "stopped";
+
+/** A batch as a whole, as `onProgress` receives it: reported when it changes. */
+export interface BatchProgress {
+  /** How many tasks the batch has. */
+  size: number;
+  /** How many of them are terminal. */
+  terminal: number;
+  /** How many are in each state (every state, zeros included). */
+  counts: Record<State, number>;
+  /** The mean of the tasks' `progress` (0 to 100), a terminal task counting 100. */
+  progress: number;
+}
+
+/** The answer of `TaskClient.createBatch`: every task, in item order. */
+export interface CreatedBatch {
+  batchId: string;
+  /** How many tasks it has. */
+  size: number;
+  /** The batch cursor now (1 right after the create): start a watch from it. */
+  cursor: number;
+  /** How many of its tasks are not terminal. */
+  open: number;
+  /** The server's history (absent from backends that send none). */
+  epoch?: Epoch;
+  /** The items' tasks, in item order, each as a single create answers it. */
+  tasks: (CreatedTask & { batchId: string })[];
+}
+
+/** Options of `TaskClient.watchBatch`. */
+export interface BatchWatchOptions {
+  /**
+   * The batch cursor to start from, with `tasks`, the tasks as known at it
+   * (a `CreatedBatch`'s `cursor` and `tasks`): the first request is then a
+   * held delta, not a snapshot. Both or neither; without them (and nothing
+   * persisted) the first answer is a snapshot of the whole batch.
+   */
+  cursor?: number;
+  tasks?: TaskView[];
+  /** One task's version rose (its `task` says which). */
+  onUpdate?: (update: WatchUpdate) => void;
+  /** The batch's aggregate changed. */
+  onProgress?: (progress: BatchProgress) => void;
+  onStatus?: (status: WatchStatus) => void;
+  onReject?: (rejection: BatchRejection) => void;
+}
+
+/** A running batch watch: see `TaskClient.watchBatch`. */
+export interface BatchWatch {
+  /** The tasks as known (no history), in item order; empty before the first answer. */
+  readonly tasks: TaskView[];
+  /** One task as known, by id. */
+  task(id: string): TaskView | undefined;
+  /** The batch cursor known: the cursor of the next request. */
+  readonly cursor: number;
+  readonly status: WatchStatus;
+  /** The aggregate last reported; undefined before the batch is known. */
+  readonly progress: BatchProgress | undefined;
+  /**
+   * Resolves with every task, in item order, once all are terminal. Rejects
+   * with a `TaskwireError` whose code is a `WatchErrorCode` (and `status`
+   * for HTTP errors).
+   */
+  readonly done: Promise<TaskView[]>;
+  /** Aborts the request in flight and cancels timers now. */
+  stop(): void;
+  /** `using watch = client.watchBatch(id)`: stops the watch and frees its memory at the end of the scope. */
+  [Symbol.dispose](): void;
+}
 
 /** A running watch: see `TaskClient.watch`. */
 export interface Watch {
@@ -468,6 +546,13 @@ export class TaskClient {
   constructor(options: TaskClientOptions);
   /** POST /v1/tasks. With `idempotencyKey`, safe to retry (and retried on network errors). */
   createTask(request: CreateTaskRequest, options?: { idempotencyKey?: string }): Promise<CreatedTask>;
+  /**
+   * POST /v1/batches: 1 to 1,000 tasks in one call, created whole or not at
+   * all. With `idempotencyKey`, safe to retry (and retried on network
+   * errors, 429 and 5xx); a bad item is `invalid-request` naming it
+   * (`body.items[3].ttlMs: …`).
+   */
+  createBatch(items: CreateTaskRequest[], options?: { idempotencyKey?: string }): Promise<CreatedBatch>;
   /** POST /v1/tasks/{id}/deliveries: the same key returns the same receipt. */
   deliver(taskId: string, key: string): Promise<Receipt>;
   /**
@@ -487,4 +572,18 @@ export class TaskClient {
   decide(taskId: string, options: DecideOptions): Promise<ActionAnswer>;
   /** Follows a task until it is terminal, stopped, or refused. */
   watch(taskId: string, options?: WatchOptions): Watch;
+  /**
+   * Follows every task of a batch over one held request (long-poll or SSE,
+   * as `transport` says) until all are terminal, stopped, or refused.
+   *
+   * @example
+   * const batch = await client.createBatch(items, { idempotencyKey: "run-7" });
+   * const watch = client.watchBatch(batch.batchId, {
+   *   cursor: batch.cursor, tasks: batch.tasks, // start by delta, from the create
+   *   onUpdate: ({ task }) => renderRow(task),
+   *   onProgress: ({ terminal, size, progress }) => bar(terminal, size, progress),
+   * });
+   * const all = await watch.done; // every task, terminal, in item order
+   */
+  watchBatch(batchId: string, options?: BatchWatchOptions): BatchWatch;
 }

@@ -1,7 +1,10 @@
 // The wire types of the `taskwire` package: the JSON shapes of
 // taskwire-core (PROTOCOL.md §Wire types): states, events, the task and
-// its history, the create input, reasons. Hand-written, re-exported by
-// index.d.ts (which has the API); checked by tests/js/types.test.ts.
+// its history, the create input, reasons, a batch's answer. Hand-written,
+// re-exported by index.d.ts (which has the API); checked by
+// tests/js/types.test.ts.
+
+import type { Epoch, ResumeAnswer, ResumeMode } from "./index.js";
 
 /**
  * Where a task is in its life (PROTOCOL.md, Wire types and Lifecycle). The
@@ -291,3 +294,25 @@ export type Reason =
   | "rejected"
   | "stale-decision"
   | "duplicate-decision";
+
+// ---- batches (PROTOCOL.md §Batches) ----------------------------------------
+
+/**
+ * One answer about a batch: `GET /v1/batches/{id}/resume`, and the `data`
+ * of each `event: batch` message of `…/events`. `tasks` are per-task
+ * resume answers, in item order: every task for `snapshot`, none for
+ * `caught-up`, the tasks that changed after the cursor for `delta`.
+ */
+export interface BatchAnswer {
+  batchId: string;
+  mode: ResumeMode;
+  /** The batch cursor after this answer: it grows by one or more per change. */
+  cursor: number;
+  /** How many tasks the batch has. */
+  size: number;
+  /** How many of them are not terminal. */
+  open: number;
+  tasks: ResumeAnswer[];
+  /** The history the answer comes from (an element need not carry its own). */
+  epoch?: Epoch;
+}

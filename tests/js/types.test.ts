@@ -21,7 +21,17 @@ import init, {
   type TaskView,
   type TerminalState,
 } from "taskwire";
-import { TaskClient as SmallClient, type TokenSource, type WatchStatus, type WatchUpdate } from "taskwire/client";
+import {
+  TaskClient as SmallClient,
+  type BatchAnswer,
+  type BatchProgress,
+  type BatchRejection,
+  type BatchWatch,
+  type CreatedBatch,
+  type TokenSource,
+  type WatchStatus,
+  type WatchUpdate,
+} from "taskwire/client";
 import { useCreateTask, useTask, type CreateTaskState, type TaskHookStatus, type TaskState } from "taskwire/react";
 
 async function example(): Promise<void> {
@@ -217,4 +227,34 @@ async function hooks(): Promise<void> {
   await creator.create({ ttlMs: 1, maxAttempts: 1 }, { idempotencyKey: "k" });
   void version, idle, code, id, pending, shown;
 }
-void example, client, lifecycle, hooks;
+
+async function batches(): Promise<void> {
+  const c = new SmallClient({ baseUrl: "http://127.0.0.1:8080", transport: "sse" });
+  const batch: CreatedBatch = await c.createBatch([{ ttlMs: 60_000, maxAttempts: 1, kind: "moderation", input: { item: 1 } }], { idempotencyKey: "run-7" });
+  const first: string = batch.tasks[0].batchId;
+  const watch: BatchWatch = c.watchBatch(batch.batchId, {
+    cursor: batch.cursor,
+    tasks: batch.tasks,
+    onUpdate: (u: WatchUpdate) => void u.task.id,
+    onProgress: (p: BatchProgress) => void (p.counts.succeeded + p.counts.cancel_ineffective + p.terminal + p.progress),
+    onReject: (r: BatchRejection) => void (r.taskId ?? r.version),
+  });
+  const all: TaskView[] = await watch.done;
+  const one: TaskView | undefined = watch.task(first);
+  const cursor: number = watch.cursor;
+  const known: BatchProgress | undefined = watch.progress;
+  watch.stop();
+  watch[Symbol.dispose]();
+  // The wire shape of its answers.
+  const answer: BatchAnswer = { batchId: "b", mode: "delta", cursor: 3, size: 1, open: 1, tasks: [] };
+  // @ts-expect-error: counts are per state, a closed union
+  void known?.counts.done;
+  // @ts-expect-error: items are create requests
+  await c.createBatch([{ kind: "x" }]);
+  // @ts-expect-error: onProgress receives the aggregate, not a task
+  c.watchBatch("b", { onProgress: (t: TaskView) => void t });
+  // @ts-expect-error: a batch answer's mode is a resume mode
+  const bad: BatchAnswer = { ...answer, mode: "later" };
+  void all, one, cursor, bad;
+}
+void example, client, lifecycle, hooks, batches;
