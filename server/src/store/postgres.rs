@@ -56,6 +56,7 @@
 //! `postgres/sweep.rs` and `postgres/errors.rs`.
 
 mod batch;
+mod batches;
 mod callback;
 mod errors;
 mod jobs;
@@ -285,36 +286,37 @@ fn watch_pool(hub: &Hub, pool: &Pool) {
     });
 }
 
-/// Batches are served by the SQLite store only, so far.
-fn batches_not_here() -> StoreError {
-    StoreError::Internal("batches: not served by the PostgreSQL store yet".into())
-}
-
 impl Store for PostgresStore {
     fn epoch(&self) -> &str {
         &self.epoch
     }
 
-    fn create_batch(&self, _batch: NewBatch) -> StoreFuture<'_, BatchCreated> {
-        Box::pin(async { Err(batches_not_here()) })
+    fn create_batch(&self, batch: NewBatch) -> StoreFuture<'_, BatchCreated> {
+        let done = self.write(Op::CreateBatch(batch));
+        Box::pin(async move { done.await?.batch_created() })
     }
 
     fn replay_batch(
         &self,
-        _tenant: String,
-        _idem: Idempotency,
+        tenant: String,
+        idem: Idempotency,
     ) -> StoreFuture<'_, Option<BatchCreated>> {
-        Box::pin(async { Err(batches_not_here()) })
+        Box::pin(batches::replay_batch(self, tenant, idem))
     }
 
     fn resume_batch(
         &self,
-        _tenant: String,
-        _id: String,
-        _cursor: u64,
-        _force_snapshot: bool,
+        tenant: String,
+        id: String,
+        cursor: u64,
+        force_snapshot: bool,
     ) -> StoreFuture<'_, BatchAnswer> {
-        Box::pin(async { Err(batches_not_here()) })
+        Box::pin(batches::resume_batch(
+            self,
+            (tenant, id),
+            cursor,
+            force_snapshot,
+        ))
     }
 
     fn create(&self, task: NewTask) -> StoreFuture<'_, Created> {
@@ -406,29 +408,4 @@ impl Store for PostgresStore {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::collections::HashMap;
-
-    use super::listen::parse_payload;
-    use super::writer::lock_id;
-    use super::*;
-
-    #[test]
-    fn urls_are_redacted() {
-        assert_eq!(
-            redact("postgres://u:secret@h:5432/db"),
-            "postgres://u:***@h:5432/db"
-        );
-        assert_eq!(redact("postgres://u@h/db"), "postgres://u@h/db");
-    }
-
-    #[test]
-    fn payloads_round_trip_and_split() {
-        let mut notified = HashMap::new();
-        parse_payload("3 tsk_a\n5 tsk b\nbad\n", &mut notified);
-        parse_payload("2 tsk_a\n", &mut notified);
-        assert_eq!(notified["tsk_a"], 3);
-        assert_eq!(notified["tsk b"], 5);
-        assert_ne!(lock_id(&["a", "bc"]), lock_id(&["ab", "c"]));
-    }
-}
+mod tests;
