@@ -328,3 +328,38 @@ async fn racing_callbacks_on_one_batch_move_its_cursor_once_per_commit_and_miss_
         .get(0);
     assert_eq!(stale, 0);
 }
+
+/// A database of schema 3 (this schema without the batch columns and
+/// table) is migrated by the first instance to start: its tasks stay as
+/// they were, in no batch, and batches work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schema_3_database_gains_batches_on_start() {
+    let Some((mut hs, url)) = instances(1, |_| {}).await else {
+        return;
+    };
+    let old = hs[0].create_default().await;
+    hs[0].ok_callback(&old, "s", start_ev(1)).await;
+    hs[0].server.take().unwrap().stop().await;
+    let db = pg::admin(&url).await;
+    db.batch_execute(
+        "DROP TABLE batches;
+         ALTER TABLE tasks DROP COLUMN batch_id, DROP COLUMN batch_index, DROP COLUMN batch_seq;
+         ALTER TABLE history DROP COLUMN batch_seq;
+         UPDATE taskwire_schema SET version = 3;",
+    )
+    .await
+    .unwrap();
+    let h = harness(|c| c.data = url.clone().into()).await;
+    let version: i32 = db
+        .query_one("SELECT version FROM taskwire_schema", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(version, 4);
+    let got = h.get("demo", &format!("/v1/tasks/{old}")).await.json();
+    assert_eq!((got["state"].as_str(), got.get("batchId")), (Some("running"), None));
+    let (batch, ids) = batch(&h, 2).await;
+    h.ok_callback(&ids[1], "s", start_ev(1)).await;
+    let delta = follow(&h, &batch, "cursor=1").await;
+    assert_eq!(ids_of(&delta), vec![ids[1].clone()]);
+}

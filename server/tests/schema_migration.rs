@@ -292,9 +292,27 @@ async fn a_schema_1_postgres_database_is_migrated_by_the_first_instance_to_start
     assert_eq!(count("SELECT count(event) FROM callbacks").await, 1);
     assert_eq!(
         count("SELECT version::bigint FROM taskwire_schema").await,
-        3
+        4
     );
     judged_as_before(&a, &history).await;
+    // Schema 4: the old tasks are in no batch, and batches work.
+    assert_eq!(
+        count("SELECT count(*) FROM tasks WHERE batch_id IS NOT NULL").await,
+        0
+    );
+    let r = a
+        .post("demo", "/v1/batches", &[], r#"{"items":[{"ttlMs":60000,"maxAttempts":1}]}"#)
+        .await;
+    assert_eq!(r.status, 201, "{:?}", r.json());
+    let item = r.json()["tasks"][0]["id"].as_str().unwrap().to_string();
+    b.ok_callback(&item, "s", start_ev(1)).await;
+    let batch = r.json()["batchId"].as_str().unwrap().to_string();
+    let delta = b
+        .get("demo", &format!("/v1/batches/{batch}/resume?cursor=1"))
+        .await
+        .json();
+    assert_eq!(delta["cursor"], 2, "{delta}");
+    assert_eq!(delta["tasks"][0]["events"][0]["version"], 1, "{delta}");
     // The other instance reads the same rows.
     let running = manifest()["tasks"][3]["id"].as_str().unwrap().to_string();
     let repeat = manifest()["tasks"][3]["callbacks"][0]["event"].clone();
