@@ -43,3 +43,8 @@ async fn the_batch_stream_sends_each_change_and_ends_when_all_are_terminal() {
 async fn a_batch_token_follows_its_batch_only() {
     batch_token_scenario(&harness(browser_keys).await).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_item_the_sweeper_expires_moves_its_batch() {
+    expiry_scenario(&harness(|_| {}).await).await;
+}

@@ -89,6 +89,12 @@ async fn a_batch_token_follows_its_batch_only_on_postgres() {
     batch_token_scenario(&h).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_item_the_sweeper_expires_moves_its_batch_on_postgres() {
+    let Some(h) = one(|_| {}).await else { return };
+    expiry_scenario(&h).await;
+}
+
 /// Holds `GET /v1/batches/{batch}/resume?cursor=…&waitMs=10000` on `h`.
 fn hold(h: &Harness, batch: &str, cursor: u64) -> tokio::task::JoinHandle<(Reply, Instant)> {
     let addr = h.addr.clone();
@@ -120,7 +126,10 @@ async fn woken_across(
         .await;
     let (r, answered) = held.await.unwrap();
     let took = answered.duration_since(committed);
-    assert!(took < Duration::from_secs(5), "woken by the commit: {took:?}");
+    assert!(
+        took < Duration::from_secs(5),
+        "woken by the commit: {took:?}"
+    );
     assert_eq!(r.status, 200, "{:?}", r.json());
     let answer = r.json();
     assert_eq!(answer["mode"], "delta", "{answer}");
@@ -206,7 +215,8 @@ async fn follow_to_the_end(h: &Harness, batch: &str) -> (HashMap<String, Value>,
                         .iter()
                         .map(|e| e["version"].as_u64().unwrap())
                         .collect();
-                    let want: Vec<u64> = (held + 1..=t["task"]["version"].as_u64().unwrap()).collect();
+                    let want: Vec<u64> =
+                        (held + 1..=t["task"]["version"].as_u64().unwrap()).collect();
                     assert_eq!(versions, want, "{id} at cursor {cursor} held {held}");
                     views.insert(id.to_string(), t["task"].clone());
                 }
@@ -260,10 +270,16 @@ async fn racing_callbacks_on_one_batch_move_its_cursor_once_per_commit_and_miss_
                 let steps = [
                     ("s", started.clone()),
                     ("h1", ev("heartbeat", 1, json!({}))),
-                    ("p1", ev("progress", 1, json!({"progress": 10, "cursor": "c1"}))),
+                    (
+                        "p1",
+                        ev("progress", 1, json!({"progress": 10, "cursor": "c1"})),
+                    ),
                     ("s", started),
                     ("h2", ev("heartbeat", 1, json!({}))),
-                    ("p2", ev("progress", 1, json!({"progress": 60, "cursor": "c2"}))),
+                    (
+                        "p2",
+                        ev("progress", 1, json!({"progress": 60, "cursor": "c2"})),
+                    ),
                     (
                         "ok",
                         ev(
@@ -310,7 +326,11 @@ async fn racing_callbacks_on_one_batch_move_its_cursor_once_per_commit_and_miss_
     assert_eq!(entries, (ITEMS * 4) as i64);
     assert_eq!(seqs, transactions, "one cursor per transaction");
     assert_eq!(pairs, transactions, "one transaction per cursor");
-    assert_eq!(seq, transactions + 1, "raised once per history-appending commit");
+    assert_eq!(
+        seq,
+        transactions + 1,
+        "raised once per history-appending commit"
+    );
     assert_eq!((lowest, highest), (2, seq), "no cursor without history");
     assert!(
         transactions < entries,
@@ -357,9 +377,58 @@ async fn a_schema_3_database_gains_batches_on_start() {
         .get(0);
     assert_eq!(version, 4);
     let got = h.get("demo", &format!("/v1/tasks/{old}")).await.json();
-    assert_eq!((got["state"].as_str(), got.get("batchId")), (Some("running"), None));
+    assert_eq!(
+        (got["state"].as_str(), got.get("batchId")),
+        (Some("running"), None)
+    );
     let (batch, ids) = batch(&h, 2).await;
     h.ok_callback(&ids[1], "s", start_ev(1)).await;
     let delta = follow(&h, &batch, "cursor=1").await;
     assert_eq!(ids_of(&delta), vec![ids[1].clone()]);
+}
+
+/// Batches racing on two instances against one open-task quota (10): the
+/// items are counted under the tenant's quota lock, so exactly three
+/// batches of three fit, however the eight creates interleave.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn racing_batches_on_two_instances_share_one_open_task_count() {
+    let Some((hs, _)) = instances(2, |c| c.quotas.max_open_tasks = Some(10)).await else {
+        return;
+    };
+    let hs = Arc::new(hs);
+    let creates: Vec<_> = (0..8)
+        .map(|i| {
+            let hs = Arc::clone(&hs);
+            tokio::spawn(async move {
+                let body = items(3).to_string();
+                hs[i % 2]
+                    .post("demo", "/v1/batches", &[], &body)
+                    .await
+                    .status
+            })
+        })
+        .collect();
+    let mut statuses = Vec::new();
+    for c in creates {
+        statuses.push(c.await.unwrap());
+    }
+    statuses.sort_unstable();
+    assert_eq!(statuses, [201, 201, 201, 429, 429, 429, 429, 429]);
+    // One slot left, seen from either instance.
+    assert_eq!(
+        hs[1]
+            .post(
+                "demo",
+                "/v1/tasks",
+                &[],
+                r#"{"ttlMs":60000,"maxAttempts":1}"#
+            )
+            .await
+            .status,
+        201
+    );
+    let r = hs[0]
+        .post("demo", "/v1/batches", &[], &items(1).to_string())
+        .await;
+    assert_error(&r, 429, "open-task-quota", "");
 }

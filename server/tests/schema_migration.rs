@@ -301,7 +301,12 @@ async fn a_schema_1_postgres_database_is_migrated_by_the_first_instance_to_start
         0
     );
     let r = a
-        .post("demo", "/v1/batches", &[], r#"{"items":[{"ttlMs":60000,"maxAttempts":1}]}"#)
+        .post(
+            "demo",
+            "/v1/batches",
+            &[],
+            r#"{"items":[{"ttlMs":60000,"maxAttempts":1}]}"#,
+        )
         .await;
     assert_eq!(r.status, 201, "{:?}", r.json());
     let item = r.json()["tasks"][0]["id"].as_str().unwrap().to_string();

@@ -369,3 +369,29 @@ pub async fn batch_token_scenario(h: &Harness) {
     let r = h.get("demo", "/v1/batches/bat_nope/resume?cursor=0").await;
     assert_error(&r, 404, "not-found", "batchId");
 }
+
+/// An item the sweeper ends (its TTL runs out) moves the batch like any
+/// other change: a held request wakes with that item's `expire` entry.
+pub async fn expiry_scenario(h: &Harness) {
+    let body = r#"{"items":[{"ttlMs":3600000,"maxAttempts":1},{"ttlMs":500,"maxAttempts":1}]}"#;
+    let r = h.post("demo", "/v1/batches", &[], body).await;
+    assert_eq!(r.status, 201, "{:?}", r.json());
+    let created = r.json();
+    let batch = created["batchId"].as_str().unwrap();
+    let expiring = created["tasks"][1]["id"].as_str().unwrap();
+    let started = Instant::now();
+    let a = follow(h, batch, "cursor=1&waitMs=10000").await;
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "woken by the sweep: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(a["mode"], "delta", "{a}");
+    assert_eq!(
+        (a["cursor"].as_u64(), a["open"].as_u64()),
+        (Some(2), Some(1))
+    );
+    assert_eq!(ids_of(&a), vec![expiring.to_string()]);
+    assert_eq!(a["tasks"][0]["events"][0]["event"]["type"], "expire", "{a}");
+    assert_eq!(a["tasks"][0]["task"]["state"], "expired");
+}
