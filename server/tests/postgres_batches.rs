@@ -43,10 +43,17 @@ async fn one(tweak: impl Fn(&mut Config)) -> Option<Harness> {
     Some(instances(1, tweak).await?.0.remove(0))
 }
 
+/// The scenarios of `batch_scenarios/` that need no config of their own,
+/// one after the other on one instance.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_batch_is_created_whole_with_its_items_in_order_on_postgres() {
+async fn the_batch_scenarios_hold_on_postgres() {
     let Some(h) = one(|_| {}).await else { return };
     created_whole_scenario(&h).await;
+    idempotent_create_scenario(&h).await;
+    cursor_scenario(&h).await;
+    held_request_scenario(&h).await;
+    stream_scenario(&h).await;
+    expiry_scenario(&h).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -58,41 +65,11 @@ async fn bad_batches_name_the_item_and_create_nothing_on_postgres() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_batch_create_is_idempotent_in_the_tasks_key_space_on_postgres() {
-    let Some(h) = one(|_| {}).await else { return };
-    idempotent_create_scenario(&h).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_batch_cursor_answers_only_what_changed_on_postgres() {
-    let Some(h) = one(|_| {}).await else { return };
-    cursor_scenario(&h).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn one_held_request_wakes_on_any_items_commit_on_postgres() {
-    let Some(h) = one(|_| {}).await else { return };
-    held_request_scenario(&h).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_batch_stream_sends_each_change_and_ends_when_all_are_terminal_on_postgres() {
-    let Some(h) = one(|_| {}).await else { return };
-    stream_scenario(&h).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_token_follows_its_batch_only_on_postgres() {
     let Some(h) = one(browser_keys).await else {
         return;
     };
     batch_token_scenario(&h).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_item_the_sweeper_expires_moves_its_batch_on_postgres() {
-    let Some(h) = one(|_| {}).await else { return };
-    expiry_scenario(&h).await;
 }
 
 /// Holds `GET /v1/batches/{batch}/resume?cursor=…&waitMs=10000` on `h`.
@@ -347,44 +324,6 @@ async fn racing_callbacks_on_one_batch_move_its_cursor_once_per_commit_and_miss_
         .unwrap()
         .get(0);
     assert_eq!(stale, 0);
-}
-
-/// A database of schema 3 (this schema without the batch columns and
-/// table) is migrated by the first instance to start: its tasks stay as
-/// they were, in no batch, and batches work.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_schema_3_database_gains_batches_on_start() {
-    let Some((mut hs, url)) = instances(1, |_| {}).await else {
-        return;
-    };
-    let old = hs[0].create_default().await;
-    hs[0].ok_callback(&old, "s", start_ev(1)).await;
-    hs[0].server.take().unwrap().stop().await;
-    let db = pg::admin(&url).await;
-    db.batch_execute(
-        "DROP TABLE batches;
-         ALTER TABLE tasks DROP COLUMN batch_id, DROP COLUMN batch_index, DROP COLUMN batch_seq;
-         ALTER TABLE history DROP COLUMN batch_seq;
-         UPDATE taskwire_schema SET version = 3;",
-    )
-    .await
-    .unwrap();
-    let h = harness(|c| c.data = url.clone().into()).await;
-    let version: i32 = db
-        .query_one("SELECT version FROM taskwire_schema", &[])
-        .await
-        .unwrap()
-        .get(0);
-    assert_eq!(version, 4);
-    let got = h.get("demo", &format!("/v1/tasks/{old}")).await.json();
-    assert_eq!(
-        (got["state"].as_str(), got.get("batchId")),
-        (Some("running"), None)
-    );
-    let (batch, ids) = batch(&h, 2).await;
-    h.ok_callback(&ids[1], "s", start_ev(1)).await;
-    let delta = follow(&h, &batch, "cursor=1").await;
-    assert_eq!(ids_of(&delta), vec![ids[1].clone()]);
 }
 
 /// Batches racing on two instances against one open-task quota (10): the
