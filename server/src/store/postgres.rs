@@ -27,30 +27,43 @@
 //! **No deadlocks by construction.** Every transaction takes its blocking
 //! locks in one global order: (0) advisory locks on idempotency and
 //! delivery keys, by lock id; (1) task rows, in one `ORDER BY id … FOR
-//! UPDATE` statement per batch; (2) advisory locks on the tenants whose
-//! outbox it appends to, by lock id, just before the outbox insert. The sweeper takes its rows with `SKIP LOCKED` (it never
-//! waits for a row). A deadlock or serialization failure would still only
-//! roll the batch back, and it is retried.
+//! UPDATE` statement per batch; (1b) the rows of the task batches whose
+//! items it appends history to, by batch id, at the flush
+//! (`postgres/batches.rs`); (2) advisory locks on the tenants whose
+//! outbox it appends to, by lock id, just before the outbox insert. The
+//! sweeper takes its rows with `SKIP LOCKED` (it never waits for a row).
+//! A deadlock or serialization failure would still only roll the batch
+//! back, and it is retried.
 //!
 //! **Feed order.** The per-tenant outbox lock is held from the `seq`
 //! allocation to the COMMIT, so a tenant's `seq` values become visible in
 //! order: a reader paging with `after` never skips a row that commits
 //! later with a smaller `seq`.
 //!
+//! **Batch cursors** (PROTOCOL.md §Batches) are raised once per
+//! transaction, under the batch row's lock held to the COMMIT, so that
+//! they commit in order on every writer and instance (the argument is in
+//! `postgres/batches.rs`).
+//!
 //! **Cross-instance wake-ups.** Each write transaction ends with
 //! `pg_notify('taskwire', …)` listing `version taskId` for every task it
-//! changed; NOTIFY is delivered on COMMIT only. Each instance keeps one
+//! changed and `b seq batchId` for every batch cursor it raised; NOTIFY
+//! is delivered on COMMIT only. Each instance keeps one
 //! dedicated LISTEN connection (not from the pool); for tasks watched on
 //! that instance and not yet known at that version, it re-reads the task
 //! and its recent history once and publishes it to the hub, however many
 //! waiters there are. On a lost LISTEN connection it reconnects and
-//! re-reads every watched task, so no waiter misses a commit.
+//! re-reads every watched task, so no waiter misses a commit. A batch
+//! line wakes the batch's waiters here, which read the batch themselves;
+//! after a reconnect every watched batch's cursor is read again.
 //!
 //! **Files.** This file: the options, opening (schema, writers, listener)
 //! and the [`Store`] methods, which queue a job or call a read. The writer
 //! loop, its lock order and retries are in `postgres/writer.rs`; what one
 //! transaction writes and its flush in `postgres/batch.rs`; the jobs in
-//! `postgres/callback.rs` (with the prefetch) and `postgres/jobs.rs`; the
+//! `postgres/callback.rs` (with the prefetch) and `postgres/jobs.rs`;
+//! batches of tasks (their create, follow and cursor) in
+//! `postgres/batches.rs`; the
 //! reads and row parsing in `postgres/read.rs`; LISTEN in
 //! `postgres/listen.rs`; the sweeps and error sorting in
 //! `postgres/sweep.rs` and `postgres/errors.rs`.

@@ -186,10 +186,13 @@ async fn read_batch(client: &impl GenericClient, tenant: &str, id: &str) -> Sql<
 
 /// The follow answer for a client at `cursor` (PROTOCOL.md §Follow a
 /// batch), read in one statement, so the cursor, the open count, the
-/// views and the entries come from one snapshot. The join conditions are
+/// views and the entries come from one snapshot. The conditions are
 /// [`plan_batch`]'s cases: a snapshot reads every item and no history; a
-/// delta the items changed after `cursor`, with at most `retention + 1`
-/// of their entries written after it; caught-up nothing.
+/// delta the items changed after `cursor` (a range of `tasks_batch`),
+/// with at most `retention + 1` of their entries written after it;
+/// caught-up nothing. Each case is a branch of its own that the batch row
+/// switches on or off (a one-time filter in the plan), so that each keeps
+/// its index condition.
 pub(super) async fn resume_batch(
     store: &PostgresStore,
     (tenant, id): (String, String),
@@ -206,8 +209,12 @@ pub(super) async fn resume_batch(
                                  WHERE batch_id = b.id AND live) o
              CROSS JOIN LATERAL (SELECT $3::bool OR $2::bigint = 0 OR $2::bigint > b.seq
                                  AS snapshot) m
-             LEFT JOIN tasks t ON t.batch_id = b.id
-                  AND (m.snapshot OR (t.batch_seq > $2::bigint AND $2::bigint < b.seq))
+             LEFT JOIN LATERAL (SELECT id, view, batch_index FROM tasks
+                                WHERE batch_id = b.id AND m.snapshot
+                                UNION ALL
+                                SELECT id, view, batch_index FROM tasks
+                                WHERE batch_id = b.id AND batch_seq > $2::bigint
+                                  AND NOT m.snapshot AND $2::bigint < b.seq) t ON true
              LEFT JOIN LATERAL (SELECT version, event FROM history
                                 WHERE task_id = t.id AND batch_seq > $2::bigint
                                   AND NOT m.snapshot
