@@ -77,6 +77,12 @@ impl Hub {
     pub fn watched_batches(&self) -> usize {
         self.batch_slots().len()
     }
+
+    /// The ids of the batches watched now (a listener that missed commits
+    /// reads their cursors again and publishes them).
+    pub fn watched_batch_ids(&self) -> Vec<String> {
+        self.batch_slots().keys().cloned().collect()
+    }
 }
 
 /// A waiter's handle on one batch; removes the slot when the last goes.
