@@ -12,8 +12,10 @@ request here for a status the description does not document.
 
 The server must run with `--body-timeout-ms 300 --max-watchers 4` (408 and
 503 watch-limit), one tenant and one HS256 browser-token key `k1` of it
-(403), and a second tenant (TASKWIRE_QUOTA_TOKEN, callback secret
-TASKWIRE_QUOTA_SECRET) with `create-rate=0.01,create-burst=1,max-watches=1` (429):
+(403; batch tokens carry a `batch` claim), and a second tenant
+(TASKWIRE_QUOTA_TOKEN, callback secret TASKWIRE_QUOTA_SECRET) with
+`create-rate=0.01,create-burst=1,max-watches=1` (429: its one create is a
+batch of one item, whose task the watch quotas hold):
 TASKWIRE_BASE_URL, TASKWIRE_TOKEN, TASKWIRE_CALLBACK_SECRET,
 TASKWIRE_BROWSER_KEY (the key, base64), as tests/openapi/run.sh starts it.
 """
@@ -88,12 +90,15 @@ def check_answer(op_id, status, res, documented):
     elif media == "text/event-stream":
         events = [block for block in res.text.split("\n\n") if block.startswith("event:")]
         assert events, f"{op_id} {status}: no event in {res.text[:300]!r}"
+        # `contentSchema` is an annotation in JSON Schema: each message's
+        # `data` is parsed and validated against it here.
+        data_schema = resolve(spec["schema"])["properties"]["data"]["contentSchema"]
         for block in events:
             fields = dict(line.split(": ", 1) for line in block.splitlines())
             errors = list(validator(spec["schema"]).iter_errors(fields))
             assert not errors, f"{op_id} {status}: event does not validate: {errors[0]}"
             answer = json.loads(fields["data"])
-            errors = list(validator({"$ref": "#/components/schemas/ResumeAnswer"}).iter_errors(answer))
+            errors = list(validator(data_schema).iter_errors(answer))
             assert not errors, f"{op_id} {status}: event data does not validate: {errors[0]}"
 
 
@@ -122,6 +127,31 @@ def task(*events):
     for event in events:
         assert callback(tid, event).status_code == 200
     return tid
+
+
+def create_batch(items, key=None, auth=None, data=None):
+    headers = {**(AUTH if auth is None else auth), **({"idempotency-key": key} if key else {})}
+    if data is not None:
+        headers["content-type"] = "application/json"
+        return requests.post(f"{BASE}/v1/batches", data=data, headers=headers, timeout=10)
+    return requests.post(f"{BASE}/v1/batches", json={"items": items}, headers=headers, timeout=10)
+
+
+ITEM = {"ttlMs": 3_600_000, "maxAttempts": 2, "kind": "openapi", "input": {"n": 1}}
+
+
+def batch(*item_events):
+    """A batch with one item per argument, each item given those callbacks:
+    its id, its task ids and its cursor after them."""
+    res = create_batch([ITEM] * len(item_events))
+    assert res.status_code == 201, res.text[:300]
+    body = res.json()
+    tasks = [t["id"] for t in body["tasks"]]
+    for tid, events in zip(tasks, item_events):
+        for event in events:
+            assert callback(tid, event).status_code == 200
+    cursor = requests.get(f"{BASE}/v1/batches/{body['batchId']}/resume?cursor=0", headers=AUTH, timeout=10).json()["cursor"]
+    return body["batchId"], tasks, cursor
 
 
 def raw_partial(path, headers, declared=100, sent=b"{"):
@@ -193,16 +223,19 @@ def watch_quota(live, path_of):
         held.join()
 
 
-def browser_token(tasks, rights):
-    """A browser token for `tasks` with `rights`, minted as an application's
-    backend would (PROTOCOL.md §Credentials): HS256 with key `k1`."""
+def browser_token(tasks, rights, batch=None):
+    """A browser token for `tasks` (or a `batch`) with `rights`, minted as an
+    application's backend would (PROTOCOL.md §Credentials): HS256 with key
+    `k1`."""
 
     def b64url(data):
         return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
 
     key = base64.b64decode(os.environ["TASKWIRE_BROWSER_KEY"])
     header = {"alg": "HS256", "typ": "JWT", "kid": "k1"}
-    claims = {"sub": "openapi", "aud": "taskwire", "exp": int(time.time()) + 600, "tasks": tasks, "rights": rights}
+    claims = {"sub": "openapi", "aud": "taskwire", "exp": int(time.time()) + 600, "rights": rights}
+    claims.update({"tasks": tasks} if tasks else {})
+    claims.update({"batch": batch} if batch else {})
     signing = f"{b64url(json.dumps(header).encode())}.{b64url(json.dumps(claims).encode())}"
     signature = hmac.new(key, signing.encode(), hashlib.sha256).digest()
     return f"{signing}.{b64url(signature)}"
@@ -227,9 +260,21 @@ def recipes():
     bearer = lambda token: {"authorization": f"Bearer {token}"}  # noqa: E731
     no_watch = bearer(browser_token([running, done], ["cancel"]))
     watch_only = bearer(browser_token([running, done], ["watch"]))
-    # The quota tenant's one create (its burst): its task, for the watch 429s.
-    quota_task = requests.post(f"{BASE}/v1/tasks", json={"ttlMs": 3_600_000, "maxAttempts": 2}, headers=QUOTA_AUTH, timeout=10).json()["id"]
+    # The quota tenant's one create (its burst) is a batch of one item: its
+    # task and the batch, for the watch 429s; every later create is 429.
+    quota_created = create_batch([ITEM], auth=QUOTA_AUTH).json()
+    quota_batch, quota_task = quota_created["batchId"], quota_created["tasks"][0]["id"]
     assert callback(quota_task, START, signer=quota_sign).status_code == 200
+    # Batches: one live (an item running), one with every item terminal.
+    live_batch, _, live_cursor = batch([START], [])
+    done_batch, _, done_cursor = batch([START, SUCCEED], [{"type": "expire", "atMs": 2}])
+    batch_key = f"k_{uuid.uuid4().hex}"
+    assert create_batch([ITEM, ITEM], batch_key).status_code == 201
+    # Bigger than a task body's 64 KiB, within a batch body's 1 MiB.
+    wide = [{**ITEM, "input": "x" * 40_000}] * 3
+    huge = json.dumps({"items": [{**ITEM, "input": "x" * (1024 * 1024)}]})
+    watches_done = bearer(browser_token(None, ["watch"], batch=done_batch))
+    cancels_done = bearer(browser_token(None, ["cancel"], batch=done_batch))
     cb_headers = lambda tid, body: {"webhook-id": "cb_partial", "webhook-timestamp": str(int(time.time())), "webhook-signature": sign("cb_partial", str(int(time.time())), body)}  # noqa: E731
     return {
         "createTask": {
@@ -268,6 +313,39 @@ def recipes():
             "404": lambda: get("/v1/tasks/no-such-task/events"),
             "503": lambda: watch_limit(lambda live: f"/v1/tasks/{live}/events?cursor=1"),
             "429": lambda: watch_quota(quota_task, lambda v: f"/v1/tasks/{quota_task}/events?cursor={v}"),
+        },
+        "createBatch": {
+            "201": lambda: create_batch(wide),
+            "200": lambda: create_batch([ITEM, ITEM], batch_key),
+            "400": lambda: create_batch([ITEM, {**ITEM, "ttlMs": -1}]),
+            "401": lambda: create_batch([ITEM], auth={}),
+            "403": lambda: create_batch([ITEM], auth=watch_only),
+            "408": lambda: raw_partial("/v1/batches", AUTH),
+            "413": lambda: create_batch(None, data=huge),
+            # A key of a single create is refused for a batch: one namespace.
+            "422": lambda: create_batch([ITEM], key),
+            "429": lambda: create_batch([ITEM], auth=QUOTA_AUTH),
+        },
+        "resumeBatch": {
+            "200": lambda: requests.get(f"{BASE}/v1/batches/{done_batch}/resume?cursor=1", headers=watches_done, timeout=10),
+            "400": lambda: get(f"/v1/batches/{'b' * 256}/resume?cursor=0"),
+            "401": lambda: requests.get(f"{BASE}/v1/batches/{done_batch}/resume?cursor=0", timeout=10),
+            "403": lambda: requests.get(f"{BASE}/v1/batches/{done_batch}/resume?cursor=0", headers=cancels_done, timeout=10),
+            # Another batch than its token's claim, as if it did not exist.
+            "404": lambda: requests.get(f"{BASE}/v1/batches/{live_batch}/resume?cursor=0", headers=watches_done, timeout=10),
+            "503": lambda: watch_limit(lambda _: f"/v1/batches/{live_batch}/resume?cursor={live_cursor}&waitMs=5000"),
+            "429": lambda: watch_quota(quota_task, lambda _: f"/v1/batches/{quota_batch}/resume?cursor=1&waitMs=5000"),
+        },
+        "streamBatchEvents": {
+            # A native EventSource's way in: the batch token in the URL.
+            "200": lambda: requests.get(f"{BASE}/v1/batches/{done_batch}/events?cursor=0&access_token={watches_done['authorization'][7:]}", timeout=10),
+            "204": lambda: get(f"/v1/batches/{done_batch}/events", headers={"last-event-id": str(done_cursor)}),
+            "400": lambda: get(f"/v1/batches/{done_batch}/events", headers={"last-event-id": "x"}),
+            "401": lambda: requests.get(f"{BASE}/v1/batches/{done_batch}/events", timeout=10),
+            "403": lambda: requests.get(f"{BASE}/v1/batches/{done_batch}/events", headers=cancels_done, timeout=10),
+            "404": lambda: get("/v1/batches/no-such-batch/events"),
+            "503": lambda: watch_limit(lambda _: f"/v1/batches/{live_batch}/events?cursor={live_cursor}"),
+            "429": lambda: watch_quota(quota_task, lambda _: f"/v1/batches/{quota_batch}/events"),
         },
         "executorCallback": {
             "200": lambda: callback(running, {"type": "progress", "atMs": 4, "progress": 20, "cursor": "c"}),
