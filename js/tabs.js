@@ -148,14 +148,21 @@ export class Tabs {
   /** Leader: a tab follows `key`: starts its watch, or catches the tab up with it. */
   #follow(key, { sub, tab, kind, id, seed }) {
     const k = this.#kinds[kind];
+    const send = (ev, data) => this.#post({ t: "ev", kind, id, ev, data, to: sub });
     let s = this.#shared.get(key);
     if (!s) {
       s = { subs: new Map(), log: [] };
       this.#shared.set(key, s);
-      s.real = k.open(id, seed, (ev, data) => this.#shared?.get(key) === s && this.#emit(key, s, kind, id, ev, data));
+      try {
+        s.real = k.open(id, seed, (ev, data) => this.#shared?.get(key) === s && this.#emit(key, s, kind, id, ev, data));
+      } catch (e) {
+        // What the tab's own watch would have thrown (a blank id, a
+        // cursor out of range): its `done` rejects with it.
+        this.#shared.delete(key);
+        return send("fail", fault(e));
+      }
     } else {
       // A tab that joins (or comes back from a freeze) behind the watch.
-      const send = (ev, data) => this.#post({ t: "ev", kind, id, ev, data, to: sub });
       if (s.status && !s.subs.has(sub)) send("status", s.status);
       const update = k.catchUp(s.real, s.log, k.at(seed));
       if (update) send("update", update);
@@ -190,9 +197,13 @@ export class Tabs {
       this.#shared.delete(key);
       s.real[Symbol.dispose]();
     }
-    if (ev === "fail") data = { code: data.code, message: data.message, status: data.status };
-    this.#post({ t: "ev", kind, id, ev, data });
+    this.#post({ t: "ev", kind, id, ev, data: ev === "fail" ? fault(data) : data });
   }
+}
+
+/** A `TaskwireError` as the channel can carry it (an Error loses its `code` there). */
+function fault({ code, message, status }) {
+  return { code, message, status };
 }
 
 /**

@@ -32,10 +32,10 @@ const PAGE = `<!doctype html><meta charset="utf-8"><script type="module">
     window.seen = {};
     const watches = {};
     window.stop = (id) => watches[id].stop();
-    const client = new TaskClient({
+    const client = (window.client = new TaskClient({
       baseUrl, headers, shareAcrossTabs: share, backoff: { initialMs: 100, maxMs: 400 },
       fetch: (url, init) => (sent.push(url), fetch(url, init)),
-    });
+    }));
     for (const id of ids) {
       const log = (seen[id] = { updates: [], states: [] });
       const watch = (watches[id] = client.watch(id, {
@@ -217,6 +217,7 @@ for (const engine of ENGINES) {
       const first = resumed.find((r) => r.path.startsWith(`/v1/tasks/${id}/`));
       assert.ok(first, `task ${id} is resumed`);
       assert.ok(first.atMs - closed < 1000, `resumed ${first.atMs - closed} ms after the leader closed`);
+      t.diagnostic(`task ${id === one ? 1 : 2} resumed ${first.atMs - closed} ms after the leader page closed`);
       assert.match(first.path, /[?&]cursor=2(&|$)/, "by delta, from the version the tabs hold");
     }
     const leaders = [(await sent(b)) > 0, (await sent(c)) > 0].filter(Boolean);
@@ -270,12 +271,18 @@ for (const engine of ENGINES) {
     // The leader's own watch stops; the late tab still wants the task.
     await a.evaluate((id) => window.stop(id), id);
     assert.equal((await seen(a, id)).end, "stopped");
+    assert.equal((await seen(a, id)).states.at(-1), "closed");
     await step(timeline, 3);
     await until(async () => (await version(late, id)) === 4, "the late tab goes on");
     await holds(proxy, { [id]: 1 });
     // The late tab closes without a word: its lock tells the leader.
     await late.close();
     await holds(proxy, {}, "no watch once no tab wants it");
+    // What a watch of this tab's own would refuse (Rust's rule) the leader refuses for it.
+    const refused = await a.evaluate(() =>
+      Promise.race([client.watch(" ").done.catch((e) => [e instanceof Error, e.name, e.code, e.message]), new Promise((r) => setTimeout(r, 3000, "no answer"))]),
+    );
+    assert.deepEqual(refused, [true, "TaskwireError", "invalid-request", "taskId: must not be blank"]);
     assert.deepEqual(a.errors, []);
   });
 
@@ -302,10 +309,12 @@ for (const engine of ENGINES) {
     }
     assert.equal(await sent(b), 0);
     const before = proxy.requests.length;
+    const frozen = Date.now();
     await a.evaluate(() => document.dispatchEvent(new Event("freeze")));
     await until(async () => (await sent(b)) > 0, "the other tab takes over", 1000);
     const resumed = () => proxy.requests.slice(before).find((r) => r.method === "GET");
     await until(resumed, "the proxy sees the new leader's request");
+    t.diagnostic(`resumed ${resumed().atMs - frozen} ms after the freeze`);
     assert.match(resumed().path, /[?&]cursor=2(&|$)/, "by delta");
     await holds(proxy, { [id]: 1 }, "the frozen tab's request ended");
     const led = await sent(a);
