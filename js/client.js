@@ -330,7 +330,7 @@ export class TaskClient {
     // Without either API (an old browser, Node) each tab keeps its own
     // connections, as without the option.
     if (share && globalThis.navigator?.locks && typeof BroadcastChannel === "function") {
-      const name = `taskwire ${baseUrl.trim()}${share === true ? "" : " " + share}`;
+      const name = baseUrl.trim() + (share === true ? "" : " " + share);
       this.#tabs = import("./tabs.js").then(({ Tabs, taskKind }) => new Tabs(name, { task: taskKind((id, o, wrap) => this.#local(id, o, wrap)) }));
     }
   }

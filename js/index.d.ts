@@ -336,7 +336,8 @@ export interface TaskClientOptions {
    * `watch()` behaves as their own would. When the leader's page closes,
    * another tab takes over at once and resumes each task by delta from
    * the version the tabs hold. The leader's options (token, headers,
-   * transport, persistence) serve every tab: give clients that differ in
+   * transport, persistence) serve every tab, so its credential must
+   * cover every task the group watches: give clients that differ in
    * them different names. Where Web Locks or BroadcastChannel are
    * missing, each tab keeps its own connections, as without the option.
    *

@@ -21,6 +21,12 @@
 // `ev` is a watch event: update, reject, status, done or fail (`data`
 // `{code, message, status}`: an Error does not survive the channel whole).
 
+/**
+ * In every lock and channel name: tabs that run another version of these
+ * messages (an old page still open after a deploy) form another group.
+ */
+const MESSAGES = "taskwire-tabs/1";
+
 /** Updates a leader keeps per watch, to catch up a tab that joins behind it. */
 const LOG = 64;
 
@@ -56,7 +62,7 @@ export class Tabs {
   #ready;
 
   constructor(name, kinds) {
-    this.#name = name;
+    this.#name = name = `${MESSAGES} ${name}`;
     this.#kinds = kinds;
     this.#channel = new BroadcastChannel(name);
     this.#channel.onmessage = (e) => this.#receive(e.data);
