@@ -8,7 +8,8 @@
 // watches of all tabs run in one of them (./tabs.js).
 
 import * as raw from "./taskwire_wasm.js";
-import { __internal, TaskMirror, TaskwireError } from "./api.js";
+import { __internal } from "./api.js";
+import { restored, shared } from "./tab-watch.js";
 
 const { call, text, str, invalid, typeName } = __internal;
 
@@ -236,46 +237,6 @@ function bearerFetch(inner, source) {
   };
 }
 
-/**
- * The handle of a watch that runs in the leader tab: `tabs` (a promise of
- * the tab group, ./tabs.js) delivers its events. `stop()` ends it as a
- * wasm watch ends: `fail` with code `stopped`, then `closed`.
- */
-function shared(tabs, kind, id, seed, sink, initial) {
-  let ended, unsubscribe;
-  const end = () => (ended = true) && unsubscribe?.();
-  tabs.then((group) => {
-    if (ended) return;
-    unsubscribe = group.subscribe(kind, id, seed, (ev, data) => {
-      if (ev === "done" || ev === "fail") end();
-      sink(ev, ev === "fail" ? new TaskwireError(data.code, data.message, data.status) : data);
-    });
-  });
-  return {
-    stop() {
-      if (ended) return;
-      end();
-      sink("fail", new TaskwireError("stopped", "the watch was stopped before the task ended"));
-      sink("status", { state: "closed" });
-    },
-    initial_task: () => JSON.stringify(initial ?? null),
-    visible() {},
-    network() {},
-    free() {},
-  };
-}
-
-/** The task persisted under `key`, as a watch in this tab would restore it (never throws). */
-function restored(key, taskId) {
-  try {
-    const mirror = TaskMirror.fromJSON(localStore().getItem(key));
-    mirror.free();
-    if (mirror.taskId === taskId) return mirror.task;
-  } catch {
-    // nothing sound there
-  }
-}
-
 /** Talks PROTOCOL.md to one backend. */
 export class TaskClient {
   #core;
@@ -395,7 +356,7 @@ export class TaskClient {
     if (!this.#tabs) return this.#local(taskId, options);
     const prefix = this.#persistPrefix;
     return new Watch(taskId, options, (sink, cursor, seed) =>
-      shared(this.#tabs, "task", taskId, seed, sink, cursor === undefined && prefix !== undefined ? restored(prefix + taskId, taskId) : undefined),
+      shared(this.#tabs, "task", taskId, seed, sink, cursor === undefined && prefix !== undefined ? restored(localStore(), prefix + taskId, taskId) : undefined),
     );
   }
 

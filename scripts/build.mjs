@@ -34,13 +34,13 @@ const VARIANTS = {
   client: {
     features: ["--no-default-features", "--features", "client"],
     exports: { "./api.js": ["TaskwireError", "TaskMirror"] },
-    files: ["api.js", "client.js", "index.js", "node.js", "tabs.js"],
+    files: ["api.js", "client.js", "index.js", "node.js", "tab-watch.js", "tabs.js"],
     limitGzip: LIMIT_GZIP,
   },
   full: {
     features: [],
     exports: { "./api.js": ["TaskwireError", "TaskMirror"], "./book.js": ["createTask", "applyEvent", "expireTask", "TaskBook"] },
-    files: ["api.js", "book.js", "client.js", "index.js", "node.js", "tabs.js"],
+    files: ["api.js", "book.js", "client.js", "index.js", "node.js", "tab-watch.js", "tabs.js"],
     // Not shipped to pages by default; the limit only catches regressions.
     limitGzip: 100 * 1024,
   },

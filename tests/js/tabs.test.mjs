@@ -268,6 +268,12 @@ for (const engine of ENGINES) {
     await until(async () => (await version(late, id)) === 3, "then follows live");
     assert.equal(await sent(late), 0, "the late tab sends nothing");
     await holds(proxy, { [id]: 1 });
+    // The leader's refusal reaches the tab as its own watch's would.
+    const missing = await late.evaluate(() =>
+      Promise.race([client.watch("tsk_" + "0".repeat(32)).done.catch((e) => [e instanceof Error, e.name, e.code, e.status]), new Promise((r) => setTimeout(r, 3000, "no answer"))]),
+    );
+    assert.deepEqual(missing, [true, "TaskwireError", "not-found", 404]);
+    assert.equal(await sent(late), 0);
     // The leader's own watch stops; the late tab still wants the task.
     await a.evaluate((id) => window.stop(id), id);
     assert.equal((await seen(a, id)).end, "stopped");
