@@ -10,6 +10,7 @@
 // sends (its `fetch`). Checked: one held request per task in all, only
 // from the leader; every tab's updates equal the reference's; the leader
 // page closed, another takes over within a second and resumes by delta;
+// a late tab is caught up; a frozen leader hands over; persistence; and
 // without Web Locks each tab watches for itself.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -26,14 +27,14 @@ const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
 
 const PAGE = `<!doctype html><meta charset="utf-8"><script type="module">
   import init, { TaskClient } from "/pkg/index.js";
-  window.start = async ({ baseUrl, headers, share, ids }) => {
+  window.start = async ({ baseUrl, headers, share, ids, persist }) => {
     await init();
     window.sent = [];
     window.seen = {};
     const watches = {};
     window.stop = (id) => watches[id].stop();
     const client = (window.client = new TaskClient({
-      baseUrl, headers, shareAcrossTabs: share, backoff: { initialMs: 100, maxMs: 400 },
+      baseUrl, headers, shareAcrossTabs: share, persist, backoff: { initialMs: 100, maxMs: 400 },
       fetch: (url, init) => (sent.push(url), fetch(url, init)),
     }));
     for (const id of ids) {
@@ -42,6 +43,7 @@ const PAGE = `<!doctype html><meta charset="utf-8"><script type="module">
         onUpdate: (u) => log.updates.push({ mode: u.mode, applied: u.applied, events: u.events.map((e) => e.version), rejected: u.rejected, version: u.task.version, state: u.task.state }),
         onStatus: (s) => log.states.push(s.state),
       }));
+      log.initial = watch.version;
       watch.done.then((t) => (log.end = t.state), (e) => (log.end = e.code));
     }
   };
@@ -338,6 +340,40 @@ for (const engine of ENGINES) {
     await until(async () => (await seen(a, id)).end === "succeeded", "the watch ends");
     assert.deepEqual((await seen(a, id)).updates.map((u) => u.version), [1, 2, 3, 4, 5]);
     assert.deepEqual(a.errors, []);
+  });
+
+  test(`${engine.name}: with persist, a new tab starts from the stored task and a takeover resumes from it`, async (t) => {
+    if (!existsSync(engine.binary)) return t.skip(`no ${engine.name} at ${engine.binary}`);
+    const browser = await engine.launch();
+    const proxy = await startProxy(Number(new URL(api.baseUrl).port));
+    t.after(() => Promise.all([browser.close(), proxy.close()]));
+    const id = await newTaskId(api);
+    const options = { baseUrl: `http://127.0.0.1:${proxy.port}`, headers: api.headers, share: true, persist: true, ids: [id] };
+    const tabs = await browser.group();
+    const a = await tabs.page();
+    await a.evaluate((o) => window.start(o), options);
+    const timeline = { [id]: seedTimeline(Date.now()) };
+    for (const i of [0, 1]) {
+      await step(timeline, i);
+      await until(async () => (await version(a, id)) === i + 1, `version ${i + 1}`);
+    }
+    const b = await tabs.page();
+    await b.evaluate((o) => window.start(o), options);
+    assert.equal((await seen(b, id)).initial, 2, "the stored task, at once, as a watch of its own would restore it");
+    await step(timeline, 2);
+    await until(async () => (await version(b, id)) === 3, "then follows live");
+    assert.deepEqual((await seen(b, id)).updates, [{ mode: "delta", applied: [3], events: [3], rejected: [], version: 3, state: "running" }]);
+    const before = proxy.requests.length;
+    await a.close();
+    const resumed = () => proxy.requests.slice(before).find((r) => r.method === "GET");
+    await until(resumed, "the other tab takes over");
+    assert.match(resumed().path, /[?&]cursor=3(&|$)/, "from the stored task");
+    for (const i of [3, 4]) {
+      await step(timeline, i);
+      await until(async () => (await version(b, id)) === i + 1, `version ${i + 1}`);
+    }
+    await until(async () => (await seen(b, id)).end === "succeeded", "the watch ends");
+    assert.deepEqual(b.errors, []);
   });
 
   test(`${engine.name}: without Web Locks each tab keeps its own connection`, async (t) => {
