@@ -76,7 +76,7 @@ export class Tabs {
     // (its watches would stand still) and takes its turn again when back.
     const on = (target, leave, back) => {
       target?.addEventListener?.(leave, () => this.#leave());
-      target?.addEventListener?.(back, () => this.#away && this.#join());
+      target?.addEventListener?.(back, () => this.#away && (this.#join(), this.#offerAll()));
     };
     on(globalThis, "pagehide", "pageshow");
     on(globalThis.document, "freeze", "resume");
@@ -105,7 +105,7 @@ export class Tabs {
     return `${this.#name} tab ${tab}`;
   }
 
-  /** Takes a place in the leader lock's queue, and tells the leader what this tab follows. */
+  /** Takes a place in the leader lock's queue. */
   #join() {
     this.#away = false;
     const queued = (this.#joining = new AbortController());
@@ -116,7 +116,6 @@ export class Tabs {
         return new Promise((release) => (this.#release = release));
       })
       .catch(() => {}); // the place given up by #leave
-    for (const sub of this.#subs.keys()) this.#offer(sub);
   }
 
   /** Stops leading (silently: the next leader carries on) or waiting to. */
@@ -129,9 +128,14 @@ export class Tabs {
     this.#release?.();
   }
 
+  /** Tells the leader what this tab follows (and holds), so it catches the tab up. */
   #offer(sub) {
     const s = this.#subs.get(sub);
     if (s) this.#post({ t: "sub", sub, tab: this.#tab, kind: s.kind, id: s.id, seed: s.seed() });
+  }
+
+  #offerAll() {
+    for (const sub of this.#subs.keys()) this.#offer(sub);
   }
 
   /** Posts to every other tab, and to this one (a channel never echoes). */
@@ -142,7 +146,7 @@ export class Tabs {
 
   #receive(m) {
     const key = m.kind + " " + m.id;
-    if (m.t === "lead") this.#ready.then(() => this.#subs.forEach((_, sub) => this.#offer(sub)));
+    if (m.t === "lead") this.#ready.then(() => this.#offerAll());
     if (m.t === "ev") {
       for (const [sub, s] of this.#subs) if (s.key === key && (m.to ?? sub) === sub) s.take(m.ev, structuredClone(m.data));
     }

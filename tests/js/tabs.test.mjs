@@ -68,7 +68,7 @@ const ENGINES = [
         async group(init) {
           const context = await browser.newContext();
           if (init) await context.addInitScript(init);
-          return { page: () => open(context.newPage()) };
+          return { page: () => open(context.newPage()), close: () => context.close() };
         },
         close: () => browser.close(),
       };
@@ -89,6 +89,7 @@ const ENGINES = [
                   return page;
                 }),
               ),
+            close: () => context.close(),
           };
         },
         close: () => browser.close(),
@@ -98,6 +99,29 @@ const ENGINES = [
 ];
 
 let api, statics, origin;
+/** One browser per engine, started by its first test. */
+const browsers = new Map();
+
+/**
+ * The engine's browser, and a fresh proxy to the server; both a group
+ * (`group()`) and the proxy end with the test.
+ */
+async function setUp(t, engine) {
+  if (!browsers.has(engine.name)) browsers.set(engine.name, engine.launch());
+  const browser = await browsers.get(engine.name);
+  const proxy = await startProxy(Number(new URL(api.baseUrl).port));
+  const groups = [];
+  t.after(async () => {
+    for (const group of groups) await group.close();
+    await proxy.close();
+  });
+  const group = async (init) => {
+    const made = await browser.group(init);
+    groups.push(made);
+    return made;
+  };
+  return { group, proxy };
+}
 
 /** The test page, opened; `errors` collects its uncaught errors. */
 async function open(opening) {
@@ -122,6 +146,7 @@ before(async () => {
 });
 
 after(async () => {
+  for (const browser of browsers.values()) await (await browser).close();
   statics?.close();
   await api?.stop();
 });
@@ -170,17 +195,15 @@ for (const engine of ENGINES) {
       if (process.env.TASKWIRE_BROWSERS_REQUIRED) throw new Error(`no ${engine.name} at ${engine.binary}`);
       return t.skip(`no ${engine.name} at ${engine.binary}`);
     }
-    const browser = await engine.launch();
-    const proxy = await startProxy(Number(new URL(api.baseUrl).port));
-    t.after(() => Promise.all([browser.close(), proxy.close()]));
+    const { group, proxy } = await setUp(t, engine);
     const [one, two] = [await newTaskId(api), await newTaskId(api)];
     const shared = { baseUrl: `http://127.0.0.1:${proxy.port}`, headers: api.headers, share: true };
 
     // The reference: own watches, in a context of its own, straight to the server.
-    const reference = await (await browser.group()).page();
+    const reference = await (await group()).page();
     await reference.evaluate((o) => window.start(o), { baseUrl: api.baseUrl, headers: api.headers, share: false, ids: [one, two] });
 
-    const tabs = await browser.group();
+    const tabs = await group();
     const [a, b, c] = [await tabs.page(), await tabs.page(), await tabs.page()];
     await a.evaluate((o) => window.start(o), { ...shared, ids: [one] });
     await until(async () => (await sent(a)) > 0, "the first tab leads");
@@ -248,12 +271,10 @@ for (const engine of ENGINES) {
 
   test(`${engine.name}: a tab that joins late is caught up by delta without a request; the watch ends when no tab wants it`, async (t) => {
     if (!existsSync(engine.binary)) return t.skip(`no ${engine.name} at ${engine.binary}`);
-    const browser = await engine.launch();
-    const proxy = await startProxy(Number(new URL(api.baseUrl).port));
-    t.after(() => Promise.all([browser.close(), proxy.close()]));
+    const { group, proxy } = await setUp(t, engine);
     const id = await newTaskId(api);
     const options = { baseUrl: `http://127.0.0.1:${proxy.port}`, headers: api.headers, share: true, ids: [id] };
-    const tabs = await browser.group();
+    const tabs = await group();
     const a = await tabs.page();
     await a.evaluate((o) => window.start(o), options);
     const timeline = { [id]: seedTimeline(Date.now()) };
@@ -300,12 +321,10 @@ for (const engine of ENGINES) {
   // freeze a visible page), so the page is sent the events they fire.
   test(`${engine.name}: a leader that is frozen hands over within a second, and follows again on resume`, async (t) => {
     if (!existsSync(engine.binary)) return t.skip(`no ${engine.name} at ${engine.binary}`);
-    const browser = await engine.launch();
-    const proxy = await startProxy(Number(new URL(api.baseUrl).port));
-    t.after(() => Promise.all([browser.close(), proxy.close()]));
+    const { group, proxy } = await setUp(t, engine);
     const id = await newTaskId(api);
     const options = { baseUrl: `http://127.0.0.1:${proxy.port}`, headers: api.headers, share: true, ids: [id] };
-    const tabs = await browser.group();
+    const tabs = await group();
     const [a, b] = [await tabs.page(), await tabs.page()];
     await a.evaluate((o) => window.start(o), options);
     await until(async () => (await sent(a)) > 0, "the first tab leads");
@@ -344,12 +363,10 @@ for (const engine of ENGINES) {
 
   test(`${engine.name}: with persist, a new tab starts from the stored task and a takeover resumes from it`, async (t) => {
     if (!existsSync(engine.binary)) return t.skip(`no ${engine.name} at ${engine.binary}`);
-    const browser = await engine.launch();
-    const proxy = await startProxy(Number(new URL(api.baseUrl).port));
-    t.after(() => Promise.all([browser.close(), proxy.close()]));
+    const { group, proxy } = await setUp(t, engine);
     const id = await newTaskId(api);
     const options = { baseUrl: `http://127.0.0.1:${proxy.port}`, headers: api.headers, share: true, persist: true, ids: [id] };
-    const tabs = await browser.group();
+    const tabs = await group();
     const a = await tabs.page();
     await a.evaluate((o) => window.start(o), options);
     const timeline = { [id]: seedTimeline(Date.now()) };
@@ -378,11 +395,9 @@ for (const engine of ENGINES) {
 
   test(`${engine.name}: without Web Locks each tab keeps its own connection`, async (t) => {
     if (!existsSync(engine.binary)) return t.skip(`no ${engine.name} at ${engine.binary}`);
-    const browser = await engine.launch();
-    const proxy = await startProxy(Number(new URL(api.baseUrl).port));
-    t.after(() => Promise.all([browser.close(), proxy.close()]));
+    const { group, proxy } = await setUp(t, engine);
     const id = await newTaskId(api);
-    const tabs = await browser.group("delete Navigator.prototype.locks;");
+    const tabs = await group("delete Navigator.prototype.locks;");
     const pages = [await tabs.page(), await tabs.page(), await tabs.page()];
     for (const page of pages) {
       assert.equal(await page.evaluate(() => "locks" in navigator), false);
