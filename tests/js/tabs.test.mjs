@@ -15,88 +15,14 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
-import { isDeepStrictEqual } from "node:util";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startServer, freePort } from "./server.mjs";
-import { CHROMIUM, FIREFOX, launchChromium, launchFirefox } from "./engines.mjs";
 import { newTaskId, seedTimeline, serveFiles } from "./pages.mjs";
+import { ENGINES, PAGE, held, holds, seen, sent, until, version } from "./tab-pages.mjs";
 import { startProxy } from "../e2e/proxy.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
-
-const PAGE = `<!doctype html><meta charset="utf-8"><script type="module">
-  import init, { TaskClient } from "/pkg/index.js";
-  window.start = async ({ baseUrl, headers, share, ids, persist }) => {
-    await init();
-    window.sent = [];
-    window.seen = {};
-    const watches = {};
-    window.stop = (id) => watches[id].stop();
-    const client = (window.client = new TaskClient({
-      baseUrl, headers, shareAcrossTabs: share, persist, backoff: { initialMs: 100, maxMs: 400 },
-      fetch: (url, init) => (sent.push(url), fetch(url, init)),
-    }));
-    for (const id of ids) {
-      const log = (seen[id] = { updates: [], states: [] });
-      const watch = (watches[id] = client.watch(id, {
-        onUpdate: (u) => log.updates.push({ mode: u.mode, applied: u.applied, events: u.events.map((e) => e.version), rejected: u.rejected, version: u.task.version, state: u.task.state }),
-        onStatus: (s) => log.states.push(s.state),
-      }));
-      log.initial = watch.version;
-      watch.done.then((t) => (log.end = t.state), (e) => (log.end = e.code));
-    }
-  };
-</script>`;
-
-// Firefox reports each cross-origin request that fails at the network
-// level as a page error (here: those of a page being closed): the
-// browser's diagnostics, not the page's script failing.
-const DIAGNOSTIC = /^Cross-Origin Request Blocked: .*\(Reason: CORS request did not succeed\)/;
-
-/**
- * One engine behind what this test needs: `group(initScript?)` makes a
- * browser context (pages in it share an origin's locks, channels and
- * sockets) whose `page()` opens a page of the test origin.
- */
-const ENGINES = [
-  {
-    ...CHROMIUM,
-    async launch() {
-      const browser = await launchChromium();
-      return {
-        async group(init) {
-          const context = await browser.newContext();
-          if (init) await context.addInitScript(init);
-          return { page: () => open(context.newPage()), close: () => context.close() };
-        },
-        close: () => browser.close(),
-      };
-    },
-  },
-  {
-    ...FIREFOX,
-    async launch() {
-      const browser = await launchFirefox();
-      return {
-        async group(init) {
-          const context = await browser.createBrowserContext();
-          return {
-            page: () =>
-              open(
-                context.newPage().then(async (page) => {
-                  if (init) await page.evaluateOnNewDocument(init);
-                  return page;
-                }),
-              ),
-            close: () => context.close(),
-          };
-        },
-        close: () => browser.close(),
-      };
-    },
-  },
-];
 
 let api, statics, origin;
 /** One browser per engine, started by its first test. */
@@ -107,7 +33,7 @@ const browsers = new Map();
  * (`group()`) and the proxy end with the test.
  */
 async function setUp(t, engine) {
-  if (!browsers.has(engine.name)) browsers.set(engine.name, engine.launch());
+  if (!browsers.has(engine.name)) browsers.set(engine.name, engine.launch(origin + "/"));
   const browser = await browsers.get(engine.name);
   const proxy = await startProxy(Number(new URL(api.baseUrl).port));
   const groups = [];
@@ -121,18 +47,6 @@ async function setUp(t, engine) {
     return made;
   };
   return { group, proxy };
-}
-
-/** The test page, opened; `errors` collects its uncaught errors. */
-async function open(opening) {
-  const page = await opening;
-  page.errors = [];
-  page.on("pageerror", (e) => {
-    const message = e?.message ?? String(e);
-    if (!DIAGNOSTIC.test(message)) page.errors.push(message);
-  });
-  await page.goto(origin + "/");
-  return page;
 }
 
 before(async () => {
@@ -150,39 +64,6 @@ after(async () => {
   statics?.close();
   await api?.stop();
 });
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function until(check, what, ms = 5000) {
-  for (const end = Date.now() + ms; Date.now() < end; await sleep(10)) if (await check()) return;
-  assert.fail(`timed out: ${what}`);
-}
-
-const seen = (page, id) => page.evaluate((id) => window.seen[id], id);
-const sent = (page) => page.evaluate(() => window.sent.length);
-const version = async (page, id) => (await seen(page, id)).updates.at(-1)?.version ?? 0;
-
-/** The held requests by task id (the proxy's unanswered resume requests). */
-function held(proxy) {
-  const byTask = {};
-  for (const r of proxy.unanswered()) {
-    if (r.method !== "GET") continue; // a CORS preflight
-    const task = /^\/v1\/tasks\/([^/]+)\/resume/.exec(r.path)?.[1];
-    if (task) byTask[task] = (byTask[task] ?? 0) + 1;
-  }
-  return byTask;
-}
-
-/**
- * Waits until the held requests are `expected` (by task id; the next
- * request of a watch follows its answer by a moment), then checks that
- * they stay so.
- */
-async function holds(proxy, expected, what = "held requests by task") {
-  await until(() => isDeepStrictEqual(held(proxy), expected), what);
-  await sleep(200);
-  assert.deepEqual(held(proxy), expected, what);
-}
 
 /** Posts event `i` of the seed's timeline to each task. */
 function step(timelines, i) {
