@@ -92,7 +92,7 @@ async function open(opening, url) {
   return page;
 }
 
-export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 export async function until(check, what, ms = 5000) {
   for (const end = Date.now() + ms; Date.now() < end; await sleep(10)) if (await check()) return;
