@@ -37,11 +37,11 @@ const LOG = 64;
  * - `open(id, seed, on)`: (leader) starts the real watch from a tab's
  *   `seed`; it reports each event as `on(ev, data)`; returns the watch,
  *   which `[Symbol.dispose]()` stops and frees;
- * - `at(x)`: the position (a version, a cursor) of an update or a seed:
- *   what catch-ups and repeats are judged by;
- * - `catchUp(watch, log, from)`: the one update that brings a tab from
- *   position `from` to the open watch's, given the watch's latest
- *   updates (`log`, oldest first); none when it is there already.
+ * - `stale(update, seed)`: the update brings a tab that holds `seed`
+ *   nothing newer (a repeat, to drop);
+ * - `catchUp(watch, log, seed)`: the events (`[ev, data]` pairs) that
+ *   bring a tab holding `seed` to the open watch's state, given the
+ *   watch's latest updates (`log`, oldest first); none when it is there.
  */
 export class Tabs {
   #tab = Math.random().toString(36).slice(2);
@@ -89,11 +89,11 @@ export class Tabs {
    */
   subscribe(kind, id, seed, deliver) {
     const sub = `${this.#tab}/${++this.#count}`;
-    const at = this.#kinds[kind].at;
+    const { stale } = this.#kinds[kind];
     const take = (ev, data) => {
       // A repeat (a catch-up crossing live events, an old leader's last
       // post) brings nothing newer; a restarted history (`reason`) does.
-      if (ev === "update" && !data.reason && at(data) <= at(seed())) return;
+      if (ev === "update" && !data.reason && stale(data, seed())) return;
       deliver(ev, data);
     };
     this.#subs.set(sub, { kind, id, key: kind + " " + id, seed, take });
@@ -174,8 +174,7 @@ export class Tabs {
     } else {
       // A tab that joins (or comes back from a freeze) behind the watch.
       if (s.status && !s.subs.has(sub)) send("status", s.status);
-      const update = k.catchUp(s.real, s.log, k.at(seed));
-      if (update) send("update", update);
+      for (const [ev, data] of k.catchUp(s.real, s.log, seed)) send(ev, data);
     }
     s.subs.set(sub, tab);
     if (tab !== this.#tab && !this.#awaited.has(tab)) {
@@ -224,8 +223,9 @@ function fault({ code, message, status }) {
  * is persisted, if anything, comes first: the leader saved it last).
  */
 export function taskKind(watchLocally) {
+  const at = ({ task, cursor }) => task?.version ?? cursor ?? 0;
   return {
-    at: (x) => x.task?.version ?? x.cursor ?? 0,
+    stale: (update, seed) => update.task.version <= at(seed),
     open(id, { task, cursor }, on) {
       const watch = watchLocally(
         id,
@@ -244,14 +244,18 @@ export function taskKind(watchLocally) {
       );
       return watch;
     },
-    // What the server would answer the tab's own watch: a delta when the
-    // log holds every entry since `from`, else a snapshot.
-    catchUp({ task }, log, from) {
-      if (!task || task.version <= from) return;
+    // One update, what the server would answer the tab's own watch: a
+    // delta when the log holds every entry since the tab's version, else
+    // a snapshot.
+    catchUp({ task }, log, seed) {
+      const from = at(seed);
+      if (!task || task.version <= from) return [];
       const events = log.flatMap((u) => u.events).filter((e) => e.version > from);
-      return events.length === task.version - from
-        ? { task, mode: "delta", applied: events.map((e) => e.version), events, rejected: [] }
-        : { task, mode: "snapshot", applied: [task.version], events: [], rejected: [] };
+      const update =
+        events.length === task.version - from
+          ? { task, mode: "delta", applied: events.map((e) => e.version), events, rejected: [] }
+          : { task, mode: "snapshot", applied: [task.version], events: [], rejected: [] };
+      return [["update", update]];
     },
   };
 }
