@@ -4,10 +4,12 @@
 // listeners for `online`/`offline`/`visibilitychange`, finding
 // localStorage, and turning the loop's events into callbacks and the
 // `done` promise. It never assumes `window`:
-// it runs in windows, workers and Node ≥ 20.
+// it runs in windows, workers and Node ≥ 20. With `shareAcrossTabs`, the
+// watches of all tabs run in one of them (./tabs.js).
 
 import * as raw from "./taskwire_wasm.js";
 import { __internal } from "./api.js";
+import { restored, shared } from "./tab-watch.js";
 
 const { call, text, str, invalid, typeName } = __internal;
 
@@ -53,14 +55,18 @@ function option(options, key) {
   }
 }
 
-/** Follows one task; made by `TaskClient.watch`. */
+/**
+ * Follows one task; made by `TaskClient.watch`. `open(sink, cursor,
+ * seed)` starts it: in this tab (a wasm `WatchHandle`), or through the
+ * leader tab (`shared`); `seed()` is what the watch holds now.
+ */
 class Watch {
   #handle;
   #task;
   #status = { state: "connecting" };
   #cleanup = [];
 
-  constructor(core, taskId, options, persistPrefix) {
+  constructor(taskId, options, open) {
     str(taskId, "taskId");
     if (options === null || typeof options !== "object") throw invalid(`options: must be an object, got ${typeName(options)}`);
     const cursor = option(options, "cursor");
@@ -80,16 +86,17 @@ class Watch {
     // `stop()` rejects `done`; nobody is obliged to await it.
     this.done.catch(() => {});
 
-    const sink = (kind, json) => {
-      // `fail` carries the TaskwireError itself; the rest, JSON text.
+    const sink = (kind, data) => {
+      // `fail` carries the TaskwireError itself; the rest, JSON text from
+      // wasm, or the object from the leader tab.
       if (kind === "fail") {
         this.#detach();
-        reject(json);
+        reject(data);
         return;
       }
-      let payload;
+      let payload = data;
       try {
-        payload = JSON.parse(json);
+        if (typeof data === "string") payload = JSON.parse(data);
       } catch {
         return;
       }
@@ -113,10 +120,7 @@ class Watch {
       }
     };
 
-    // Persistence is the Rust side's: it reads and writes the storage.
-    const storageKey = persistPrefix === undefined ? undefined : persistPrefix + taskId;
-    const storage = storageKey === undefined ? undefined : localStore();
-    this.#handle = call(() => core.watch({ taskId, cursor, storage, storageKey, sink, online: isOnline }));
+    this.#handle = open(sink, cursor, () => ({ task: this.#task, cursor }));
     const initial = this.#handle.initial_task();
     if (initial !== "null") this.#task = JSON.parse(initial);
     this.#attach();
@@ -237,6 +241,8 @@ function bearerFetch(inner, source) {
 export class TaskClient {
   #core;
   #persistPrefix;
+  /** With `shareAcrossTabs`, where Web Locks and BroadcastChannel exist: the tab group, once loaded. */
+  #tabs;
 
   constructor(options) {
     if (options === null || typeof options !== "object") throw invalid(`options: must be an object, got ${typeName(options)}`);
@@ -277,7 +283,17 @@ export class TaskClient {
     if (maxMs !== undefined && typeof maxMs !== "number") throw invalid(`options.backoff.maxMs: must be a number, got ${typeName(maxMs)}`);
     if (waitMs !== undefined && typeof waitMs !== "number") throw invalid(`options.waitMs: must be a number, got ${typeName(waitMs)}`);
     if (transport !== undefined) str(transport, "options.transport");
+    const share = option(options, "shareAcrossTabs");
+    if (share !== undefined && typeof share !== "boolean" && (typeof share !== "string" || share === "")) {
+      throw invalid("options.shareAcrossTabs: must be a boolean or a non-empty name");
+    }
     this.#core = call(() => new raw.ClientCore({ baseUrl, headers: pairs, fetch: fetchFn, initialMs, maxMs, transport, waitMs }));
+    // Without either API (an old browser, Node) each tab keeps its own
+    // connections, as without the option.
+    if (share && globalThis.navigator?.locks && typeof BroadcastChannel === "function") {
+      const name = baseUrl.trim() + (share === true ? "" : " " + share);
+      this.#tabs = import("./tabs.js").then(({ Tabs, taskKind }) => new Tabs(name, { task: taskKind((id, o, wrap) => this.#local(id, o, wrap)) }));
+    }
   }
 
   /** POST /v1/tasks: the new task (version 0). */
@@ -337,7 +353,23 @@ export class TaskClient {
 
   /** Follows a task until it is terminal, stopped, or refused (401/403/404). */
   watch(taskId, options = {}) {
-    return new Watch(this.#core, taskId, options, this.#persistPrefix);
+    if (!this.#tabs) return this.#local(taskId, options);
+    const prefix = this.#persistPrefix;
+    return new Watch(taskId, options, (sink, cursor, seed) =>
+      shared(this.#tabs, "task", taskId, seed, sink, cursor === undefined && prefix !== undefined ? restored(localStore(), prefix + taskId, taskId) : undefined),
+    );
+  }
+
+  /**
+   * A watch in this tab. Persistence is the Rust side's: it reads and
+   * writes the storage. `wrap(storage)` (the leader's watch for other
+   * tabs, ./tabs.js) puts a storage of its own in front.
+   */
+  #local(taskId, options, wrap = (own) => own) {
+    const core = this.#core;
+    const storageKey = this.#persistPrefix === undefined ? "" : this.#persistPrefix + taskId;
+    const storage = wrap(storageKey ? localStore() : undefined);
+    return new Watch(taskId, options, (sink, cursor) => call(() => core.watch({ taskId, cursor, storage, storageKey, sink, online: isOnline })));
   }
 }
 
