@@ -122,17 +122,24 @@ pub async fn bad_batches_scenario(h: &Harness) {
     }
     let r = h.post("demo", "/v1/batches", &[], "{\"items\": [").await;
     assert_error(&r, 400, "invalid-request", "body");
-    // The quota counts every item: 5 is refused whole, and nothing of it
-    // (nor of the bad ones above) holds a slot, so 4 then fit.
+    // More items than the quota can never fit: 422, not a 429 to wait on.
     let r = h
         .post("demo", "/v1/batches", &[], &items(5).to_string())
         .await;
-    assert_error(&r, 429, "open-task-quota", "");
-    batch(h, 4).await;
+    assert_error(&r, 422, "batch-over-quota", "body.items");
+    // The quota counts every item: with 2 open, 3 more are refused whole,
+    // and nothing of them (nor of the bad ones above) holds a slot, so 2
+    // then fit.
+    batch(h, 2).await;
+    let r = h
+        .post("demo", "/v1/batches", &[], &items(3).to_string())
+        .await;
+    assert_error(&r, 429, "open-task-quota", "a batch of 3 items");
+    batch(h, 2).await;
     let r = h
         .post("demo", "/v1/batches", &[], &items(1).to_string())
         .await;
-    assert_error(&r, 429, "open-task-quota", "");
+    assert_error(&r, 429, "open-task-quota", "already has 4 open tasks");
 }
 
 pub async fn idempotent_create_scenario(h: &Harness) {

@@ -145,6 +145,7 @@ pub(super) async fn check_open_tasks(
         return Ok(Err(StoreError::OpenTaskQuota {
             tenant: tenant.to_string(),
             max,
+            wanted: n,
         }));
     }
     Ok(Ok(()))
