@@ -3,14 +3,15 @@
 // wasm/src/client); this file owns the requests' JavaScript side (the
 // options, the token function around fetch), and ./watch.js what a watch
 // needs of the runtime. It never assumes `window`: it runs in windows,
-// workers and Node ≥ 20.
+// workers and Node ≥ 20. With `shareAcrossTabs`, the task watches of all
+// tabs run in one of them (./tabs.js).
 
 import * as raw from "./taskwire_wasm.js";
 import { __internal } from "./api.js";
-import { BatchWatch, Watch, option } from "./watch.js";
+import { restored, shared } from "./tab-watch.js";
+import { BatchWatch, Watch, isOnline, localStore, option } from "./watch.js";
 
 const { call, text, str, invalid, typeName } = __internal;
-
 
 /** `init` with `Authorization: Bearer <token>` added. */
 function withBearer(init, token) {
@@ -69,6 +70,8 @@ function bearerFetch(inner, source) {
 export class TaskClient {
   #core;
   #persistPrefix;
+  /** With `shareAcrossTabs`, where Web Locks and BroadcastChannel exist: the tab group, once loaded. */
+  #tabs;
 
   constructor(options) {
     if (options === null || typeof options !== "object") throw invalid(`options: must be an object, got ${typeName(options)}`);
@@ -109,7 +112,17 @@ export class TaskClient {
     if (maxMs !== undefined && typeof maxMs !== "number") throw invalid(`options.backoff.maxMs: must be a number, got ${typeName(maxMs)}`);
     if (waitMs !== undefined && typeof waitMs !== "number") throw invalid(`options.waitMs: must be a number, got ${typeName(waitMs)}`);
     if (transport !== undefined) str(transport, "options.transport");
+    const share = option(options, "shareAcrossTabs");
+    if (share !== undefined && typeof share !== "boolean" && (typeof share !== "string" || share === "")) {
+      throw invalid("options.shareAcrossTabs: must be a boolean or a non-empty name");
+    }
     this.#core = call(() => new raw.ClientCore({ baseUrl, headers: pairs, fetch: fetchFn, initialMs, maxMs, transport, waitMs }));
+    // Without either API (an old browser, Node) each tab keeps its own
+    // connections, as without the option.
+    if (share && globalThis.navigator?.locks && typeof BroadcastChannel === "function") {
+      const name = baseUrl.trim() + (share === true ? "" : " " + share);
+      this.#tabs = import("./tabs.js").then(({ Tabs, taskKind }) => new Tabs(name, { task: taskKind((id, o, wrap) => this.#local(id, o, wrap)) }));
+    }
   }
 
   /** POST /v1/tasks: the new task (version 0). */
@@ -184,12 +197,39 @@ export class TaskClient {
 
   /** Follows a task until it is terminal, stopped, or refused (401/403/404). */
   watch(taskId, options = {}) {
-    return new Watch(this.#core, taskId, options, this.#persistPrefix);
+    if (!this.#tabs) return this.#local(taskId, options);
+    const prefix = this.#persistPrefix;
+    return new Watch(taskId, options, (sink, cursor, seed) =>
+      shared(this.#tabs, "task", taskId, seed, sink, cursor === undefined && prefix !== undefined ? restored(localStore(), prefix + taskId, taskId) : undefined),
+    );
   }
 
-  /** Follows every task of a batch, over one held request, until all are terminal, stopped, or refused. */
+  /**
+   * Follows every task of a batch, over one held request, until all are
+   * terminal, stopped, or refused. In this tab, with or without
+   * `shareAcrossTabs` (the tab group shares task watches only).
+   */
   watchBatch(batchId, options = {}) {
-    return new BatchWatch(this.#core, batchId, options, this.#persistPrefix);
+    const core = this.#core;
+    const prefix = this.#persistPrefix;
+    return new BatchWatch(batchId, options, (start, sink) => {
+      // One key per batch; persistence is the Rust side's.
+      const storageKey = prefix === undefined ? "" : `${prefix}batch:${batchId}`;
+      const storage = storageKey ? localStore() : undefined;
+      return call(() => core.watch_batch({ batchId, start, storage, storageKey, sink, online: isOnline }));
+    });
+  }
+
+  /**
+   * A watch in this tab. Persistence is the Rust side's: it reads and
+   * writes the storage. `wrap(storage)` (the leader's watch for other
+   * tabs, ./tabs.js) puts a storage of its own in front.
+   */
+  #local(taskId, options, wrap = (own) => own) {
+    const core = this.#core;
+    const storageKey = this.#persistPrefix === undefined ? "" : this.#persistPrefix + taskId;
+    const storage = wrap(storageKey ? localStore() : undefined);
+    return new Watch(taskId, options, (sink, cursor) => call(() => core.watch({ taskId, cursor, storage, storageKey, sink, online: isOnline })));
   }
 }
 

@@ -329,6 +329,24 @@ export interface TaskClientOptions {
   transport?: "long-poll" | "sse";
   /** How long the server may hold a long-poll (ms, ≤ 30,000; default 25,000). */
   waitMs?: number;
+  /**
+   * One connection per browser: the tabs (and workers) of this origin
+   * whose clients have the same `baseUrl` and the same share name (`true`
+   * is the unnamed one) elect a leader with Web Locks. Only the leader
+   * talks to the server, one watch per task however many tabs watch it;
+   * the others get every update over a `BroadcastChannel`, and their
+   * `watch()` behaves as their own would. When the leader's page closes,
+   * another tab takes over at once and resumes each task by delta from
+   * the version the tabs hold. The leader's options (token, headers,
+   * transport, persistence) serve every tab, so its credential must
+   * cover every task the group watches: give clients that differ in
+   * them different names. Where Web Locks or BroadcastChannel are
+   * missing, each tab keeps its own connections, as without the option.
+   *
+   * @example
+   * const client = new TaskClient({ baseUrl, token, shareAcrossTabs: true });
+   */
+  shareAcrossTabs?: boolean | string;
 }
 
 /** Input of `TaskClient.createTask` (PROTOCOL.md, "Create a task"). */

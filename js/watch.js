@@ -6,15 +6,15 @@
 
 import { __internal } from "./api.js";
 
-const { call, text, str, invalid, typeName } = __internal;
+const { text, str, invalid, typeName } = __internal;
 
-function isOnline() {
+export function isOnline() {
   const nav = globalThis.navigator;
   return !(nav && nav.onLine === false);
 }
 
 /** localStorage, if this runtime has a usable one (never throws). */
-function localStore() {
+export function localStore() {
   try {
     const s = globalThis.localStorage;
     return s && typeof s.getItem === "function" ? s : undefined;
@@ -61,10 +61,12 @@ function listeners(options, names) {
 }
 
 /**
- * One running follow loop, of a task or a batch: the wasm handle, the
+ * One running follow loop, of a task or a batch: its handle, the
  * runtime's listeners, the status and the `done` promise. `open(sink)`
- * starts the loop; `apply(kind, payload)` takes `update`, `progress` and
- * `done` (and returns what `done` resolves with).
+ * starts the loop: in this tab (a wasm `WatchHandle`), or through the
+ * leader tab (./tab-watch.js `shared`); `apply(kind, payload)` takes
+ * `update`, `progress` and `done` (and returns what `done` resolves
+ * with).
  */
 class Loop {
   handle;
@@ -79,16 +81,17 @@ class Loop {
     });
     // `stop()` rejects `done`; nobody is obliged to await it.
     this.done.catch(() => {});
-    const sink = (kind, json) => {
-      // `fail` carries the TaskwireError itself; the rest, JSON text.
+    const sink = (kind, data) => {
+      // `fail` carries the TaskwireError itself; the rest, JSON text from
+      // wasm, or the object from the leader tab.
       if (kind === "fail") {
         this.#detach();
-        reject(json);
+        reject(data);
         return;
       }
-      let payload;
+      let payload = data;
       try {
-        payload = JSON.parse(json);
+        if (typeof data === "string") payload = JSON.parse(data);
       } catch {
         return;
       }
@@ -104,7 +107,7 @@ class Loop {
         apply(kind, payload);
       }
     };
-    this.handle = call(() => open(sink));
+    this.handle = open(sink);
     this.#attach();
   }
 
@@ -141,17 +144,12 @@ class Loop {
     this.#detach();
   }
 
-  /** Stops and frees the wasm memory; `cursor()` answers what it was. */
+  /** Stops and frees the wasm memory. */
   dispose() {
     this.stop();
     const handle = this.handle;
-    this.last = handle?.cursor();
     this.handle = undefined;
     handle?.free();
-  }
-
-  cursor() {
-    return this.handle ? this.handle.cursor() : (this.last ?? 0);
   }
 }
 
@@ -163,19 +161,20 @@ function watchOptions(options, names) {
   return { cursor, on: listeners(options, names) };
 }
 
-/** Follows one task; made by `TaskClient.watch`. */
+/**
+ * Follows one task; made by `TaskClient.watch`. `open(sink, cursor,
+ * seed)` starts it: in this tab (a wasm `WatchHandle`), or through the
+ * leader tab (`shared`); `seed()` is what the watch holds now.
+ */
 export class Watch {
   #loop;
   #task;
 
-  constructor(core, taskId, options, persistPrefix) {
+  constructor(taskId, options, open) {
     str(taskId, "taskId");
     const { cursor, on } = watchOptions(options, ["onUpdate", "onStatus", "onReject"]);
-    // Persistence is the Rust side's: it reads and writes the storage.
-    const storageKey = persistPrefix === undefined ? undefined : persistPrefix + taskId;
-    const storage = storageKey === undefined ? undefined : localStore();
-    const open = (sink) => core.watch({ taskId, cursor, storage, storageKey, sink, online: isOnline });
-    this.#loop = new Loop(open, on, (kind, payload) => {
+    const start = (sink) => open(sink, cursor, () => ({ task: this.#task, cursor }));
+    this.#loop = new Loop(start, on, (kind, payload) => {
       this.#task = payload.task ?? this.#task;
       if (kind === "update") safely(on.onUpdate, payload);
       return this.#task;
@@ -211,14 +210,19 @@ export class Watch {
   }
 }
 
-/** Follows a batch over one held request; made by `TaskClient.watchBatch`. */
+/**
+ * Follows a batch over one held request; made by `TaskClient.watchBatch`.
+ * `open(start, sink)` starts it in this tab, from `start` (what is known:
+ * a snapshot answer's JSON text) when given.
+ */
 export class BatchWatch {
   #loop;
   #tasks = [];
   #index = new Map();
   #progress;
+  #cursor = 0;
 
-  constructor(core, batchId, options, persistPrefix) {
+  constructor(batchId, options, open) {
     str(batchId, "batchId");
     const { cursor, on } = watchOptions(options, ["onUpdate", "onProgress", "onStatus", "onReject"]);
     const tasks = option(options, "tasks");
@@ -227,12 +231,10 @@ export class BatchWatch {
       throw invalid(cursor === undefined ? "options.cursor: required with options.tasks (the batch cursor they were read at)" : "options.tasks: required with options.cursor (the tasks as known at that cursor)");
     }
     // What is known, as the snapshot answer the batch is stored as: the
-    // wasm side reads both with the server's reader.
+    // wasm side reads both with the server's reader. Every task counts
+    // open until the first answer says otherwise.
     const start = tasks && text({ batchId, mode: "snapshot", cursor, size: tasks.length, open: tasks.length, tasks: tasks.map((task) => ({ mode: "snapshot", task })) }, "options");
-    const storageKey = persistPrefix === undefined ? undefined : `${persistPrefix}batch:${batchId}`;
-    const storage = storageKey === undefined ? undefined : localStore();
-    const open = (sink) => core.watch_batch({ batchId, start, storage, storageKey, sink, online: isOnline });
-    this.#loop = new Loop(open, on, (kind, payload) => {
+    this.#loop = new Loop((sink) => open(start, sink), on, (kind, payload) => {
       if (kind === "update") {
         if (payload.task) this.#put(payload.task);
         safely(on.onUpdate, payload);
@@ -269,7 +271,9 @@ export class BatchWatch {
 
   /** The batch cursor known: the cursor of the next request. */
   get cursor() {
-    return this.#loop.cursor();
+    const handle = this.#loop.handle;
+    if (handle) this.#cursor = handle.cursor();
+    return this.#cursor;
   }
 
   /** The aggregate last reported, or undefined before the batch is known. */
@@ -289,6 +293,7 @@ export class BatchWatch {
 
   /** `using watch = client.watchBatch(…)`: stops the watch and frees its memory at the end of the scope. */
   [Symbol.dispose]() {
+    void this.cursor; // kept: the handle goes
     this.#loop.dispose();
   }
 }

@@ -9,6 +9,7 @@ import { EventLog } from "./log.js";
 import { isTerminal } from "./card.js";
 import { Tracked } from "./tracked.js";
 import { Actions } from "./actions.js";
+import { BatchView } from "./batch.js";
 
 // The page holds no tenant token. The demo endpoints are this demo's
 // "application backend": they start workloads for the demo tenant and mint
@@ -16,6 +17,8 @@ import { Actions } from "./actions.js";
 // which each task's TaskClient asks for again when it expires.
 /** The page's own list of tasks (the client persists each task's cursor itself). */
 const STATE_KEY = "taskwire-demo:tasks";
+/** The batch the page follows (every tab of the demo shows it). */
+const BATCH_KEY = "taskwire-demo:batch";
 /** The key prefix of the client's `persist: true`. */
 const CLIENT_PREFIX = "taskwire:";
 
@@ -38,11 +41,19 @@ class App {
   clients = new Map();
   /** Cancel, decisions, kill the worker, and the executor's notes. */
   actions = new Actions(this);
+  /** The moderation batch's grid, when one was started (batch.js). */
+  batch = undefined;
 
   async start() {
     await init();
     this.#wireControls();
     this.#restore();
+    this.#restoreBatch();
+    // Another tab started a batch: show it here too (its updates come
+    // over that tab's connection, see batchClient).
+    addEventListener("storage", (e) => {
+      if (e.key === BATCH_KEY) this.#restoreBatch();
+    });
     setInterval(() => this.#tick(), 200);
     this.#tick();
     this.#pollStats();
@@ -87,6 +98,27 @@ class App {
     return client;
   }
 
+  /**
+   * The batch's client: a browser token for the batch, and one connection
+   * per browser (`shareAcrossTabs`: the leader tab holds it, the others
+   * get its updates over a BroadcastChannel).
+   */
+  batchClient(batchId) {
+    return new TaskClient({
+      baseUrl: location.origin,
+      token: async () => {
+        const { token } = await this.api("POST", "/v1/demo/tokens", { batchId });
+        return token;
+      },
+      fetch: this.net.fetch,
+      persist: true,
+      // A group of its own: the leader's token serves the whole group,
+      // and the task cards' clients hold task tokens.
+      shareAcrossTabs: "moderation-batch",
+      backoff: { initialMs: 500, maxMs: 4_000 },
+    });
+  }
+
   /** A fresh browser token for one task, from the demo's backend. */
   async #mint(taskId) {
     const { token, expiresAt } = await this.api("POST", "/v1/demo/tokens", { taskIds: [taskId] });
@@ -109,12 +141,10 @@ class App {
   }
 
   async #startWorkload(workload, speed) {
+    if (workload === "batch") return this.#startBatch(speed);
     let answer;
     try {
-      // The seed's three moderation items, one card each (the 500-item
-      // grid follows the whole batch instead).
-      const body = workload === "batch" ? { speed, items: 3 } : { speed };
-      answer = await this.api("POST", `/v1/demo/workloads/${workload}`, body);
+      answer = await this.api("POST", `/v1/demo/workloads/${workload}`, { speed });
     } catch (e) {
       this.log.add("error", `could not start ${workload}: ${e.message}`);
       return;
@@ -135,6 +165,46 @@ class App {
       t.follow(this.clientFor(t.id));
     }
     this.save();
+    this.#showEmpty();
+  }
+
+  /** The moderation batch: 500 items, one grid, one held request. */
+  async #startBatch(speed) {
+    let answer;
+    try {
+      answer = await this.api("POST", "/v1/demo/workloads/batch", { speed });
+    } catch (e) {
+      this.log.add("error", `could not start batch: ${e.message}`);
+      return;
+    }
+    const entry = { batchId: answer.batchId, taskIds: answer.taskIds, scenarios: answer.scenarios, speed };
+    try {
+      localStorage.setItem(BATCH_KEY, JSON.stringify(entry));
+    } catch {
+      // Storage full or disabled: this tab still follows it.
+    }
+    this.log.add("info", `batch of ${entry.taskIds.length} items started (speed ${speed}×), followed over one connection`, { label: "batch" });
+    this.#showBatch(entry);
+  }
+
+  /** Shows the saved batch (a reload, or another tab's start). */
+  #restoreBatch() {
+    let entry;
+    try {
+      entry = JSON.parse(localStorage.getItem(BATCH_KEY) ?? "null");
+    } catch {
+      entry = null;
+    }
+    if (!entry?.batchId || !Array.isArray(entry.taskIds)) return;
+    if (this.batch?.entry.batchId === entry.batchId) return;
+    this.#showBatch(entry);
+  }
+
+  #showBatch(entry) {
+    this.batch?.stop();
+    this.batch = new BatchView(this, entry);
+    document.getElementById("batch").replaceChildren(this.batch.root);
+    this.batch.follow(this.batchClient(entry.batchId));
     this.#showEmpty();
   }
 
@@ -194,13 +264,17 @@ class App {
     this.tracked.clear();
     this.clients.clear();
     localStorage.removeItem(STATE_KEY);
+    this.batch?.stop();
+    this.batch = undefined;
+    localStorage.removeItem(BATCH_KEY);
+    document.getElementById("batch").replaceChildren();
     document.getElementById("tasks").replaceChildren();
     this.log.clear();
     this.#showEmpty();
   }
 
   #showEmpty() {
-    document.getElementById("empty").hidden = this.tracked.size > 0;
+    document.getElementById("empty").hidden = this.tracked.size > 0 || this.batch !== undefined;
   }
 
   async #dropConnections() {
@@ -269,7 +343,8 @@ class App {
   #tick() {
     for (const t of this.tracked.values()) t.tick();
     const active = [...this.tracked.values()].filter((t) => t.watch && t.status.state !== "closed");
-    const states = new Set(active.map((t) => t.status.state));
+    const watches = this.batch?.active ? [...active, this.batch] : active;
+    const states = new Set(watches.map((t) => t.status.state));
     let state = "idle";
     let text = "idle: no task in progress";
     if (states.has("offline")) {
@@ -278,14 +353,18 @@ class App {
     } else if (states.has("reconnecting")) {
       state = "reconnecting";
       const now = performance.now();
-      const next = Math.min(...active.filter((t) => t.status.state === "reconnecting").map((t) => t.retryAt));
-      text = next > now ? `reconnecting in ${Math.ceil((next - now) / 1000)} s` : "reconnecting…";
+      const next = Math.min(...watches.filter((t) => t.status.state === "reconnecting").map((t) => t.retryAt ?? Infinity));
+      text = next > now && Number.isFinite(next) ? `reconnecting in ${Math.ceil((next - now) / 1000)} s` : "reconnecting…";
     } else if (states.has("connecting")) {
       state = "connecting";
       text = "connecting…";
     } else if (states.has("live")) {
       state = "live";
-      text = `live · ${active.length} task${active.length === 1 ? "" : "s"}`;
+      const tasks = active.length + (this.batch?.active ? this.batch.entry.taskIds.length : 0);
+      // This tab's requests in flight: the held long-polls (a tab whose
+      // batch rides another tab's connection holds none for it).
+      const held = this.net.inFlight;
+      text = `live · ${tasks} task${tasks === 1 ? "" : "s"} · ${held} connection${held === 1 ? "" : "s"}`;
     }
     const indicator = document.getElementById("connection");
     indicator.dataset.state = state;

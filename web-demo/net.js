@@ -40,6 +40,11 @@ export class DemoNetwork {
     return Math.max(0, this.#cutUntil - Date.now());
   }
 
+  /** Requests of this tab in flight now (held long-polls and streams included). */
+  get inFlight() {
+    return this.#inFlight.size;
+  }
+
   /** The event that produced `version` of a task, if an answer carried it. */
   eventAt(taskId, version) {
     return this.#events.get(taskId)?.get(version);

@@ -212,9 +212,11 @@ impl From<StoreError> for ApiError {
                     quoted(&id)
                 ),
             ),
-            StoreError::OpenTaskQuota { tenant, max } => {
-                crate::quotas::open_task_quota(&tenant, max)
-            }
+            StoreError::OpenTaskQuota {
+                tenant,
+                max,
+                wanted,
+            } => crate::quotas::open_task_quota(&tenant, max, wanted),
             StoreError::Overloaded => ApiError::overloaded("store: too many writes queued"),
             StoreError::Unavailable(message) => ApiError::storage_unavailable(message),
             StoreError::Corrupt(message) | StoreError::Internal(message) => {

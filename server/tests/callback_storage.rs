@@ -136,7 +136,7 @@ async fn postgres_keeps_each_event_once_and_judges_repeated_ids_exactly() {
         .await
         .unwrap()
         .get(0);
-    assert_eq!(version, 3);
+    assert_eq!(version, 4);
 }
 
 // ---- newer databases are refused -----------------------------------------

@@ -6,7 +6,8 @@
 //! `tests/fixtures/schema1.sqlite3` was written by the server of schema 1
 //! (commit a2cc858) through its HTTP API, by `fixtures/make_schema1.py`;
 //! `schema1.json` lists what was sent and answered. The PostgreSQL test
-//! loads the same rows into the schema of that commit.
+//! loads the same rows into the schema of that commit. A PostgreSQL
+//! database of schema 3 gains the batch columns and table (schema 4).
 
 mod common;
 
@@ -292,11 +293,82 @@ async fn a_schema_1_postgres_database_is_migrated_by_the_first_instance_to_start
     assert_eq!(count("SELECT count(event) FROM callbacks").await, 1);
     assert_eq!(
         count("SELECT version::bigint FROM taskwire_schema").await,
-        3
+        4
     );
     judged_as_before(&a, &history).await;
+    // Schema 4: the old tasks are in no batch, and batches work.
+    assert_eq!(
+        count("SELECT count(*) FROM tasks WHERE batch_id IS NOT NULL").await,
+        0
+    );
+    let r = a
+        .post(
+            "demo",
+            "/v1/batches",
+            &[],
+            r#"{"items":[{"ttlMs":60000,"maxAttempts":1}]}"#,
+        )
+        .await;
+    assert_eq!(r.status, 201, "{:?}", r.json());
+    let item = r.json()["tasks"][0]["id"].as_str().unwrap().to_string();
+    b.ok_callback(&item, "s", start_ev(1)).await;
+    let batch = r.json()["batchId"].as_str().unwrap().to_string();
+    let delta = b
+        .get("demo", &format!("/v1/batches/{batch}/resume?cursor=1"))
+        .await
+        .json();
+    assert_eq!(delta["cursor"], 2, "{delta}");
+    assert_eq!(delta["tasks"][0]["events"][0]["version"], 1, "{delta}");
     // The other instance reads the same rows.
     let running = manifest()["tasks"][3]["id"].as_str().unwrap().to_string();
     let repeat = manifest()["tasks"][3]["callbacks"][0]["event"].clone();
     expect_reason_exact(&b, &running, "s", &repeat, "duplicate-callback").await;
+}
+
+/// A PostgreSQL database of schema 3 (today's without the batch columns
+/// and table) is migrated by the first instance to start: its tasks stay
+/// as they were, in no batch, and batches work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schema_3_postgres_database_gains_batches_on_start() {
+    let Some(url) = pg::database().await else {
+        return;
+    };
+    let mut first = harness(|c| c.data = url.clone().into()).await;
+    let old = first.create_default().await;
+    first.ok_callback(&old, "s", start_ev(1)).await;
+    if let Some(server) = first.server.take() {
+        server.stop().await;
+    }
+    let db = pg::admin(&url).await;
+    db.batch_execute(
+        "DROP TABLE batches;
+         ALTER TABLE tasks DROP COLUMN batch_id, DROP COLUMN batch_index, DROP COLUMN batch_seq;
+         ALTER TABLE history DROP COLUMN batch_seq;
+         UPDATE taskwire_schema SET version = 3;",
+    )
+    .await
+    .unwrap();
+    let h = harness(|c| c.data = url.clone().into()).await;
+    let version: i32 = db
+        .query_one("SELECT version FROM taskwire_schema", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(version, 4);
+    let got = h.get("demo", &format!("/v1/tasks/{old}")).await.json();
+    assert_eq!(
+        (got["state"].as_str(), got.get("batchId")),
+        (Some("running"), None)
+    );
+    let body = r#"{"items":[{"ttlMs":60000,"maxAttempts":1},{"ttlMs":60000,"maxAttempts":1}]}"#;
+    let created = h.post("demo", "/v1/batches", &[], body).await.json();
+    let item = created["tasks"][1]["id"].as_str().unwrap().to_string();
+    h.ok_callback(&item, "s", start_ev(1)).await;
+    let path = format!(
+        "/v1/batches/{}/resume?cursor=1",
+        created["batchId"].as_str().unwrap()
+    );
+    let delta = h.get("demo", &path).await.json();
+    assert_eq!(delta["tasks"][0]["task"]["id"], item.as_str(), "{delta}");
+    assert_eq!(delta["tasks"].as_array().map(Vec::len), Some(1), "{delta}");
 }

@@ -11,7 +11,10 @@ const CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-ne
 /** Chromium, as these machines run it (never a downloaded browser). */
 export const CHROMIUM = { name: "chromium", binary: process.env.CHROME_BIN ?? "/usr/bin/chromium" };
 
-export const ENGINES = [CHROMIUM, { name: "firefox", binary: process.env.FIREFOX_BIN ?? "/usr/bin/firefox-esr" }];
+/** Firefox ESR, likewise the system's. */
+export const FIREFOX = { name: "firefox", binary: process.env.FIREFOX_BIN ?? "/usr/bin/firefox-esr" };
+
+export const ENGINES = [CHROMIUM, FIREFOX];
 
 /**
  * Chromium as a playwright-core `Browser`, for tests that need its own
@@ -20,6 +23,15 @@ export const ENGINES = [CHROMIUM, { name: "firefox", binary: process.env.FIREFOX
 export async function launchChromium() {
   const { chromium } = await import("playwright-core");
   return chromium.launch({ executablePath: CHROMIUM.binary, args: CHROMIUM_ARGS });
+}
+
+/**
+ * Firefox as a puppeteer-core `Browser` (WebDriver BiDi), for tests that
+ * need its own API (browser contexts, init scripts) rather than `launch`'s.
+ */
+export async function launchFirefox() {
+  const { default: puppeteer } = await import("puppeteer-core");
+  return puppeteer.launch({ browser: "firefox", executablePath: FIREFOX.binary, headless: true });
 }
 
 /**
@@ -38,8 +50,7 @@ export async function launch(engine) {
     const browser = await launchChromium();
     return wrap(browser, (page, errors) => page.on("pageerror", (e) => errors.push(e.message)));
   }
-  const { default: puppeteer } = await import("puppeteer-core");
-  const browser = await puppeteer.launch({ browser: "firefox", executablePath: engine.binary, headless: true });
+  const browser = await launchFirefox();
   // Firefox also reports each cross-origin request that fails at the
   // network level (as during an outage) as a page error; those are the
   // browser's diagnostics, not the page's script failing.

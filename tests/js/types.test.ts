@@ -143,6 +143,11 @@ async function client(): Promise<void> {
   void hash;
   // @ts-expect-error: the transport is a closed union
   new SmallClient({ baseUrl: "x", transport: "websocket" });
+  // One connection per browser: the unnamed group, or a named one.
+  new SmallClient({ baseUrl: "x", shareAcrossTabs: true });
+  new SmallClient({ baseUrl: "x", shareAcrossTabs: "admin" });
+  // @ts-expect-error: a boolean or a name
+  new SmallClient({ baseUrl: "x", shareAcrossTabs: 1 });
 }
 async function lifecycle(): Promise<void> {
   const book = new TaskBook();

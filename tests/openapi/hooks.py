@@ -11,6 +11,15 @@ unsigned callbacks (401). So before each call:
   in every state, created at start (`/events` gets a terminal one or an
   unknown id: a stream on a live task stays open, and fuzzing reads whole
   bodies);
+- a batch id in the path likewise: a pool of real batches, live ones (an
+  item queued, an item running; callbacks go to those items too, so that
+  fuzzed events move a batch cursor) and ones whose every item is
+  terminal, the only ones `/events` gets (so the stream ends). A task or
+  batch the run itself created (then passed on by a link of the stateful
+  phase) is live: its `/events` gets a terminal one instead. Half the time a
+  valid `cursor` (or `Last-Event-ID`) on a pool batch is aimed at or
+  below the batch's own, so that deltas, caught-up answers and 204s are
+  met, not only snapshots;
 - a callback whose headers were generated as valid is signed: the body
   names the path's task (`taskId`), is serialized once, and the signature
   covers exactly those bytes, with a fresh timestamp;
@@ -43,6 +52,9 @@ MAX_WAIT_MS = 50
 
 _rng = random.Random(int(os.environ.get("TASKWIRE_SEED", "13")))
 _pool: dict[str, list[str]] = {}
+# Tasks and batches the run itself created (createTask, createBatch):
+# live, so never streamed.
+_created: set[str] = set()
 
 
 def _api(method, path, **kwargs):
@@ -72,16 +84,30 @@ def _task(*events: dict) -> str:
     return task["id"]
 
 
+def _batch(*item_events: tuple[dict, ...]) -> tuple[str, list[str]]:
+    """A batch with one item per argument, each given those callbacks: its id and its items."""
+    item = {"ttlMs": 3_600_000, "maxAttempts": 2, "kind": "fuzz", "input": {"n": 1}}
+    batch = _api("POST", "/v1/batches", json={"items": [item] * len(item_events)})
+    tasks = [t["id"] for t in batch["tasks"]]
+    for task_id, events in zip(tasks, item_events):
+        for event in events:
+            _callback(task_id, event)
+    return batch["batchId"], tasks
+
+
 def pool() -> dict[str, list[str]]:
-    """Real tasks by liveness, made once: queued, running, and each terminal state."""
+    """Real tasks by liveness, made once: queued, running, and each terminal
+    state; and real batches, live or with every item terminal."""
     if not _pool:
         start = {"type": "start", "atMs": 1, "worker": "w"}
+        succeed = {"type": "succeed", "atMs": 3, "resultRef": "blob://r", "resultHash": "sha256:r"}
+        fail = {"type": "fail", "atMs": 3, "error": "e", "retryable": False}
+        expire = {"type": "expire", "atMs": 3}
         _pool["live"] = [_task(), _task(start), _task(start, {"type": "progress", "atMs": 2, "progress": 30, "cursor": "c"})]
-        _pool["terminal"] = [
-            _task(start, {"type": "succeed", "atMs": 3, "resultRef": "blob://r", "resultHash": "sha256:r"}),
-            _task(start, {"type": "fail", "atMs": 3, "error": "e", "retryable": False}),
-            _task({"type": "expire", "atMs": 3}),
-        ]
+        _pool["terminal"] = [_task(start, succeed), _task(start, fail), _task(expire)]
+        live_batch, _pool["live_items"] = _batch((), (start,))
+        _pool["live_batches"] = [live_batch, _batch((), (), ())[0]]
+        _pool["terminal_batches"] = [_batch((start, succeed), (start, fail), (expire,))[0], _batch((expire,))[0]]
     return _pool
 
 
@@ -101,12 +127,18 @@ def negative_at(case, location) -> bool:
 def before_call(context, case, **kwargs):
     method, path = _operation(case)
     negative_path = negative_at(case, ParameterLocation.PATH)
+    kinds = ("terminal_batches", "live_batches") if path.startswith("/v1/batches/") else ("terminal", "live")
+    terminal, live = (pool()[k] for k in kinds)
     if "{id}" in path and not negative_path and _rng.random() < 0.8:
-        tasks = pool()
-        choices = tasks["terminal"] if path.endswith("/events") else tasks["live"] + tasks["terminal"]
+        choices = terminal if path.endswith("/events") else live + terminal
+        if path.endswith("/callbacks"):
+            choices = choices + pool()["live_items"]
         case.path_parameters = {**case.path_parameters, "id": _rng.choice(choices)}
-    if path.endswith("/events") and case.path_parameters.get("id") in pool()["live"]:
-        case.path_parameters = {**case.path_parameters, "id": _rng.choice(pool()["terminal"])}
+    # A stream on a live task or batch stays open: a terminal one instead.
+    if path.endswith("/events") and case.path_parameters.get("id") in {*live, *_created}:
+        case.path_parameters = {**case.path_parameters, "id": _rng.choice(terminal)}
+    if path.startswith("/v1/batches/") and case.path_parameters.get("id") in live + terminal and _rng.random() < 0.5:
+        _aim_cursor(case, path)
     if isinstance(case.query, dict) and isinstance(case.query.get("waitMs"), int) and case.query["waitMs"] > MAX_WAIT_MS:
         case.query = {**case.query, "waitMs": MAX_WAIT_MS}
     # The run authenticates with the tenant token's header. `access_token`
@@ -117,6 +149,28 @@ def before_call(context, case, **kwargs):
         case.query = {k: v for k, v in case.query.items() if k != "access_token"}
     if method == "POST" and path.endswith("/callbacks"):
         _sign_callback(case)
+
+
+def _aim_cursor(case, path):
+    """A cursor from 1 to the batch's own (a delta, or caught-up / 204 at it)."""
+    batch_id = case.path_parameters["id"]
+    cursor = _rng.randint(1, _api("GET", f"/v1/batches/{batch_id}/resume?cursor=0")["cursor"])
+    if path.endswith("/resume") and isinstance(case.query, dict) and not negative_at(case, ParameterLocation.QUERY):
+        case.query = {**case.query, "cursor": cursor}
+    if path.endswith("/events") and not negative_at(case, ParameterLocation.HEADER):
+        headers = {k: v for k, v in (case.headers or {}).items() if k.lower() != "last-event-id"}
+        case.headers = {**headers, "Last-Event-ID": str(cursor)}
+
+
+@schemathesis.hook
+def after_call(context, case, response):
+    operation = _operation(case)
+    if operation in (("POST", "/v1/tasks"), ("POST", "/v1/batches")) and response.status_code in (200, 201):
+        try:
+            body = response.json()
+            _created.update([body["batchId"], *(t["id"] for t in body["tasks"])] if "tasks" in body else [body["id"]])
+        except (ValueError, KeyError, TypeError):
+            pass  # not a task or batch: the response checks report it
 
 
 def _sign_callback(case):

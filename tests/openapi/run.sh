@@ -7,9 +7,10 @@
 #    request, and every answer validates against the documented schema and
 #    headers (and nothing undocumented is produced).
 # 2. schemathesis fuzzes every operation (examples, coverage, fuzzing and
-#    stateful phases, every check) with the hooks of hooks.py: real tasks in
-#    the path, signed executor callbacks. It must find no 5xx, no answer
-#    outside the description, and no crash (the server is alive at the end).
+#    stateful phases, every check) with the hooks of hooks.py: real tasks
+#    and batches in the path, signed executor callbacks. It must find no
+#    5xx, no answer outside the description, and no crash (the server is
+#    alive at the end).
 #
 # Bounded: 15 generated cases per operation and phase (OPENAPI_EXAMPLES), a
 # fixed seed (OPENAPI_SEED), and a hard stop after 300 s. Installs

@@ -12,37 +12,47 @@ request here for a status the description does not document.
 
 The server must run with `--body-timeout-ms 300 --max-watchers 4` (408 and
 503 watch-limit), one tenant and one HS256 browser-token key `k1` of it
-(403), and a second tenant (TASKWIRE_QUOTA_TOKEN, callback secret
-TASKWIRE_QUOTA_SECRET) with `create-rate=0.01,create-burst=1,max-watches=1` (429):
+(403; batch tokens carry a `batch` claim), and a second tenant
+(TASKWIRE_QUOTA_TOKEN, callback secret TASKWIRE_QUOTA_SECRET) with
+`create-rate=0.01,create-burst=1,max-watches=1` (429: its one create is a
+batch of one item, whose task the watch quotas hold):
 TASKWIRE_BASE_URL, TASKWIRE_TOKEN, TASKWIRE_CALLBACK_SECRET,
 TASKWIRE_BROWSER_KEY (the key, base64), as tests/openapi/run.sh starts it.
 """
 
-import base64
-import hashlib
-import hmac
 import json
-import os
-import socket
 import sys
-import threading
 import time
 import uuid
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import jsonschema_rs
 import requests
 import yaml
 
 sys.path.insert(0, str(Path(__file__).parent))
-from hooks import sign  # noqa: E402  (the same signing as the fuzzing run)
+# The parties' requests (the backend, its executor, tokens, held watches).
+from hooks import sign  # noqa: E402
+from parties import (  # noqa: E402
+    AUTH,
+    BASE,
+    ITEM,
+    QUOTA_AUTH,
+    START,
+    SUCCEED,
+    batch,
+    browser_token,
+    callback,
+    create,
+    create_batch,
+    quota_sign,
+    raw_partial,
+    task,
+    watch_limit,
+    watch_quota,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
-BASE = os.environ["TASKWIRE_BASE_URL"]
-TOKEN = os.environ["TASKWIRE_TOKEN"]
-AUTH = {"authorization": f"Bearer {TOKEN}"}
-MAX_WATCHERS = 4
 
 NOT_PRODUCIBLE = {
     "500": "a server bug or corrupt stored data (server/tests/faults.rs corrupts rows to see it)",
@@ -88,124 +98,16 @@ def check_answer(op_id, status, res, documented):
     elif media == "text/event-stream":
         events = [block for block in res.text.split("\n\n") if block.startswith("event:")]
         assert events, f"{op_id} {status}: no event in {res.text[:300]!r}"
+        # `contentSchema` is an annotation in JSON Schema: each message's
+        # `data` is parsed and validated against it here.
+        data_schema = resolve(spec["schema"])["properties"]["data"]["contentSchema"]
         for block in events:
             fields = dict(line.split(": ", 1) for line in block.splitlines())
             errors = list(validator(spec["schema"]).iter_errors(fields))
             assert not errors, f"{op_id} {status}: event does not validate: {errors[0]}"
             answer = json.loads(fields["data"])
-            errors = list(validator({"$ref": "#/components/schemas/ResumeAnswer"}).iter_errors(answer))
+            errors = list(validator(data_schema).iter_errors(answer))
             assert not errors, f"{op_id} {status}: event data does not validate: {errors[0]}"
-
-
-# ---- the executor and a few tasks ------------------------------------------
-
-
-def callback(task_id, event, callback_id=None, body=None, signer=sign):
-    raw = body if body is not None else json.dumps({"taskId": task_id, **event}).encode()
-    cid = callback_id or f"cb_{uuid.uuid4().hex}"
-    ts = str(int(time.time()))
-    headers = {"content-type": "application/json", "webhook-id": cid, "webhook-timestamp": ts, "webhook-signature": signer(cid, ts, raw)}
-    return requests.post(f"{BASE}/v1/tasks/{task_id}/callbacks", data=raw, headers=headers, timeout=10)
-
-
-def create(body=None, key=None):
-    headers = {**AUTH, **({"idempotency-key": key} if key else {})}
-    return requests.post(f"{BASE}/v1/tasks", json=body or {"ttlMs": 3_600_000, "maxAttempts": 2}, headers=headers, timeout=10)
-
-
-START = {"type": "start", "atMs": 1, "worker": "w"}
-SUCCEED = {"type": "succeed", "atMs": 2, "resultRef": "blob://r", "resultHash": "sha256:r"}
-
-
-def task(*events):
-    tid = create().json()["id"]
-    for event in events:
-        assert callback(tid, event).status_code == 200
-    return tid
-
-
-def raw_partial(path, headers, declared=100, sent=b"{"):
-    """A request whose body stops short: the answer the server gives after its body timeout."""
-    url = urlsplit(BASE)
-    with socket.create_connection((url.hostname, url.port), timeout=5) as s:
-        head = f"POST {path} HTTP/1.1\r\nhost: {url.netloc}\r\ncontent-length: {declared}\r\ncontent-type: application/json\r\n"
-        head += "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
-        s.sendall(head.encode() + sent)
-        data = b""
-        while b"\r\n\r\n" not in data or len(data.split(b"\r\n\r\n", 1)[1]) < int(_header(data, "content-length") or 0):
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-    head, _, body = data.partition(b"\r\n\r\n")
-    lines = head.decode().split("\r\n")
-    res = requests.models.Response()
-    res.status_code = int(lines[0].split()[1])
-    res.headers = requests.structures.CaseInsensitiveDict(line.split(": ", 1) for line in lines[1:])
-    res._content = body
-    return res
-
-
-def _header(data, name):
-    for line in data.split(b"\r\n\r\n", 1)[0].decode(errors="replace").split("\r\n")[1:]:
-        k, _, v = line.partition(": ")
-        if k.lower() == name:
-            return v
-    return None
-
-
-def watch_limit(path_of):
-    """Fills the held-watch cap with long-polls, then asks once more: 503."""
-    live = task(START)
-    held = [threading.Thread(target=requests.get, args=(f"{BASE}/v1/tasks/{live}/resume?cursor=1&waitMs=10000",), kwargs={"headers": AUTH, "timeout": 15}) for _ in range(MAX_WATCHERS)]
-    for t in held:
-        t.start()
-    time.sleep(0.5)
-    try:
-        return requests.get(f"{BASE}{path_of(live)}", headers=AUTH, timeout=10)
-    finally:
-        assert callback(live, {"type": "progress", "atMs": 3, "progress": 5, "cursor": "c"}).status_code == 200
-        for t in held:
-            t.join()
-
-
-QUOTA_AUTH = {"authorization": f"Bearer {os.environ['TASKWIRE_QUOTA_TOKEN']}"}
-QUOTA_KEY = base64.b64decode(os.environ["TASKWIRE_QUOTA_SECRET"].removeprefix("whsec_"))
-
-
-def quota_sign(callback_id, timestamp, body):
-    """The quota tenant's callbacks are signed with its own secret."""
-    mac = hmac.new(QUOTA_KEY, f"{callback_id}.{timestamp}.".encode() + body, hashlib.sha256)
-    return "v1," + base64.b64encode(mac.digest()).decode()
-
-
-def watch_quota(live, path_of):
-    """Holds the quota tenant's one watch on its task `live`, then asks once more: 429."""
-    version = requests.get(f"{BASE}/v1/tasks/{live}", headers=QUOTA_AUTH, timeout=10).json()["version"]
-    held = threading.Thread(target=requests.get, args=(f"{BASE}/v1/tasks/{live}/resume?cursor={version}&waitMs=10000",), kwargs={"headers": QUOTA_AUTH, "timeout": 15})
-    held.start()
-    time.sleep(0.5)
-    try:
-        return requests.get(f"{BASE}{path_of(version)}", headers=QUOTA_AUTH, timeout=10)
-    finally:
-        wake = {"type": "progress", "atMs": 3 + version, "progress": version, "cursor": f"c{version}"}
-        assert callback(live, wake, signer=quota_sign).status_code == 200
-        held.join()
-
-
-def browser_token(tasks, rights):
-    """A browser token for `tasks` with `rights`, minted as an application's
-    backend would (PROTOCOL.md §Credentials): HS256 with key `k1`."""
-
-    def b64url(data):
-        return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-    key = base64.b64decode(os.environ["TASKWIRE_BROWSER_KEY"])
-    header = {"alg": "HS256", "typ": "JWT", "kid": "k1"}
-    claims = {"sub": "openapi", "aud": "taskwire", "exp": int(time.time()) + 600, "tasks": tasks, "rights": rights}
-    signing = f"{b64url(json.dumps(header).encode())}.{b64url(json.dumps(claims).encode())}"
-    signature = hmac.new(key, signing.encode(), hashlib.sha256).digest()
-    return f"{signing}.{b64url(signature)}"
 
 
 # ---- one request per documented status --------------------------------------
@@ -227,9 +129,21 @@ def recipes():
     bearer = lambda token: {"authorization": f"Bearer {token}"}  # noqa: E731
     no_watch = bearer(browser_token([running, done], ["cancel"]))
     watch_only = bearer(browser_token([running, done], ["watch"]))
-    # The quota tenant's one create (its burst): its task, for the watch 429s.
-    quota_task = requests.post(f"{BASE}/v1/tasks", json={"ttlMs": 3_600_000, "maxAttempts": 2}, headers=QUOTA_AUTH, timeout=10).json()["id"]
+    # The quota tenant's one create (its burst) is a batch of one item: its
+    # task and the batch, for the watch 429s; every later create is 429.
+    quota_created = create_batch([ITEM], auth=QUOTA_AUTH).json()
+    quota_batch, quota_task = quota_created["batchId"], quota_created["tasks"][0]["id"]
     assert callback(quota_task, START, signer=quota_sign).status_code == 200
+    # Batches: one live (an item running), one with every item terminal.
+    live_batch, _, live_cursor = batch([START], [])
+    done_batch, _, done_cursor = batch([START, SUCCEED], [{"type": "expire", "atMs": 2}])
+    batch_key = f"k_{uuid.uuid4().hex}"
+    assert create_batch([ITEM, ITEM], batch_key).status_code == 201
+    # Bigger than a task body's 64 KiB, within a batch body's 1 MiB.
+    wide = [{**ITEM, "input": "x" * 40_000}] * 3
+    huge = json.dumps({"items": [{**ITEM, "input": "x" * (1024 * 1024)}]})
+    watches_done = bearer(browser_token(None, ["watch"], batch=done_batch))
+    cancels_done = bearer(browser_token(None, ["cancel"], batch=done_batch))
     cb_headers = lambda tid, body: {"webhook-id": "cb_partial", "webhook-timestamp": str(int(time.time())), "webhook-signature": sign("cb_partial", str(int(time.time())), body)}  # noqa: E731
     return {
         "createTask": {
@@ -268,6 +182,39 @@ def recipes():
             "404": lambda: get("/v1/tasks/no-such-task/events"),
             "503": lambda: watch_limit(lambda live: f"/v1/tasks/{live}/events?cursor=1"),
             "429": lambda: watch_quota(quota_task, lambda v: f"/v1/tasks/{quota_task}/events?cursor={v}"),
+        },
+        "createBatch": {
+            "201": lambda: create_batch(wide),
+            "200": lambda: create_batch([ITEM, ITEM], batch_key),
+            "400": lambda: create_batch([ITEM, {**ITEM, "ttlMs": -1}]),
+            "401": lambda: create_batch([ITEM], auth={}),
+            "403": lambda: create_batch([ITEM], auth=watch_only),
+            "408": lambda: raw_partial("/v1/batches", AUTH),
+            "413": lambda: create_batch(None, data=huge),
+            # A key of a single create is refused for a batch: one namespace.
+            "422": lambda: create_batch([ITEM], key),
+            "429": lambda: create_batch([ITEM], auth=QUOTA_AUTH),
+        },
+        "resumeBatch": {
+            "200": lambda: requests.get(f"{BASE}/v1/batches/{done_batch}/resume?cursor=1", headers=watches_done, timeout=10),
+            "400": lambda: get(f"/v1/batches/{'b' * 256}/resume?cursor=0"),
+            "401": lambda: requests.get(f"{BASE}/v1/batches/{done_batch}/resume?cursor=0", timeout=10),
+            "403": lambda: requests.get(f"{BASE}/v1/batches/{done_batch}/resume?cursor=0", headers=cancels_done, timeout=10),
+            # Another batch than its token's claim, as if it did not exist.
+            "404": lambda: requests.get(f"{BASE}/v1/batches/{live_batch}/resume?cursor=0", headers=watches_done, timeout=10),
+            "503": lambda: watch_limit(lambda _: f"/v1/batches/{live_batch}/resume?cursor={live_cursor}&waitMs=5000"),
+            "429": lambda: watch_quota(quota_task, lambda _: f"/v1/batches/{quota_batch}/resume?cursor=1&waitMs=5000"),
+        },
+        "streamBatchEvents": {
+            # A native EventSource's way in: the batch token in the URL.
+            "200": lambda: requests.get(f"{BASE}/v1/batches/{done_batch}/events?cursor=0&access_token={watches_done['authorization'][7:]}", timeout=10),
+            "204": lambda: get(f"/v1/batches/{done_batch}/events", headers={"last-event-id": str(done_cursor)}),
+            "400": lambda: get(f"/v1/batches/{done_batch}/events", headers={"last-event-id": "x"}),
+            "401": lambda: requests.get(f"{BASE}/v1/batches/{done_batch}/events", timeout=10),
+            "403": lambda: requests.get(f"{BASE}/v1/batches/{done_batch}/events", headers=cancels_done, timeout=10),
+            "404": lambda: get("/v1/batches/no-such-batch/events"),
+            "503": lambda: watch_limit(lambda _: f"/v1/batches/{live_batch}/events?cursor={live_cursor}"),
+            "429": lambda: watch_quota(quota_task, lambda _: f"/v1/batches/{quota_batch}/events"),
         },
         "executorCallback": {
             "200": lambda: callback(running, {"type": "progress", "atMs": 4, "progress": 20, "cursor": "c"}),

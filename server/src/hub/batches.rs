@@ -6,11 +6,23 @@
 //! came meanwhile, so a burst of changes costs one answer). The channel
 //! only says *that* something changed, from the commit itself, never by
 //! polling; a 500-item batch costs one slot, not 500.
+//!
+//! **One read per cursor.** The watchers of one batch are woken by one
+//! commit together, and most of them hold the same cursor (they were
+//! answered together before). [`BatchSubscription::read_shared`] lets
+//! them share one store read per (published cursor, client cursor): the
+//! first waiter reads, the others wait for its answer. Without it, 50
+//! watchers of a batch made 50 identical reads per commit, and 10,000
+//! watchers of 200 batches woke with a p99 of 131 ms (server/README.md,
+//! Benchmarks).
 
-use std::sync::Arc;
+use std::any::Any;
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
-use tokio::sync::watch;
+use tokio::sync::{watch, OnceCell};
 
 use super::Hub;
 
@@ -32,6 +44,20 @@ pub(super) type Latest = Option<(u64, Instant)>;
 pub(super) struct BatchSlot {
     latest: watch::Sender<Latest>,
     watchers: usize,
+    /// The answers being read, or read, since the latest published cursor.
+    reads: Arc<Mutex<SharedReads>>,
+}
+
+/// One answer shared by the waiters of one client cursor. Held as `Any`,
+/// so the hub needs nothing from the stores (the routes put their answer
+/// type in; [`BatchSubscription::read_shared`] takes it back out).
+type SharedRead = Arc<OnceCell<Arc<dyn Any + Send + Sync>>>;
+
+/// The reads since published cursor `seq`, by client cursor.
+#[derive(Debug, Default)]
+pub(super) struct SharedReads {
+    seq: u64,
+    by_cursor: HashMap<u64, SharedRead>,
 }
 
 impl Hub {
@@ -44,6 +70,7 @@ impl Hub {
             let slot = slots.entry(id.to_string()).or_insert_with(|| BatchSlot {
                 latest: watch::channel(None).0,
                 watchers: 0,
+                reads: Arc::default(),
             });
             slot.watchers += 1;
             slot.latest.subscribe()
@@ -77,6 +104,12 @@ impl Hub {
     pub fn watched_batches(&self) -> usize {
         self.batch_slots().len()
     }
+
+    /// The ids of the batches watched now (a listener that missed commits
+    /// reads their cursors again and publishes them).
+    pub fn watched_batch_ids(&self) -> Vec<String> {
+        self.batch_slots().keys().cloned().collect()
+    }
 }
 
 /// A waiter's handle on one batch; removes the slot when the last goes.
@@ -95,7 +128,8 @@ impl BatchSubscription {
     }
 
     /// Waits until the published cursor passes `cursor`, or a drop. The
-    /// answer is the store's to read ([`BatchWake::Changed`] carries nothing).
+    /// answer is the store's to read ([`BatchWake::Changed`] carries only
+    /// the published cursor: see [`Self::read_shared`]).
     pub async fn wait_past(&mut self, cursor: u64) -> BatchWake {
         let mut waited = false;
         loop {
@@ -104,7 +138,7 @@ impl BatchSubscription {
                     if waited {
                         self.hub.metrics.woke(published_at);
                     }
-                    return BatchWake::Changed;
+                    return BatchWake::Changed(seq);
                 }
             }
             waited = true;
@@ -123,10 +157,82 @@ impl BatchSubscription {
 /// Why a batch wait ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BatchWake {
-    /// The batch passed the cursor: read the answer.
-    Changed,
+    /// The batch passed the cursor (now at this published cursor): read
+    /// the answer.
+    Changed(u64),
     /// `/v1/demo/drop-connections` (or shutdown): abort the connection.
     Dropped,
+}
+
+impl BatchSubscription {
+    /// The answer for a client at `cursor` after the wake at published
+    /// cursor `seq`, read by `read` once and shared with every waiter of
+    /// this batch at the same cursor woken by the same publish (any answer
+    /// read after that commit is a right answer for the cursor). A read
+    /// that fails is not shared: the next waiter reads on its own.
+    pub async fn read_shared<T, E, F, Fut>(
+        &self,
+        cursor: u64,
+        seq: u64,
+        read: F,
+    ) -> Result<Arc<T>, E>
+    where
+        T: Send + Sync + 'static,
+        F: Fn() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let Some(cell) = self.shared_cell(cursor, seq) else {
+            return read().await.map(Arc::new);
+        };
+        let mut failed = None;
+        let (read_once, failure) = (&read, &mut failed);
+        let shared = cell
+            .get_or_try_init(move || async move {
+                match read_once().await {
+                    Ok(answer) => Ok(Arc::new(answer) as Arc<dyn Any + Send + Sync>),
+                    Err(e) => {
+                        *failure = Some(e);
+                        Err(())
+                    }
+                }
+            })
+            .await
+            .ok()
+            .cloned();
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        match shared.and_then(|any| any.downcast::<T>().ok()) {
+            Some(answer) => Ok(answer),
+            // Another answer type under this batch's key: read alone.
+            None => read().await.map(Arc::new),
+        }
+    }
+
+    /// The shared read for (`seq`, `cursor`), made when missing; `None`
+    /// when `seq` is older than what the slot already shares (a late
+    /// waiter: it reads alone).
+    fn shared_cell(&self, cursor: u64, seq: u64) -> Option<SharedRead> {
+        let reads = {
+            let slots = self.hub.batch_slots();
+            Arc::clone(&slots.get(&self.id)?.reads)
+        };
+        let mut reads = lock(&reads);
+        if seq > reads.seq {
+            *reads = SharedReads {
+                seq,
+                by_cursor: HashMap::new(),
+            };
+        } else if seq < reads.seq {
+            return None;
+        }
+        Some(Arc::clone(reads.by_cursor.entry(cursor).or_default()))
+    }
+}
+
+fn lock(reads: &Mutex<SharedReads>) -> MutexGuard<'_, SharedReads> {
+    // A map of cells is still usable after a panic elsewhere.
+    reads.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Drop for BatchSubscription {

@@ -135,3 +135,49 @@ async fn a_tenants_drop_releases_only_its_own_waiters() {
     assert!(theirs.await.unwrap(), "b's waiter is still waiting");
     assert_eq!(hub.held_by("b"), 0, "b's waiter timed out and left");
 }
+
+/// Waiters of one batch woken by one publish share one store read per
+/// cursor (hub/batches.rs); another cursor, a newer publish and a failed
+/// read each read again.
+#[tokio::test]
+async fn batch_waiters_at_one_cursor_share_one_read() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let hub = Hub::new(8);
+    let subs: Vec<_> = (0..20).map(|_| hub.subscribe_batch("b", "t")).collect();
+    hub.publish_batch("b", 2);
+    let reads = Arc::new(AtomicUsize::new(0));
+    let read = |fail: bool| {
+        let reads = Arc::clone(&reads);
+        move || {
+            let reads = Arc::clone(&reads);
+            async move {
+                reads.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                if fail {
+                    Err("down")
+                } else {
+                    Ok(42u32)
+                }
+            }
+        }
+    };
+    let answers =
+        futures_util::future::join_all(subs.iter().map(|s| s.read_shared(1, 2, read(false)))).await;
+    assert!(answers.iter().all(|a| a.as_deref() == Ok(&42)));
+    assert_eq!(reads.load(Ordering::SeqCst), 1, "one read for 20 waiters");
+    subs[0].read_shared(3, 2, read(false)).await.unwrap();
+    assert_eq!(reads.load(Ordering::SeqCst), 2, "another cursor reads");
+    hub.publish_batch("b", 5);
+    subs[0].read_shared(1, 5, read(false)).await.unwrap();
+    assert_eq!(reads.load(Ordering::SeqCst), 3, "a newer publish reads");
+    assert_eq!(subs[0].read_shared(9, 5, read(true)).await, Err("down"));
+    assert_eq!(
+        subs[1].read_shared(9, 5, read(false)).await.as_deref(),
+        Ok(&42)
+    );
+    assert_eq!(
+        reads.load(Ordering::SeqCst),
+        5,
+        "a failed read is not shared"
+    );
+}

@@ -182,15 +182,35 @@ pub fn watch_quota(tenant: &str, max: usize) -> ApiError {
 
 /// 429 `open-task-quota`: the tenant has as many open tasks as its quota
 /// allows.
-pub fn open_task_quota(tenant: &str, max: u64) -> ApiError {
-    ApiError::too_many(
-        "open-task-quota",
+pub fn open_task_quota(tenant: &str, max: u64, wanted: u64) -> ApiError {
+    let message = if wanted <= 1 {
         format!(
             "max-open-tasks: tenant {} already has {max} open tasks, its limit; \
              one must end (succeed, fail, be cancelled, time out or expire) first",
             quoted(tenant)
+        )
+    } else {
+        format!(
+            "max-open-tasks: a batch of {wanted} items would take tenant {} past its \
+             limit of {max} open tasks; some must end (succeed, fail, be cancelled, \
+             time out or expire) first",
+            quoted(tenant)
+        )
+    };
+    ApiError::too_many("open-task-quota", message, OPEN_TASK_RETRY_AFTER_SECS)
+}
+
+/// 422 `batch-over-quota`: a batch with more items than the tenant's
+/// open-task quota can never be created; waiting would not help, so it is
+/// not a 429.
+pub fn batch_over_quota(tenant: &str, items: usize, max: u64) -> ApiError {
+    ApiError::unprocessable(
+        "batch-over-quota",
+        format!(
+            "body.items: {items} items can never fit tenant {}'s limit of {max} open tasks \
+             (max-open-tasks); split the batch",
+            quoted(tenant)
         ),
-        OPEN_TASK_RETRY_AFTER_SECS,
     )
 }
 

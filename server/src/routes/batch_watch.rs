@@ -7,6 +7,7 @@
 //! A batch's wake carries no data: the answer is read from the store, once
 //! per wake however many commits came meanwhile.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{RawQuery, State};
@@ -23,7 +24,7 @@ use crate::error::ApiError;
 use crate::hub::{BatchSubscription, BatchWake};
 use crate::limits::WatchPermit;
 use crate::metrics::Held;
-use crate::store::BatchAnswer;
+use crate::store::{BatchAnswer, StoreError};
 use crate::AppState;
 
 /// Answers a client at `cursor`, holding it while nothing of the batch is
@@ -59,14 +60,29 @@ pub async fn resume(
         .inspect_err(|e| state.hub.metrics.refused(&tenant, e))?;
     let woke = tokio::time::timeout(Duration::from_millis(wait_ms), sub.wait_past(cursor)).await;
     let answer = match woke {
-        Err(_elapsed) => answer,
-        Ok(BatchWake::Changed) => {
-            let id = sub.batch_id().to_string();
-            state.store.resume_batch(tenant, id, cursor, false).await?
-        }
+        Err(_elapsed) => Arc::new(answer),
+        Ok(BatchWake::Changed(seq)) => read_after_wake(&state, &tenant, &sub, cursor, seq).await?,
         Ok(BatchWake::Dropped) => return Ok(aborted()),
     };
     Ok(no_store_json(answer.to_json(state.store.epoch())))
+}
+
+/// The answer after a wake, read once for every waiter of the batch at
+/// the same cursor (see `hub/batches.rs`).
+async fn read_after_wake(
+    state: &AppState,
+    tenant: &str,
+    sub: &BatchSubscription,
+    cursor: u64,
+    seq: u64,
+) -> Result<Arc<BatchAnswer>, StoreError> {
+    let id = sub.batch_id();
+    sub.read_shared(cursor, seq, || {
+        state
+            .store
+            .resume_batch(tenant.to_string(), id.to_string(), cursor, false)
+    })
+    .await
 }
 
 struct Stream {
@@ -78,7 +94,7 @@ struct Stream {
     tenant: String,
     sub: BatchSubscription,
     cursor: u64,
-    pending: Option<BatchAnswer>,
+    pending: Option<Arc<BatchAnswer>>,
     done: bool,
 }
 
@@ -131,7 +147,7 @@ pub async fn events(
             tenant,
             sub,
             cursor,
-            pending: Some(first),
+            pending: Some(Arc::new(first)),
             done: false,
         },
         next,
@@ -155,13 +171,8 @@ async fn next(mut st: Stream) -> Option<(Item, Stream)> {
     let answer = match st.pending.take() {
         Some(a) => a,
         None => match st.sub.wait_past(st.cursor).await {
-            BatchWake::Changed => {
-                let id = st.sub.batch_id().to_string();
-                let read = st
-                    .state
-                    .store
-                    .resume_batch(st.tenant.clone(), id, st.cursor, false)
-                    .await;
+            BatchWake::Changed(seq) => {
+                let read = read_after_wake(&st.state, &st.tenant, &st.sub, st.cursor, seq).await;
                 match read {
                     Ok(a) => a,
                     Err(e) => {

@@ -58,12 +58,15 @@ pub async fn create(
         legacy_request: request.clone(),
         request,
     });
+    let open_task_limit = state.quotas.max_open_tasks(&tenant);
+    if let Some(max) = open_task_limit.filter(|max| tasks.len() as u64 > *max) {
+        return Err(quotas::batch_over_quota(&tenant, tasks.len(), max));
+    }
     // One create against the rate, however many items.
     let token = match state.quotas.take_create(&tenant) {
         Ok(token) => token,
         Err(limited) => return replay_or(&state, tenant, idempotency, limited).await,
     };
-    let open_task_limit = state.quotas.max_open_tasks(&tenant);
     let created = state
         .store
         .create_batch(NewBatch {

@@ -23,6 +23,9 @@ pub enum StoreError {
         tenant: String,
         /// The quota.
         max: u64,
+        /// The tasks the refused create would have opened (a batch's
+        /// items; 1 for a task).
+        wanted: u64,
     },
     /// Too many writes queued: try again shortly (503).
     Overloaded,
@@ -49,8 +52,15 @@ impl std::fmt::Display for StoreError {
             StoreError::CallbackIdReused(id) => {
                 write!(f, "callback id {id} is remembered on another task")
             }
-            StoreError::OpenTaskQuota { tenant, max } => {
-                write!(f, "tenant {tenant} already has {max} open tasks")
+            StoreError::OpenTaskQuota {
+                tenant,
+                max,
+                wanted,
+            } => {
+                write!(
+                    f,
+                    "tenant {tenant}: {wanted} more would pass {max} open tasks"
+                )
             }
             StoreError::Overloaded => f.write_str("too many writes queued"),
             StoreError::Unavailable(m) | StoreError::Corrupt(m) | StoreError::Internal(m) => {

@@ -27,35 +27,49 @@
 //! **No deadlocks by construction.** Every transaction takes its blocking
 //! locks in one global order: (0) advisory locks on idempotency and
 //! delivery keys, by lock id; (1) task rows, in one `ORDER BY id … FOR
-//! UPDATE` statement per batch; (2) advisory locks on the tenants whose
-//! outbox it appends to, by lock id, just before the outbox insert. The sweeper takes its rows with `SKIP LOCKED` (it never
-//! waits for a row). A deadlock or serialization failure would still only
-//! roll the batch back, and it is retried.
+//! UPDATE` statement per batch; (1b) the rows of the task batches whose
+//! items it appends history to, by batch id, at the flush
+//! (`postgres/batches.rs`); (2) advisory locks on the tenants whose
+//! outbox it appends to, by lock id, just before the outbox insert. The
+//! sweeper takes its rows with `SKIP LOCKED` (it never waits for a row).
+//! A deadlock or serialization failure would still only roll the batch
+//! back, and it is retried.
 //!
 //! **Feed order.** The per-tenant outbox lock is held from the `seq`
 //! allocation to the COMMIT, so a tenant's `seq` values become visible in
 //! order: a reader paging with `after` never skips a row that commits
 //! later with a smaller `seq`.
 //!
+//! **Batch cursors** (PROTOCOL.md §Batches) are raised once per
+//! transaction, under the batch row's lock held to the COMMIT, so that
+//! they commit in order on every writer and instance (the argument is in
+//! `postgres/batches.rs`).
+//!
 //! **Cross-instance wake-ups.** Each write transaction ends with
 //! `pg_notify('taskwire', …)` listing `version taskId` for every task it
-//! changed; NOTIFY is delivered on COMMIT only. Each instance keeps one
+//! changed and `b seq batchId` for every batch cursor it raised; NOTIFY
+//! is delivered on COMMIT only. Each instance keeps one
 //! dedicated LISTEN connection (not from the pool); for tasks watched on
 //! that instance and not yet known at that version, it re-reads the task
 //! and its recent history once and publishes it to the hub, however many
 //! waiters there are. On a lost LISTEN connection it reconnects and
-//! re-reads every watched task, so no waiter misses a commit.
+//! re-reads every watched task, so no waiter misses a commit. A batch
+//! line wakes the batch's waiters here, which read the batch themselves;
+//! after a reconnect every watched batch's cursor is read again.
 //!
 //! **Files.** This file: the options, opening (schema, writers, listener)
 //! and the [`Store`] methods, which queue a job or call a read. The writer
 //! loop, its lock order and retries are in `postgres/writer.rs`; what one
 //! transaction writes and its flush in `postgres/batch.rs`; the jobs in
-//! `postgres/callback.rs` (with the prefetch) and `postgres/jobs.rs`; the
+//! `postgres/callback.rs` (with the prefetch) and `postgres/jobs.rs`;
+//! batches of tasks (their create, follow and cursor) in
+//! `postgres/batches.rs`; the
 //! reads and row parsing in `postgres/read.rs`; LISTEN in
 //! `postgres/listen.rs`; the sweeps and error sorting in
 //! `postgres/sweep.rs` and `postgres/errors.rs`.
 
 mod batch;
+mod batches;
 mod callback;
 mod errors;
 mod jobs;
@@ -285,36 +299,37 @@ fn watch_pool(hub: &Hub, pool: &Pool) {
     });
 }
 
-/// Batches are served by the SQLite store only, so far.
-fn batches_not_here() -> StoreError {
-    StoreError::Internal("batches: not served by the PostgreSQL store yet".into())
-}
-
 impl Store for PostgresStore {
     fn epoch(&self) -> &str {
         &self.epoch
     }
 
-    fn create_batch(&self, _batch: NewBatch) -> StoreFuture<'_, BatchCreated> {
-        Box::pin(async { Err(batches_not_here()) })
+    fn create_batch(&self, batch: NewBatch) -> StoreFuture<'_, BatchCreated> {
+        let done = self.write(Op::CreateBatch(batch));
+        Box::pin(async move { done.await?.batch_created() })
     }
 
     fn replay_batch(
         &self,
-        _tenant: String,
-        _idem: Idempotency,
+        tenant: String,
+        idem: Idempotency,
     ) -> StoreFuture<'_, Option<BatchCreated>> {
-        Box::pin(async { Err(batches_not_here()) })
+        Box::pin(batches::replay_batch(self, tenant, idem))
     }
 
     fn resume_batch(
         &self,
-        _tenant: String,
-        _id: String,
-        _cursor: u64,
-        _force_snapshot: bool,
+        tenant: String,
+        id: String,
+        cursor: u64,
+        force_snapshot: bool,
     ) -> StoreFuture<'_, BatchAnswer> {
-        Box::pin(async { Err(batches_not_here()) })
+        Box::pin(batches::resume_batch(
+            self,
+            (tenant, id),
+            cursor,
+            force_snapshot,
+        ))
     }
 
     fn create(&self, task: NewTask) -> StoreFuture<'_, Created> {
@@ -406,29 +421,4 @@ impl Store for PostgresStore {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::collections::HashMap;
-
-    use super::listen::parse_payload;
-    use super::writer::lock_id;
-    use super::*;
-
-    #[test]
-    fn urls_are_redacted() {
-        assert_eq!(
-            redact("postgres://u:secret@h:5432/db"),
-            "postgres://u:***@h:5432/db"
-        );
-        assert_eq!(redact("postgres://u@h/db"), "postgres://u@h/db");
-    }
-
-    #[test]
-    fn payloads_round_trip_and_split() {
-        let mut notified = HashMap::new();
-        parse_payload("3 tsk_a\n5 tsk b\nbad\n", &mut notified);
-        parse_payload("2 tsk_a\n", &mut notified);
-        assert_eq!(notified["tsk_a"], 3);
-        assert_eq!(notified["tsk b"], 5);
-        assert_ne!(lock_id(&["a", "bc"]), lock_id(&["ab", "c"]));
-    }
-}
+mod tests;

@@ -15,6 +15,11 @@
 //!    where the history recorded something else (an expiry).
 //! 3. `tasks.lease` and `tasks.due_at_ms`, the task lifecycle (NULL for
 //!    older tasks: no lease, no deadline).
+//! 4. Batches (`store/batches.rs`, `postgres/batches.rs`): the `batches`
+//!    table, `tasks.batch_id`, `tasks.batch_index`, `tasks.batch_seq` and
+//!    `history.batch_seq` (NULL for older tasks: in no batch). An older
+//!    instance left running would change batch items without raising
+//!    their batch's cursor, so its followers would miss those changes.
 //!
 //! An instance of an older server must not run against a migrated
 //! database: it would read the NULL events of new rows as an error. Stop
@@ -23,7 +28,7 @@
 use deadpool_postgres::Object;
 
 /// The schema version this server writes.
-pub const CURRENT: i32 = 3;
+pub const CURRENT: i32 = 4;
 
 /// The schema (same tables as SQLite). Run by
 /// [`prepare`] in one transaction under an advisory lock,
@@ -42,7 +47,12 @@ CREATE TABLE IF NOT EXISTS tasks (
     -- The lifecycle (lifecycle.rs): the current attempt's lease, and when
     -- the sweeper must look at the task next (not the TTL).
     lease         text,
-    due_at_ms     double precision
+    due_at_ms     double precision,
+    -- The batch it is an item of (store/batches.rs), its place in it, and
+    -- the batch cursor of its last change.
+    batch_id      text,
+    batch_index   bigint,
+    batch_seq     bigint
 );
 CREATE INDEX IF NOT EXISTS tasks_due ON tasks (expires_at_ms) WHERE live;
 CREATE INDEX IF NOT EXISTS tasks_lifecycle_due ON tasks (due_at_ms)
@@ -56,8 +66,26 @@ CREATE TABLE IF NOT EXISTS history (
     task_id text NOT NULL,
     version bigint NOT NULL,
     event   text NOT NULL,
+    -- The batch cursor the entry was written at (items of a batch only).
+    batch_seq bigint,
     PRIMARY KEY (task_id, version)
 );
+-- A batch: its owner, how many items, and its cursor (`seq`, raised once
+-- by every transaction that appends history to one of its items, under
+-- the row's lock: see postgres/batches.rs).
+CREATE TABLE IF NOT EXISTS batches (
+    id            text PRIMARY KEY,
+    tenant        text NOT NULL,
+    size          bigint NOT NULL,
+    seq           bigint NOT NULL,
+    created_at_ms double precision NOT NULL
+);
+-- A batch's items changed after a cursor; and its open items, counted
+-- from the index alone.
+CREATE INDEX IF NOT EXISTS tasks_batch ON tasks (batch_id, batch_seq)
+    WHERE batch_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS tasks_batch_open ON tasks (batch_id)
+    WHERE batch_id IS NOT NULL AND live;
 -- A remembered callback id names the history entry holding its event;
 -- `event` only when the history holds another one (see callback_ref.rs).
 CREATE TABLE IF NOT EXISTS callbacks (
@@ -149,6 +177,17 @@ pub async fn prepare(client: &mut Object, schema: &str) -> Result<Prepared, Stri
         tx.batch_execute(
             "ALTER TABLE tasks ADD COLUMN IF NOT EXISTS lease text,
                               ADD COLUMN IF NOT EXISTS due_at_ms double precision",
+        )
+        .await
+        .map_err(fail)?;
+    }
+    if (1..4).contains(&from) {
+        // Before the script: its indexes name these columns.
+        tx.batch_execute(
+            "ALTER TABLE tasks ADD COLUMN IF NOT EXISTS batch_id text,
+                              ADD COLUMN IF NOT EXISTS batch_index bigint,
+                              ADD COLUMN IF NOT EXISTS batch_seq bigint;
+             ALTER TABLE history ADD COLUMN IF NOT EXISTS batch_seq bigint",
         )
         .await
         .map_err(fail)?;

@@ -1,14 +1,18 @@
 //! The writes of one transaction ([`Batch`]): gathered in memory while the
 //! batch's jobs run, then written in a few set-based statements, NOTIFY
 //! included, just before the COMMIT.
+//!
+//! ("Batch" here is the group commit's batch of jobs; a batch of tasks,
+//! PROTOCOL.md §Batches, is `store/batches.rs` and `postgres/batches.rs`.)
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use deadpool_postgres::Transaction;
 use taskwire_core::wire::to_json;
 use taskwire_core::{notification_key, Event, Receipt};
 use tokio_postgres::types::ToSql;
 
+use super::batches::{raise_cursors, NewBatchRow};
 use super::writer::lock_id;
 use super::CHANNEL;
 use crate::hub::{Change, Hub};
@@ -51,6 +55,10 @@ pub(super) struct Batch {
     /// when this transaction first counted them (under the tenant's quota
     /// lock, see `jobs::check_open_tasks`).
     pub(super) open_tasks: HashMap<String, u64>,
+    /// Batches of tasks this transaction creates.
+    pub(super) new_batches: Vec<NewBatchRow>,
+    /// Each item this transaction creates: its place in its batch.
+    pub(super) item_index: HashMap<String, i64>,
 }
 
 impl Batch {
@@ -95,21 +103,33 @@ impl Batch {
     }
 
     /// Writes everything, NOTIFY included, in one pipelined round of
-    /// statements (the caller COMMITs).
-    pub(super) async fn flush(&self, tx: &Transaction<'_>) -> Result<(), tokio_postgres::Error> {
+    /// statements (the caller COMMITs). A transaction that appends history
+    /// to items of batches first raises their cursors ([`raise_cursors`],
+    /// one round trip more, for those transactions only), so that the
+    /// rows, the NOTIFY and the hub's changes carry them.
+    pub(super) async fn flush(
+        &mut self,
+        tx: &Transaction<'_>,
+    ) -> Result<(), tokio_postgres::Error> {
+        let marks = raise_cursors(tx, self).await?;
         // Prepare first (statement order does not matter there); then the
         // executions go out in this order and run in it.
         let sql = [
-            "INSERT INTO tasks (id, tenant, view, version, live, expires_at_ms, kind, input, due_at_ms)
+            "INSERT INTO tasks (id, tenant, view, version, live, expires_at_ms, kind, input, due_at_ms,
+                                batch_id, batch_index, batch_seq)
              SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bool[],
-                                  $6::float8[], $7::text[], $8::text[], $9::float8[])",
+                                  $6::float8[], $7::text[], $8::text[], $9::float8[],
+                                  $10::text[], $11::bigint[], $12::bigint[])",
+            // `batch_seq` only moves with history (NULL: as it was).
             "UPDATE tasks t SET view = u.view, version = u.version, live = u.live,
-                                lease = u.lease, due_at_ms = u.due_at_ms
-             FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bool[], $5::text[], $6::float8[])
-                  AS u(id, view, version, live, lease, due_at_ms)
+                                lease = u.lease, due_at_ms = u.due_at_ms,
+                                batch_seq = coalesce(u.batch_seq, t.batch_seq)
+             FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bool[], $5::text[], $6::float8[],
+                         $7::bigint[])
+                  AS u(id, view, version, live, lease, due_at_ms, batch_seq)
              WHERE t.id = u.id",
-            "INSERT INTO history (task_id, version, event)
-             SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[])",
+            "INSERT INTO history (task_id, version, event, batch_seq)
+             SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[])",
             "INSERT INTO callbacks (task_id, callback_id, version, event, tenant)
              SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[])",
             "INSERT INTO idempotency (tenant, key, request, task_id)
@@ -123,11 +143,25 @@ impl Batch {
                                               $5::float8[]) WITH ORDINALITY AS u(t, k, i, s, a, n)
              ORDER BY n",
             "SELECT pg_notify($1, $2)",
+            "INSERT INTO batches (id, tenant, size, seq, created_at_ms)
+             SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::float8[])",
         ];
         let mut stmts = Vec::with_capacity(sql.len());
         for s in sql {
             stmts.push(tx.prepare_cached(s).await?);
         }
+
+        // The cursor this transaction raised a task's batch to, for a task
+        // it appended history to (the batches in `marks` are those of such
+        // tasks; an item that did not change keeps its `batch_seq`).
+        let appended: HashSet<&str> = self.history.iter().map(|h| h.0.as_str()).collect();
+        let moved_to = |id: &str| -> Option<i64> {
+            if !appended.contains(id) {
+                return None;
+            }
+            let batch = self.tasks.get(id)?.batch.as_ref()?;
+            marks.get(batch).map(|seq| to_i64(*seq))
+        };
 
         let created: Vec<&TaskRecord> = self
             .created
@@ -149,6 +183,17 @@ impl Batch {
             .map(|r| r.input.as_ref().map(RawJson::as_str))
             .collect();
         let c_due: Vec<Option<f64>> = created.iter().map(|r| due_column(r)).collect();
+        let c_batch: Vec<Option<&str>> = created.iter().map(|r| r.batch.as_deref()).collect();
+        let c_index: Vec<Option<i64>> = created
+            .iter()
+            .map(|r| self.item_index.get(&r.view.id).copied())
+            .collect();
+        // An item starts at its batch's first cursor (1), or at the one
+        // this transaction raised it to.
+        let c_seq: Vec<Option<i64>> = created
+            .iter()
+            .map(|r| r.batch.as_ref().map(|_| moved_to(&r.view.id).unwrap_or(1)))
+            .collect();
 
         let created_set: HashSet<&str> = c_id.iter().copied().collect();
         let updated: Vec<&TaskRecord> = self
@@ -166,10 +211,12 @@ impl Batch {
             .collect();
         let u_lease: Vec<Option<String>> = updated.iter().map(|r| lease_column(r)).collect();
         let u_due: Vec<Option<f64>> = updated.iter().map(|r| due_column(r)).collect();
+        let u_seq: Vec<Option<i64>> = updated.iter().map(|r| moved_to(&r.view.id)).collect();
 
         let h_task: Vec<&str> = self.history.iter().map(|h| h.0.as_str()).collect();
         let h_version: Vec<i64> = self.history.iter().map(|h| h.1).collect();
         let h_event: Vec<&str> = self.history.iter().map(|h| h.2.as_str()).collect();
+        let h_seq: Vec<Option<i64>> = self.history.iter().map(|h| moved_to(&h.0)).collect();
 
         let cb_task: Vec<&str> = self.callback_rows.iter().map(|c| c.0.as_str()).collect();
         let cb_id: Vec<&str> = self.callback_rows.iter().map(|c| c.1.as_str()).collect();
@@ -203,26 +250,37 @@ impl Batch {
         let o_state: Vec<&str> = self.outbox.iter().map(|o| o.3.as_str()).collect();
         let o_at: Vec<f64> = self.outbox.iter().map(|o| o.4).collect();
 
-        let payloads = notify_payloads(&self.changes);
+        let nb_id: Vec<&str> = self.new_batches.iter().map(|n| n.id.as_str()).collect();
+        let nb_tenant: Vec<&str> = self.new_batches.iter().map(|n| n.tenant.as_str()).collect();
+        let nb_size: Vec<i64> = self.new_batches.iter().map(|n| n.size).collect();
+        let nb_seq: Vec<i64> = self.new_batches.iter().map(|n| n.seq).collect();
+        let nb_at: Vec<f64> = self.new_batches.iter().map(|n| n.created_at_ms).collect();
+
+        let payloads = notify_payloads(&self.changes, &marks);
 
         let mut calls: Vec<(usize, Vec<&(dyn ToSql + Sync)>)> = Vec::new();
+        if !nb_id.is_empty() {
+            calls.push((9, vec![&nb_id, &nb_tenant, &nb_size, &nb_seq, &nb_at]));
+        }
         if !c_id.is_empty() {
             calls.push((
                 0,
                 vec![
                     &c_id, &c_tenant, &c_view, &c_version, &c_live, &c_expires, &c_kind, &c_input,
-                    &c_due,
+                    &c_due, &c_batch, &c_index, &c_seq,
                 ],
             ));
         }
         if !u_id.is_empty() {
             calls.push((
                 1,
-                vec![&u_id, &u_view, &u_version, &u_live, &u_lease, &u_due],
+                vec![
+                    &u_id, &u_view, &u_version, &u_live, &u_lease, &u_due, &u_seq,
+                ],
             ));
         }
         if !h_task.is_empty() {
-            calls.push((2, vec![&h_task, &h_version, &h_event]));
+            calls.push((2, vec![&h_task, &h_version, &h_event, &h_seq]));
         }
         if !cb_task.is_empty() {
             calls.push((
@@ -255,8 +313,10 @@ impl Batch {
 }
 
 /// NOTIFY payloads: lines of `version taskId`, the last version per task,
-/// split to stay under the payload limit.
-fn notify_payloads(changes: &[Change]) -> Vec<String> {
+/// then `b seq batchId` for each batch cursor raised (see `listen.rs`;
+/// a server before batches skips those lines), split to stay under the
+/// payload limit.
+pub(super) fn notify_payloads(changes: &[Change], marks: &BTreeMap<String, u64>) -> Vec<String> {
     let mut last: HashMap<&str, u64> = HashMap::new();
     let mut order = Vec::new();
     for c in changes {
@@ -264,10 +324,11 @@ fn notify_payloads(changes: &[Change]) -> Vec<String> {
             order.push(c.view.id.as_str());
         }
     }
+    let tasks = order.into_iter().map(|id| format!("{} {id}\n", last[id]));
+    let batches = marks.iter().map(|(id, seq)| format!("b {seq} {id}\n"));
     let mut out = Vec::new();
     let mut cur = String::new();
-    for id in order {
-        let line = format!("{} {id}\n", last[id]);
+    for line in tasks.chain(batches) {
         if !cur.is_empty() && cur.len() + line.len() > PAYLOAD {
             out.push(std::mem::take(&mut cur));
         }

@@ -38,7 +38,7 @@ pub(super) async fn prefetch(
     ids.dedup();
     let lock = tx
         .prepare_cached(
-            "SELECT id, tenant, view, kind, input, lease FROM tasks
+            "SELECT id, tenant, view, kind, input, lease, batch_id FROM tasks
              WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE",
         )
         .await?;
@@ -144,7 +144,7 @@ pub(super) async fn callback(
             // the wait).
             let lock = tx
                 .prepare_cached(
-                    "SELECT tenant, view, kind, input, lease FROM tasks WHERE id = $1 FOR UPDATE",
+                    "SELECT tenant, view, kind, input, lease, batch_id FROM tasks WHERE id = $1 FOR UPDATE",
                 )
                 .await?;
             let seen_stmt = tx.prepare_cached(SEEN_CALLBACK).await?;

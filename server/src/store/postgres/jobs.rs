@@ -22,29 +22,7 @@ pub(super) async fn create(tx: &Transaction<'_>, b: &mut Batch, task: &NewTask) 
     if let Some(idem) = &task.idempotency {
         let (key, request) = (&idem.key, &idem.request);
         let ik = (task.tenant.clone(), key.clone());
-        let seen = match b.idempotency.get(&ik) {
-            Some(v) => Some(v.clone()),
-            None => {
-                let lock = tx
-                    .prepare_cached("SELECT pg_advisory_xact_lock($1)")
-                    .await?;
-                let select = tx
-                    .prepare_cached(
-                        "SELECT request, task_id FROM idempotency WHERE tenant = $1 AND key = $2",
-                    )
-                    .await?;
-                let id = lock_id(&["idem", &task.tenant, key]);
-                let (_, row) = futures_util::future::try_join(
-                    tx.execute(&lock, &[&id]),
-                    tx.query_opt(&select, &[&task.tenant, key]),
-                )
-                .await?;
-                match row {
-                    Some(r) => Some((r.try_get(0)?, r.try_get(1)?)),
-                    None => None,
-                }
-            }
-        };
+        let seen = key_row(tx, b, &task.tenant, key).await?;
         match check_key(idem, seen) {
             Err(e) => return Ok(Err(e)),
             Ok(KeyCheck::Replay(task_id)) => {
@@ -60,14 +38,14 @@ pub(super) async fn create(tx: &Transaction<'_>, b: &mut Batch, task: &NewTask) 
             Ok(KeyCheck::Create) => {}
         }
         if let Some(max) = task.open_task_limit {
-            if let Err(e) = check_open_tasks(tx, b, &task.tenant, max).await? {
+            if let Err(e) = check_open_tasks(tx, b, &task.tenant, max, 1).await? {
                 return Ok(Err(e));
             }
         }
         b.idempotency
             .insert(ik, (request.clone(), task.view.id.clone()));
     } else if let Some(max) = task.open_task_limit {
-        if let Err(e) = check_open_tasks(tx, b, &task.tenant, max).await? {
+        if let Err(e) = check_open_tasks(tx, b, &task.tenant, max, 1).await? {
             return Ok(Err(e));
         }
     }
@@ -87,6 +65,37 @@ pub(super) async fn create(tx: &Transaction<'_>, b: &mut Batch, task: &NewTask) 
     }))
 }
 
+/// What an idempotency key of `tenant` names: `(request, id)` as this
+/// transaction holds it or as committed, read under the key's advisory
+/// lock (taken first, so two creates under one key take turns on every
+/// instance). The id is a task's, or a batch's.
+pub(super) async fn key_row(
+    tx: &Transaction<'_>,
+    b: &Batch,
+    tenant: &str,
+    key: &str,
+) -> Result<Option<(String, String)>, tokio_postgres::Error> {
+    if let Some(v) = b.idempotency.get(&(tenant.to_string(), key.to_string())) {
+        return Ok(Some(v.clone()));
+    }
+    let lock = tx
+        .prepare_cached("SELECT pg_advisory_xact_lock($1)")
+        .await?;
+    let select = tx
+        .prepare_cached("SELECT request, task_id FROM idempotency WHERE tenant = $1 AND key = $2")
+        .await?;
+    let id = lock_id(&["idem", tenant, key]);
+    let (_, row) = futures_util::future::try_join(
+        tx.execute(&lock, &[&id]),
+        tx.query_opt(&select, &[&tenant, &key]),
+    )
+    .await?;
+    match row {
+        Some(r) => Ok(Some((r.try_get(0)?, r.try_get(1)?))),
+        None => Ok(None),
+    }
+}
+
 /// The advisory lock of a tenant's open-task count. Every transaction
 /// that creates for a tenant with a quota takes it before any other lock
 /// ([`super::writer`]'s `run_batch`), so creates of one tenant on every
@@ -95,14 +104,21 @@ pub(super) fn open_tasks_lock(tenant: &str) -> i64 {
     lock_id(&["open-tasks", tenant])
 }
 
-/// Refuses a create when `tenant` already has `max` open tasks: those
+/// Refuses `n` creates at once (a batch's items, or one task) when they
+/// would take `tenant` past `max` open tasks: those
 /// committed (counted once per transaction, under [`open_tasks_lock`], so
 /// READ COMMITTED sees every create committed before the lock was
 /// granted; the partial index `tasks_open` and the `LIMIT` keep it to
-/// O(min(open, max))) plus those this batch created and still open. A
-/// task this batch ended still counts until the commit: at worst a create
-/// is refused a batch early, never let past the quota.
-async fn check_open_tasks(tx: &Transaction<'_>, b: &mut Batch, tenant: &str, max: u64) -> Sql<()> {
+/// O(min(open, max))) plus those this transaction created and still open.
+/// A task it ended still counts until the commit: at worst a create is
+/// refused a transaction early, never let past the quota.
+pub(super) async fn check_open_tasks(
+    tx: &Transaction<'_>,
+    b: &mut Batch,
+    tenant: &str,
+    max: u64,
+    n: u64,
+) -> Sql<()> {
     let committed = match b.open_tasks.get(tenant) {
         Some(n) => *n,
         None => {
@@ -125,10 +141,11 @@ async fn check_open_tasks(tx: &Transaction<'_>, b: &mut Batch, tenant: &str, max
         .filter_map(|id| b.tasks.get(id))
         .filter(|r| r.tenant == tenant && !r.view.state.is_terminal())
         .count() as u64;
-    if committed + created_here >= max {
+    if committed.saturating_add(created_here).saturating_add(n) > max {
         return Ok(Err(StoreError::OpenTaskQuota {
             tenant: tenant.to_string(),
             max,
+            wanted: n,
         }));
     }
     Ok(Ok(()))
@@ -143,7 +160,7 @@ pub(super) async fn act(tx: &Transaction<'_>, b: &mut Batch, action: &Action) ->
         None => {
             let lock = tx
                 .prepare_cached(
-                    "SELECT tenant, view, kind, input, lease FROM tasks
+                    "SELECT tenant, view, kind, input, lease, batch_id FROM tasks
                      WHERE id = $1 AND tenant = $2 FOR UPDATE",
                 )
                 .await?;

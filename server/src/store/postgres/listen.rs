@@ -1,7 +1,14 @@
 //! The LISTEN side: one dedicated connection per instance hears every
-//! commit's `version taskId` lines and re-reads, for the hub, the tasks
-//! watched here that it does not know at that version (see the module
-//! docs of `postgres.rs`).
+//! commit's lines and wakes this instance's waiters (see the module docs
+//! of `postgres.rs`):
+//!
+//! - `version taskId`: a task changed. For tasks watched here that the hub
+//!   does not know at that version, it re-reads the task and its recent
+//!   history once and publishes them.
+//! - `b seq batchId`: a commit raised a batch's cursor to `seq`. The hub
+//!   wakes the batch's waiters, if any here; they read the batch from the
+//!   store themselves, so nothing is re-read for them. A server from
+//!   before batches parses `b` as a version, fails, and skips the line.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -22,16 +29,30 @@ use crate::store::StoreError;
 /// The LISTEN connection is checked when it has been quiet this long.
 const HEALTH_EVERY: Duration = Duration::from_secs(5);
 
-pub(super) fn parse_payload(payload: &str, into: &mut HashMap<String, u64>) {
+/// What NOTIFY payloads said: the highest version per task and the
+/// highest cursor per batch.
+#[derive(Debug, Default)]
+pub(super) struct Heard {
+    pub(super) tasks: HashMap<String, u64>,
+    pub(super) batches: HashMap<String, u64>,
+}
+
+/// Reads one payload's lines into `into`; lines it does not know (a later
+/// server's) are skipped, as this server's older peers skip `b` lines.
+pub(super) fn parse_payload(payload: &str, into: &mut Heard) {
     for line in payload.lines() {
-        let Some((version, id)) = line.split_once(' ') else {
+        let (map, rest) = match line.strip_prefix("b ") {
+            Some(rest) => (&mut into.batches, rest),
+            None => (&mut into.tasks, line),
+        };
+        let Some((number, id)) = rest.split_once(' ') else {
             continue;
         };
-        let Ok(version) = version.parse::<u64>() else {
+        let Ok(number) = number.parse::<u64>() else {
             continue;
         };
-        let v = into.entry(id.to_string()).or_insert(0);
-        *v = (*v).max(version);
+        let v = map.entry(id.to_string()).or_insert(0);
+        *v = (*v).max(number);
     }
 }
 
@@ -111,13 +132,24 @@ async fn listen_once(
         Ok(s) => s,
         Err(e) => return (false, pg_message(&e)),
     };
+    let cursors = match client
+        .prepare("SELECT id, seq FROM batches WHERE id = ANY($1::text[])")
+        .await
+    {
+        Ok(s) => s,
+        Err(e) => return (false, pg_message(&e)),
+    };
     hub.metrics.listen_connected(true);
     if let Some(r) = ready.take() {
         let _ = r.send(Ok(()));
     }
     // Whatever committed while nobody here listened (at start, or since
-    // the last connection died): re-read every watched task.
+    // the last connection died): re-read every watched task and the
+    // cursor of every watched batch.
     if let Err(e) = refresh(&client, &reread, hub, hub.watched_tasks()).await {
+        return (true, e);
+    }
+    if let Err(e) = refresh_batches(&client, &cursors, hub).await {
         return (true, e);
     }
     loop {
@@ -133,11 +165,16 @@ async fn listen_once(
                 }
             }
         };
-        let mut notified = HashMap::new();
-        parse_payload(&first, &mut notified);
+        let mut heard = Heard::default();
+        parse_payload(&first, &mut heard);
         while let Ok(more) = rx.try_recv() {
-            parse_payload(&more, &mut notified);
+            parse_payload(&more, &mut heard);
         }
+        // A batch nobody watches here costs one map lookup.
+        for (batch, seq) in &heard.batches {
+            hub.publish_batch(batch, *seq);
+        }
+        let notified = heard.tasks;
         let stale: Vec<(String, Option<u64>)> = hub
             .known_versions(notified.keys().map(String::as_str))
             .into_iter()
@@ -191,6 +228,32 @@ async fn refresh(
                 Err(e) => eprintln!("taskwire-server: LISTEN: task {id}: {e:?}"),
             }
             start = end;
+        }
+    }
+    Ok(())
+}
+
+/// Reads the cursor of every batch watched here and publishes it (after a
+/// gap in listening; the hub never moves a cursor back).
+async fn refresh_batches(
+    client: &tokio_postgres::Client,
+    cursors: &tokio_postgres::Statement,
+    hub: &Hub,
+) -> Result<(), String> {
+    let watched = hub.watched_batch_ids();
+    for chunk in watched.chunks(500) {
+        let rows = client
+            .query(cursors, &[&chunk])
+            .await
+            .map_err(|e| pg_message(&e))?;
+        for row in &rows {
+            let read = row
+                .try_get::<_, &str>(0)
+                .and_then(|id| Ok((id, row.try_get::<_, i64>(1)?)));
+            match read {
+                Ok((id, seq)) => hub.publish_batch(id, u64::try_from(seq).unwrap_or(0)),
+                Err(e) => eprintln!("taskwire-server: LISTEN: batches: {}", pg_message(&e)),
+            }
         }
     }
     Ok(())

@@ -25,7 +25,7 @@ pub(super) async fn get(
     // read or parsed (no timing difference from an unknown id).
     let stmt = client
         .prepare_cached(
-            "SELECT tenant, view, kind, input, lease FROM tasks WHERE id = $1 AND tenant = $2",
+            "SELECT tenant, view, kind, input, lease, batch_id FROM tasks WHERE id = $1 AND tenant = $2",
         )
         .await?;
     let row = client.query_opt(&stmt, &[&id, &tenant]).await?;
@@ -44,7 +44,7 @@ pub(super) async fn replay(
     let client = store.conn().await?;
     let stmt = client
         .prepare_cached(
-            "SELECT i.request, i.task_id, t.tenant, t.view, t.kind, t.input, t.lease
+            "SELECT i.request, i.task_id, t.tenant, t.view, t.kind, t.input, t.lease, t.batch_id
              FROM idempotency i LEFT JOIN tasks t ON t.id = i.task_id AND t.tenant = i.tenant
              WHERE i.tenant = $1 AND i.key = $2",
         )
@@ -149,19 +149,22 @@ pub(super) async fn load_own(
 ) -> Sql<Option<TaskRecord>> {
     let stmt = tx
         .prepare_cached(
-            "SELECT tenant, view, kind, input, lease FROM tasks WHERE id = $1 AND tenant = $2",
+            "SELECT tenant, view, kind, input, lease, batch_id FROM tasks WHERE id = $1 AND tenant = $2",
         )
         .await?;
     let row = tx.query_opt(&stmt, &[&id, &tenant]).await?;
     Ok(row.map(|r| record(&r, 0)).transpose())
 }
 
+/// A task row's `tenant, view, kind, input, lease, batch_id` from column
+/// `at` on.
 pub(super) fn record(row: &Row, at: usize) -> Result<TaskRecord, StoreError> {
     let tenant: String = row.try_get(at)?;
     let view: String = row.try_get(at + 1)?;
     let kind: Option<String> = row.try_get(at + 2)?;
     let input: Option<String> = row.try_get(at + 3)?;
     let lease: Option<String> = row.try_get(at + 4)?;
+    let batch: Option<String> = row.try_get(at + 5)?;
     let input = input
         .map(RawJson::parse)
         .transpose()
@@ -172,7 +175,7 @@ pub(super) fn record(row: &Row, at: usize) -> Result<TaskRecord, StoreError> {
         kind,
         input,
         lease: parse_lease(lease.as_deref())?,
-        batch: None,
+        batch,
     })
 }
 

@@ -59,7 +59,7 @@ async fn sweep_once(
     // they are someone else's, and FOR UPDATE re-checks `live` on the
     // latest version of the rows it does take.
     let sql = format!(
-        "SELECT id, tenant, view, lease FROM tasks WHERE live AND {due} <= $1 AND {}
+        "SELECT id, tenant, view, lease, batch_id FROM tasks WHERE live AND {due} <= $1 AND {}
          ORDER BY {due} LIMIT $2 FOR UPDATE SKIP LOCKED",
         not_quarantined("tasks", "tasks.id"),
         due = sweep.due_by,
@@ -84,7 +84,7 @@ async fn sweep_once(
         for m in moved {
             let id = m.record.view.id.clone();
             let sp = tx.savepoint("sweep_row").await?;
-            let batch = batch_of(vec![m], now_ms);
+            let mut batch = batch_of(vec![m], now_ms);
             match batch.flush(&sp).await.map_err(StoreError::from) {
                 Ok(()) => {
                     sp.commit().await?;
@@ -98,7 +98,7 @@ async fn sweep_once(
             }
         }
     } else if !moved.is_empty() {
-        let batch = batch_of(moved, now_ms);
+        let mut batch = batch_of(moved, now_ms);
         // A broken constraint comes back as Corrupt: sweep_tasks runs the
         // sweep again row by row.
         batch.flush(&tx).await?;
@@ -127,6 +127,7 @@ fn due_row(sweep: &TaskSweep, id: &str, row: &Row, now_ms: f64) -> Result<Moved,
     let tenant: String = row.try_get(1).map_err(|e| format!("tasks.tenant: {e}"))?;
     let view: String = row.try_get(2).map_err(|e| format!("tasks.view: {e}"))?;
     let lease: Option<String> = row.try_get(3).map_err(|e| format!("tasks.lease: {e}"))?;
+    let batch: Option<String> = row.try_get(4).map_err(|e| format!("tasks.batch_id: {e}"))?;
     let due = DueRow {
         id,
         tenant: &tenant,
@@ -135,7 +136,9 @@ fn due_row(sweep: &TaskSweep, id: &str, row: &Row, now_ms: f64) -> Result<Moved,
     };
     // Only the view, lease and due time are written back: `kind` and
     // `input` stay as stored, unread.
-    let (record, judged) = step_due_row(sweep, due, now_ms)?;
+    let (mut record, judged) = step_due_row(sweep, due, now_ms)?;
+    // The flush raises the cursor of the batch the task is an item of.
+    record.batch = batch;
     Ok(Moved { record, judged })
 }
 

@@ -13,11 +13,12 @@ use tokio::sync::{mpsc, oneshot, Mutex as AsyncMutex};
 use tokio_postgres::error::SqlState;
 
 use super::batch::{hub_publish, Batch};
+use super::batches::create_batch;
 use super::callback::{callback, prefetch};
 use super::errors::pool_error;
 use super::jobs::{act, create, deliver, open_tasks_lock};
 use crate::hub::Hub;
-use crate::store::{callback_ids, Action, Callback, NewTask, StoreError, WriteDone};
+use crate::store::{callback_ids, Action, Callback, NewBatch, NewTask, StoreError, WriteDone};
 
 // A task view (in `NewTask`/`Created`) makes one variant ~400 bytes since
 // the lifecycle fields (issue 11); each value lives only while its write
@@ -27,6 +28,7 @@ use crate::store::{callback_ids, Action, Callback, NewTask, StoreError, WriteDon
 /// What a queued write asks for.
 pub(super) enum Op {
     Create(NewTask),
+    CreateBatch(NewBatch),
     Callback(Callback),
     Act(Action),
     Deliver {
@@ -70,6 +72,15 @@ pub(super) fn order_of(op: &Op) -> LockOrder {
             Some(idem) => (
                 0,
                 lock_id(&["idem", &task.tenant, &idem.key]),
+                String::new(),
+            ),
+            None => (2, 0, String::new()),
+        },
+        // A batch's key is in the tasks' key space (the same lock).
+        Op::CreateBatch(batch) => match &batch.idempotency {
+            Some(idem) => (
+                0,
+                lock_id(&["idem", &batch.tenant, &idem.key]),
                 String::new(),
             ),
             None => (2, 0, String::new()),
@@ -224,6 +235,9 @@ async fn run_batch(pool: &Pool, jobs: &[Job]) -> Result<(Results, Batch), BatchE
             Op::Create(task) => create(&tx, &mut batch, task)
                 .await
                 .map(|r| r.map(WriteDone::Created)),
+            Op::CreateBatch(nb) => create_batch(&tx, &mut batch, nb)
+                .await
+                .map(|r| r.map(WriteDone::BatchCreated)),
             Op::Callback(cb) => callback(&tx, &mut batch, cb)
                 .await
                 .map(|r| r.map(WriteDone::Callback)),
@@ -260,6 +274,9 @@ async fn lock_open_task_counts(
         .filter_map(|job| match &job.op {
             Op::Create(task) if task.open_task_limit.is_some() => {
                 Some(open_tasks_lock(&task.tenant))
+            }
+            Op::CreateBatch(batch) if batch.open_task_limit.is_some() => {
+                Some(open_tasks_lock(&batch.tenant))
             }
             _ => None,
         })

@@ -131,6 +131,7 @@ pub(super) fn check_room_for(
         return Err(StoreError::OpenTaskQuota {
             tenant: tenant.to_string(),
             max,
+            wanted: n,
         });
     }
     Ok(())
