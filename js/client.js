@@ -3,12 +3,12 @@
 // wasm/src/client); this file owns the requests' JavaScript side (the
 // options, the token function around fetch), and ./watch.js what a watch
 // needs of the runtime. It never assumes `window`: it runs in windows,
-// workers and Node ≥ 20. With `shareAcrossTabs`, the task watches of all
-// tabs run in one of them (./tabs.js).
+// workers and Node ≥ 20. With `shareAcrossTabs`, the task and batch
+// watches of all tabs run in one of them (./tabs.js).
 
 import * as raw from "./taskwire_wasm.js";
 import { __internal } from "./api.js";
-import { restored, shared } from "./tab-watch.js";
+import { restored, shared, sharedBatch } from "./tab-watch.js";
 import { BatchWatch, Watch, isOnline, localStore, option } from "./watch.js";
 
 const { call, text, str, invalid, typeName } = __internal;
@@ -121,7 +121,13 @@ export class TaskClient {
     // connections, as without the option.
     if (share && globalThis.navigator?.locks && typeof BroadcastChannel === "function") {
       const name = baseUrl.trim() + (share === true ? "" : " " + share);
-      this.#tabs = import("./tabs.js").then(({ Tabs, taskKind }) => new Tabs(name, { task: taskKind((id, o, wrap) => this.#local(id, o, wrap)) }));
+      this.#tabs = import("./tabs.js").then(
+        ({ Tabs, taskKind, batchKind }) =>
+          new Tabs(name, {
+            task: taskKind((id, o, wrap) => this.#local(id, o, wrap)),
+            batch: batchKind((id, o) => this.#localBatch(id, o)),
+          }),
+      );
     }
   }
 
@@ -206,10 +212,16 @@ export class TaskClient {
 
   /**
    * Follows every task of a batch, over one held request, until all are
-   * terminal, stopped, or refused. In this tab, with or without
-   * `shareAcrossTabs` (the tab group shares task watches only).
+   * terminal, stopped, or refused. With `shareAcrossTabs`, through the
+   * leader tab, as task watches are (./tabs.js, `batchKind`).
    */
   watchBatch(batchId, options = {}) {
+    if (!this.#tabs) return this.#localBatch(batchId, options);
+    return new BatchWatch(batchId, options, (start, sink, seed) => sharedBatch(this.#tabs, batchId, start, seed, sink));
+  }
+
+  /** A batch watch in this tab (the leader's too, for the whole tab group). */
+  #localBatch(batchId, options) {
     const core = this.#core;
     const prefix = this.#persistPrefix;
     return new BatchWatch(batchId, options, (start, sink) => {

@@ -34,6 +34,22 @@ export function shared(tabs, kind, id, seed, sink, initial) {
   };
 }
 
+/**
+ * The handle of a batch watch run by the leader tab: as [`shared`], plus
+ * the batch cursor, which the leader sends with each progress event (a
+ * tab that takes over resumes the batch from it, by delta). `start` is
+ * the watch's own start (a snapshot answer's JSON), if it was given one.
+ */
+export function sharedBatch(tabs, batchId, start, seed, sink) {
+  const initial = start ? JSON.parse(start) : { tasks: [] };
+  let cursor = initial.cursor ?? 0;
+  const track = (ev, data) => {
+    if (ev === "progress" && Number.isSafeInteger(data?.cursor)) cursor = data.cursor;
+    sink(ev, data);
+  };
+  return { ...shared(tabs, "batch", batchId, seed, track), initial: () => JSON.stringify(initial), cursor: () => cursor };
+}
+
 /** The task persisted in `storage` under `key`, as a watch in this tab would restore it (never throws). */
 export function restored(storage, key, taskId) {
   try {

@@ -3,7 +3,8 @@
 // Every tab of an origin that makes a client with the same baseUrl (and
 // share name) joins one group. A Web Lock elects its leader: only the
 // leader runs watches against the server, one per subscription key (a
-// kind and an id: "task" and a task id; a batch later) however many tabs
+// kind and an id: "task" and a task id, or "batch" and a batch id)
+// however many tabs
 // follow it, and it posts their events on a BroadcastChannel. The lock
 // is released when the leader's page goes away, so the next tab in the
 // lock's queue takes over at once and restarts each watch from what the
@@ -256,6 +257,47 @@ export function taskKind(watchLocally) {
           ? { task, mode: "delta", applied: events.map((e) => e.version), events, rejected: [] }
           : { task, mode: "snapshot", applied: [task.version], events: [], rejected: [] };
       return [["update", update]];
+    },
+  };
+}
+
+/**
+ * The "batch" kind over `watchLocally(id, options)`, which runs one
+ * ordinary batch watch in this tab (the leader's). A tab's seed is what
+ * its batch watch holds: its tasks, the cursor they were read at and the
+ * batch's size. The watch starts from them only when the tab holds every
+ * task (a cursor with some tasks missing would never bring the others);
+ * else from nothing, by a snapshot. Each progress event carries the
+ * leader's cursor, so that every tab holds one to resume from.
+ */
+export function batchKind(watchLocally) {
+  const held = (seed) => new Map((seed.tasks ?? []).map((t) => [t.id, t.version]));
+  const snapshot = (task) => ["update", { task, mode: "snapshot", applied: [task.version], events: [], rejected: [] }];
+  return {
+    stale: ({ task }, seed) => task !== undefined && held(seed).get(task.id) >= task.version,
+    open(id, seed, on) {
+      const whole = seed.cursor > 0 && seed.size > 0 && seed.tasks?.length === seed.size;
+      let watch;
+      watch = watchLocally(id, {
+        ...(whole && { cursor: seed.cursor, tasks: seed.tasks }),
+        onUpdate: (u) => on("update", u),
+        onProgress: (p) => on("progress", { ...p, cursor: watch?.cursor ?? 0 }),
+        onStatus: (s) => on("status", s),
+        onReject: (r) => on("reject", r),
+      });
+      watch.done.then(
+        (tasks) => on("done", { tasks }),
+        (e) => on("fail", e),
+      );
+      return watch;
+    },
+    // A snapshot update of each task newer than the tab's, then the
+    // aggregate (with the cursor).
+    catchUp(watch, log, seed) {
+      const versions = held(seed);
+      const out = watch.tasks.filter((t) => !(versions.get(t.id) >= t.version)).map(snapshot);
+      if (watch.progress) out.push(["progress", { ...watch.progress, cursor: watch.cursor }]);
+      return out;
     },
   };
 }

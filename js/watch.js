@@ -234,7 +234,10 @@ export class BatchWatch {
     // wasm side reads both with the server's reader. Every task counts
     // open until the first answer says otherwise.
     const start = tasks && text({ batchId, mode: "snapshot", cursor, size: tasks.length, open: tasks.length, tasks: tasks.map((task) => ({ mode: "snapshot", task })) }, "options");
-    this.#loop = new Loop((sink) => open(start, sink), on, (kind, payload) => {
+    // What this watch holds, for a leader tab that takes over (./tabs.js):
+    // its tasks and the cursor they were read at, and the batch's size.
+    const seed = () => ({ cursor: this.cursor, size: this.#progress?.size ?? 0, tasks: this.#tasks });
+    this.#loop = new Loop((sink) => open(start, sink, seed), on, (kind, payload) => {
       if (kind === "update") {
         if (payload.task) this.#put(payload.task);
         safely(on.onUpdate, payload);
