@@ -18,9 +18,12 @@ const dist = join(root, "dist");
 // a stream's end: 54.0 KB; 55.0 KB before batches), then +6.0 KB for
 // TaskClient.createBatch and watchBatch (the batch answer's reader, the
 // batch mirror, per-task events and progress, the JS BatchWatch: 61.0
-// KB, 62,413 bytes); the target is 40 KB (issue 10), not reached yet:
-// docs/package.md lists what is left.
-const LIMIT_GZIP = 61 * 1024;
+// KB, 62,413 bytes), +0.1 KB for sharing batch watches across tabs
+// (tab-watch.js's sharedBatch: 61.1 KB, 62,575 bytes); the target is 40
+// KB (issue 10), not reached yet: docs/package.md lists what is left,
+// and branch page-weight holds the cut to ~43 KB, to be merged with
+// the batch code.
+const LIMIT_GZIP = 62 * 1024;
 
 function run(cmd, args, opts = {}) {
   execFileSync(cmd, args, { cwd: root, stdio: "inherit", ...opts });
