@@ -52,7 +52,7 @@ impl Error {
     pub fn not_found(id: &str) -> Self {
         Error {
             code: ErrorCode::NotFound,
-            message: format!("taskId: no task with id {}", quoted(id)),
+            message: ["taskId: no task with id ", &quoted(id)].concat(),
         }
     }
 
@@ -60,7 +60,7 @@ impl Error {
     pub fn task_exists(id: &str) -> Self {
         Error {
             code: ErrorCode::TaskExists,
-            message: format!("id: a task with id {} already exists", quoted(id)),
+            message: ["id: a task with id ", &quoted(id), " already exists"].concat(),
         }
     }
 }
@@ -70,8 +70,8 @@ impl Error {
 pub fn quoted(s: &str) -> String {
     const MAX_CHARS: usize = 64;
     match s.char_indices().nth(MAX_CHARS) {
-        Some((cut, _)) => format!("\"{}…\"", s.get(..cut).unwrap_or(s)),
-        None => format!("\"{s}\""),
+        Some((cut, _)) => ["\"", s.get(..cut).unwrap_or(s), "…\""].concat(),
+        None => ["\"", s, "\""].concat(),
     }
 }
 

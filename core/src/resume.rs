@@ -196,7 +196,7 @@ impl FromJson for ResumeAnswer {
         if mode != ResumeMode::Delta && !events.is_empty() {
             return Err(f.missing(
                 "events",
-                &format!("must be empty for mode {}", mode.as_str()),
+                &["must be empty for mode ", mode.as_str()].concat(),
             ));
         }
         Ok(match mode {

@@ -62,10 +62,9 @@ impl Millis {
         if ms.is_finite() && ms >= 0.0 {
             Ok(Millis(ms))
         } else {
-            Err(Error::invalid(format!(
-                "{field}: must be a finite number >= 0, got {}",
-                number(ms)
-            )))
+            Err(Error::invalid(
+                [field, ": must be a finite number >= 0, got ", &number(ms)].concat(),
+            ))
         }
     }
 
@@ -88,7 +87,7 @@ impl FromJson for Millis {
             Ok(Millis(ms))
         } else {
             Err(json::invalid(
-                format!("must be a finite number >= 0, got {}", number(ms)),
+                ["must be a finite number >= 0, got ", &number(ms)].concat(),
                 at,
             ))
         }
@@ -105,10 +104,14 @@ impl Percent {
         if p.fract() == 0.0 && (0.0..=100.0).contains(&p) {
             Ok(Percent(p as u8))
         } else {
-            Err(Error::invalid(format!(
-                "{field}: must be an integer from 0 to 100, got {}",
-                number(p)
-            )))
+            Err(Error::invalid(
+                [
+                    field,
+                    ": must be an integer from 0 to 100, got ",
+                    &number(p),
+                ]
+                .concat(),
+            ))
         }
     }
 
@@ -131,7 +134,7 @@ impl FromJson for Percent {
             Ok(Percent(p as u8))
         } else {
             Err(json::invalid(
-                format!("must be an integer from 0 to 100, got {}", number(p)),
+                ["must be an integer from 0 to 100, got ", &number(p)].concat(),
                 at,
             ))
         }
@@ -147,7 +150,7 @@ impl NonBlank {
     pub fn new(s: impl Into<String>, field: &str) -> Result<Self, Error> {
         let s = s.into();
         if is_blank(&s) {
-            Err(Error::invalid(format!("{field}: must not be blank")))
+            Err(Error::invalid([field, ": must not be blank"].concat()))
         } else {
             Ok(NonBlank(s))
         }

@@ -46,7 +46,7 @@ pub fn from_json_serde_bytes<'a, T: Deserialize<'a>>(
 
 fn utf8<'a>(bytes: &'a [u8], what: &str) -> Result<&'a str, Error> {
     std::str::from_utf8(bytes)
-        .map_err(|_| Error::invalid(format!("{what}: body is not valid UTF-8")))
+        .map_err(|_| Error::invalid([what, ": body is not valid UTF-8"].concat()))
 }
 
 /// Serializes a wire value. None of this crate's types can fail to
@@ -69,11 +69,11 @@ fn locate(e: &json::Error, what: &str) -> Error {
     let message = e.message();
     // Messages that name a sub-field start with '.' (".retryable: …") and
     // join the path directly.
-    if message.starts_with('.') {
-        Error::invalid(format!("{place}{message}"))
-    } else {
-        Error::invalid(format!("{place}: {message}"))
+    if !message.starts_with('.') {
+        place.push_str(": ");
     }
+    place.push_str(message);
+    Error::invalid(place)
 }
 
 #[cfg(test)]

@@ -25,22 +25,39 @@ pub enum Path<'p> {
     Index(&'p Path<'p>, usize),
 }
 
-impl fmt::Display for Path<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl Path<'_> {
+    /// The path as text (`history[3].event.atMs`; empty at the root),
+    /// written without `core::fmt`: error paths reach the page, and
+    /// formatting machinery there costs ~2 KB gzip (docs/package.md).
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        self.push_to(&mut out);
+        out
+    }
+
+    fn push_to(&self, out: &mut String) {
         match self {
-            Path::Root => Ok(()),
+            Path::Root => {}
             Path::Key(parent, key) => {
-                parent.fmt(f)?;
+                parent.push_to(out);
                 if !matches!(parent, Path::Root) {
-                    f.write_str(".")?;
+                    out.push('.');
                 }
-                f.write_str(key)
+                out.push_str(key);
             }
             Path::Index(parent, i) => {
-                parent.fmt(f)?;
-                write!(f, "[{i}]")
+                parent.push_to(out);
+                out.push('[');
+                crate::follow::push_u64(out, *i as u64);
+                out.push(']');
             }
         }
+    }
+}
+
+impl fmt::Display for Path<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text())
     }
 }
 

@@ -40,7 +40,7 @@ impl Error {
     pub(crate) fn located(message: String, at: Path<'_>) -> Self {
         Error {
             message,
-            path: Some(at.to_string()),
+            path: Some(at.text()),
             syntax: false,
         }
     }
@@ -48,7 +48,7 @@ impl Error {
     /// Stamps the path, unless a deeper frame already did.
     pub(crate) fn at(mut self, path: &Path<'_>) -> Self {
         if self.path.is_none() {
-            self.path = Some(path.to_string());
+            self.path = Some(path.text());
         }
         self
     }

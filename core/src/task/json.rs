@@ -11,6 +11,7 @@ use serde::{Serialize, Serializer};
 
 use super::{CreateTask, Decision, HistoryEntry, State, Task, TaskView};
 use crate::event::DecisionKind;
+use crate::follow::decimal;
 use crate::json::{self, Fields, FromJson, Gather, Path, Placeholder, Value};
 use crate::value::{self, is_blank, Millis, NonBlank};
 
@@ -152,10 +153,9 @@ fn check(view: &TaskView) -> Result<(), (&'static str, Cow<'static, str>)> {
         return fail("maxAttempts", "must be >= 1");
     }
     if view.attempts > view.allowed_attempts() {
-        let mut why = format!(
-            "{} exceeds maxAttempts {}",
-            view.attempts, view.max_attempts
-        );
+        let mut why = decimal(view.attempts);
+        why.push_str(" exceeds maxAttempts ");
+        why.push_str(&decimal(view.max_attempts));
         if view.continuations > 0 {
             why.push_str(" + continuations");
         }
@@ -193,11 +193,13 @@ impl FromJson for Task {
         if history.len() as u64 != view.version {
             return Err(f.missing(
                 "history",
-                &format!(
-                    "holds {} entries but version is {}",
-                    history.len(),
-                    view.version
-                ),
+                &[
+                    "holds ",
+                    &decimal(history.len() as u64),
+                    " entries but version is ",
+                    &decimal(view.version),
+                ]
+                .concat(),
             ));
         }
         if let Some((i, entry)) = history
@@ -207,7 +209,13 @@ impl FromJson for Task {
         {
             let list = Path::Key(&at, "history");
             return Err(json::invalid(
-                format!("expected {}, got {}", i + 1, entry.version),
+                [
+                    "expected ",
+                    &decimal(i as u64 + 1),
+                    ", got ",
+                    &decimal(entry.version),
+                ]
+                .concat(),
                 Path::Key(&Path::Index(&list, i), "version"),
             ));
         }

@@ -142,10 +142,14 @@ fn positive(v: f64, field: &str) -> Result<(), Error> {
     if v.is_finite() && v > 0.0 {
         Ok(())
     } else {
-        Err(Error::invalid(format!(
-            "{field}: must be a finite number > 0, got {}",
-            crate::value::number(v)
-        )))
+        Err(Error::invalid(
+            [
+                field,
+                ": must be a finite number > 0, got ",
+                &crate::value::number(v),
+            ]
+            .concat(),
+        ))
     }
 }
 
