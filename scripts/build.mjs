@@ -5,6 +5,7 @@
 import { execFileSync } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { gzipSync, brotliCompressSync } from "node:zlib";
+import { minifyNames } from "./minify-names.mjs";
 import { fileURLToPath } from "node:url";
 import { dirname, join, resolve } from "node:path";
 
@@ -54,6 +55,15 @@ const targetDir = process.env.CARGO_TARGET_DIR ? resolve(root, process.env.CARGO
 // that use reference types).
 const wasmOpt = join(root, "node_modules/.bin/wasm-opt");
 const kb = (n) => (n / 1024).toFixed(1) + " KB";
+// What the module may use (rustc's wasm32 defaults), for every wasm-opt run.
+const WASM_FEATURES = [
+  "--enable-bulk-memory",
+  "--enable-reference-types",
+  "--enable-nontrapping-float-to-int",
+  "--enable-sign-ext",
+  "--enable-mutable-globals",
+  "--enable-multivalue",
+];
 
 rmSync(dist, { recursive: true, force: true });
 const report = {};
@@ -65,20 +75,8 @@ for (const [name, variant] of Object.entries(VARIANTS)) {
   const built = join(targetDir, "wasm32-unknown-unknown/release/taskwire_wasm.wasm");
   run("wasm-bindgen", ["--target", "web", "--no-typescript", "--out-dir", out, "--out-name", "taskwire_wasm", built]);
   const wasmFile = join(out, "taskwire_wasm_bg.wasm");
-  run(wasmOpt, [
-    "-Oz",
-    "--enable-bulk-memory",
-    "--enable-reference-types",
-    "--enable-nontrapping-float-to-int",
-    "--enable-sign-ext",
-    "--enable-mutable-globals",
-    "--enable-multivalue",
-    "--strip-debug",
-    "--strip-producers",
-    wasmFile,
-    "-o",
-    wasmFile,
-  ]);
+  run(wasmOpt, ["-Oz", ...WASM_FEATURES, "--strip-debug", "--strip-producers", wasmFile, "-o", wasmFile]);
+  minifyNames(wasmOpt, WASM_FEATURES, wasmFile, join(out, "taskwire_wasm.js"));
   for (const file of variant.files) copyFileSync(join(root, "js", file), join(out, file));
   // TaskwireError is defined in the crate (wasm/js/runtime.js), so that Rust
   // throws it itself; wasm-bindgen copies it to snippets/<crate>-<hash>/.
