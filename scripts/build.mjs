@@ -75,7 +75,12 @@ for (const [name, variant] of Object.entries(VARIANTS)) {
   const built = join(targetDir, "wasm32-unknown-unknown/release/taskwire_wasm.wasm");
   run("wasm-bindgen", ["--target", "web", "--no-typescript", "--out-dir", out, "--out-name", "taskwire_wasm", built]);
   const wasmFile = join(out, "taskwire_wasm_bg.wasm");
-  run(wasmOpt, ["-Oz", ...WASM_FEATURES, "--strip-debug", "--strip-producers", wasmFile, "-o", wasmFile]);
+  // `-ocimfs=20`: inline a function into its only caller only when it is
+  // small. Inlining every one (the default) makes fewer, larger functions
+  // whose many locals need two-byte indices and whose bodies repeat less:
+  // 1.9 KB gzip more for the client build (docs/package.md lists the
+  // values tried). `--converge` repeats -Oz until nothing shrinks: 0.1 KB.
+  run(wasmOpt, ["-ocimfs=20", "-Oz", "--converge", ...WASM_FEATURES, "--strip-debug", "--strip-producers", wasmFile, "-o", wasmFile]);
   minifyNames(wasmOpt, WASM_FEATURES, wasmFile, join(out, "taskwire_wasm.js"));
   for (const file of variant.files) copyFileSync(join(root, "js", file), join(out, file));
   // TaskwireError is defined in the crate (wasm/js/runtime.js), so that Rust
