@@ -26,3 +26,24 @@ export function settle(promise, callback) {
     (error) => callback(false, error),
   );
 }
+
+/**
+ * `n` (finite, not a safe integer) as ryu writes it, for the client
+ * build's float printer (wasm/src/number.rs): the runtime's shortest
+ * digits (`String(n)`, the same digits ryu finds) laid out as ryu lays
+ * them out, e.g. `1e300` for `1e+300` and `1e-6` for `0.000001`.
+ */
+export function ryuText(n) {
+  const [mantissa, exponent = "0"] = String(Math.abs(n)).split("e");
+  const [int, fraction = ""] = mantissa.split(".");
+  const all = int + fraction;
+  const lead = all.length - all.replace(/^0+/, "").length;
+  const digits = all.slice(lead).replace(/0+$/, "");
+  // The value is 0.<digits> × 10^point.
+  const point = int.length + Number(exponent) - lead;
+  const sign = n < 0 ? "-" : "";
+  if (digits.length <= point && point <= 16) return sign + digits + "0".repeat(point - digits.length) + ".0";
+  if (point > 0 && point <= 16) return sign + digits.slice(0, point) + "." + digits.slice(point);
+  if (point > -5 && point <= 0) return sign + "0." + "0".repeat(-point) + digits;
+  return sign + digits[0] + (digits.length > 1 ? "." + digits.slice(1) : "") + "e" + (point - 1);
+}

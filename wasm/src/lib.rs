@@ -31,6 +31,8 @@ pub mod error;
 #[cfg(feature = "book")]
 mod functions;
 mod mirror;
+#[cfg(all(target_arch = "wasm32", not(feature = "book")))]
+mod number;
 mod read;
 
 #[cfg(feature = "book")]
