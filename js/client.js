@@ -94,9 +94,6 @@ class Watch {
         return;
       }
       switch (kind) {
-        case "restored":
-          this.#task = payload;
-          break;
         case "update":
           this.#task = payload.task ?? this.#task;
           safely(onUpdate, payload);
@@ -120,6 +117,8 @@ class Watch {
     const storageKey = persistPrefix === undefined ? undefined : persistPrefix + taskId;
     const storage = storageKey === undefined ? undefined : localStore();
     this.#handle = call(() => core.watch({ taskId, cursor, storage, storageKey, sink, online: isOnline }));
+    const initial = this.#handle.initial_task();
+    if (initial !== "null") this.#task = JSON.parse(initial);
     this.#attach();
   }
 
@@ -288,7 +287,7 @@ export class TaskClient {
     const key = option(options, "idempotencyKey");
     if (key !== undefined) str(key, "idempotencyKey");
     const core = this.#core;
-    return settle(() => core.post(undefined, "", body, key));
+    return settle(() => core.create_task(body, key));
   }
 
   /** POST /v1/tasks/{id}/deliveries: the receipt (the same one for the same key). */
@@ -296,7 +295,7 @@ export class TaskClient {
     str(taskId, "taskId");
     str(key, "key");
     const core = this.#core;
-    return (await settle(() => core.post(taskId, "deliveries", undefined, key))).receipt;
+    return (await settle(() => core.deliver(taskId, key))).receipt;
   }
 
   /**
@@ -311,7 +310,7 @@ export class TaskClient {
     if (reason !== undefined) str(reason, "options.reason");
     const body = JSON.stringify(reason === undefined ? {} : { reason });
     const core = this.#core;
-    return settle(() => core.post(taskId, "cancel", body, undefined));
+    return settle(() => core.cancel(taskId, body));
   }
 
   /**
@@ -333,7 +332,7 @@ export class TaskClient {
     if (reason !== undefined) str(reason, "options.reason");
     const body = JSON.stringify({ decision, artifactHash, version, ...(reason !== undefined && { reason }) });
     const core = this.#core;
-    return settle(() => core.post(taskId, "decisions", body, undefined));
+    return settle(() => core.decide(taskId, body));
   }
 
   /** Follows a task until it is terminal, stopped, or refused (401/403/404). */

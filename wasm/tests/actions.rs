@@ -1,4 +1,4 @@
-//! `ClientCore::post` for `cancel` and `decisions` against a scripted `fetch`: the route,
+//! `ClientCore::cancel` and `decide` against a scripted `fetch`: the route,
 //! method, headers and body of each request, the answer passed through,
 //! retries on 503 (a repeat is a duplicate on the server, so they are
 //! safe), and error answers as `TaskwireError`s with the server's code.
@@ -53,14 +53,9 @@ const ANSWER: &str = r#"{"changed":true,"duplicate":false,"reason":"cancel-reque
 async fn cancel_posts_to_its_route_with_the_clients_headers_and_resolves_to_the_answer() {
     let script = scripted(json(&format!(r#"[{{"body":{ANSWER}}}]"#)));
     let core = ClientCore::new(options(get(&script, "fetch"))).unwrap();
-    let answer = JsFuture::from(core.post(
-        Some("t/1".into()),
-        "cancel",
-        Some(r#"{"reason":"why"}"#.into()),
-        None,
-    ))
-    .await
-    .unwrap();
+    let answer = JsFuture::from(core.cancel("t/1", r#"{"reason":"why"}"#.into()))
+        .await
+        .unwrap();
     assert_eq!(
         js_sys::JSON::stringify(&json(&answer.as_string().unwrap())).unwrap(),
         js_sys::JSON::stringify(&json(ANSWER)).unwrap()
@@ -95,9 +90,7 @@ async fn decide_is_retried_after_a_503_and_answers_once() {
     )));
     let core = ClientCore::new(options(get(&script, "fetch"))).unwrap();
     let body = r#"{"decision":"approve","artifactHash":"sha256:a","version":3}"#;
-    JsFuture::from(core.post(Some("t".into()), "decisions", Some(body.into()), None))
-        .await
-        .unwrap();
+    JsFuture::from(core.decide("t", body.into())).await.unwrap();
     let sent = calls(&script);
     assert_eq!(sent.len(), 2, "one retry after the 503");
     for call in &sent {
@@ -119,7 +112,7 @@ async fn an_error_answer_rejects_with_the_servers_code_and_status() {
         r#"[{"status":404,"body":{"error":{"code":"not-found","message":"taskId: no task"}}}]"#,
     ));
     let core = ClientCore::new(options(get(&script, "fetch"))).unwrap();
-    let err = JsFuture::from(core.post(Some("t".into()), "cancel", Some("{}".into()), None))
+    let err = JsFuture::from(core.cancel("t", "{}".into()))
         .await
         .unwrap_err();
     assert!(err.is_instance_of::<js_sys::Error>());

@@ -51,38 +51,51 @@ fn judge(status: u16, body: String) -> Result<JsValue, JsValue> {
     Err(error(&code, &message, status))
 }
 
-/// `POST /v1/tasks`, or `POST /v1/tasks/{task_id}/{action}` (see
-/// `ClientCore::post`).
-pub fn post(
-    http: Rc<Http>,
-    backoff: Backoff,
-    task_id: Option<&str>,
-    action: &str,
-    body: Option<String>,
-    key: Option<String>,
-) -> Promise {
+pub fn create_task(http: Rc<Http>, backoff: Backoff, body: String, key: Option<String>) -> Promise {
     let mut url = String::from(http.base.trim_end_matches('/'));
     url.push_str("/v1/tasks");
-    if let Some(task_id) = task_id {
-        url.push('/');
-        encode_segment(task_id, &mut url);
-        url.push('/');
-        url.push_str(action);
-    }
-    // Safe to retry: an action on a task (see the module doc), or a create
-    // under a key.
-    let retries = if task_id.is_some() || key.is_some() {
-        RETRIES
-    } else {
-        0
-    };
-    let mut headers = Vec::new();
-    if body.is_some() {
-        headers.push(("content-type", String::from("application/json")));
-    }
+    let retries = if key.is_some() { RETRIES } else { 0 };
+    let mut headers = vec![("content-type", String::from("application/json"))];
     if let Some(key) = key {
         headers.push(("idempotency-key", key));
     }
+    post(http, backoff, url, headers, Some(body), retries)
+}
+
+pub fn deliver(http: Rc<Http>, backoff: Backoff, task_id: &str, key: String) -> Promise {
+    let mut url = String::from(http.base.trim_end_matches('/'));
+    url.push_str("/v1/tasks/");
+    encode_segment(task_id, &mut url);
+    url.push_str("/deliveries");
+    post(
+        http,
+        backoff,
+        url,
+        vec![("idempotency-key", key)],
+        None,
+        RETRIES,
+    )
+}
+
+/// `POST /v1/tasks/{id}/{action}` (`cancel`, `decisions`) with a JSON body.
+pub fn act(http: Rc<Http>, backoff: Backoff, task_id: &str, action: &str, body: String) -> Promise {
+    let mut url = String::from(http.base.trim_end_matches('/'));
+    url.push_str("/v1/tasks/");
+    encode_segment(task_id, &mut url);
+    url.push('/');
+    url.push_str(action);
+    let headers = vec![("content-type", String::from("application/json"))];
+    post(http, backoff, url, headers, Some(body), RETRIES)
+}
+
+fn post(
+    http: Rc<Http>,
+    backoff: Backoff,
+    url: String,
+    headers: Vec<(&'static str, String)>,
+    body: Option<String>,
+    retries: u32,
+) -> Promise {
     let mut start = |resolve: Function, reject: Function| {
         let post = Rc::new(Post {
             http: Rc::clone(&http),

@@ -144,29 +144,37 @@ impl ClientCore {
         })
     }
 
-    /// `POST /v1/tasks` (no `task_id`) or `POST /v1/tasks/{task_id}/{action}`
-    /// (`deliveries`, `cancel`, `decisions`), with `body` (JSON text) and
-    /// an `Idempotency-Key` when given; resolves to the 2xx body (JSON
-    /// text). One export for the four calls of `TaskClient` (each export
-    /// costs the page its glue). Network failures, 429 and 5xx are
-    /// retried with backoff when a retry is safe: a create only with a key
-    /// (the key makes it so); a delivery has one, and a cancel or decision
-    /// repeated is `duplicate-cancel` / `duplicate-decision`, so a retry
-    /// after a lost answer changes nothing.
-    pub fn post(
-        &self,
-        task_id: Option<String>,
-        action: &str,
-        body: Option<String>,
-        key: Option<String>,
-    ) -> Promise {
-        exchange::post(
+    /// `POST /v1/tasks`; resolves to `{status, body}` JSON text. With an
+    /// idempotency key, network failures, 429 and 5xx are retried (the key
+    /// makes that safe); without one, they are not.
+    pub fn create_task(&self, body: String, idempotency_key: Option<String>) -> Promise {
+        exchange::create_task(Rc::clone(&self.http), self.backoff, body, idempotency_key)
+    }
+
+    /// `POST /v1/tasks/{id}/deliveries` under an idempotency key, retried
+    /// like `create_task` with a key.
+    pub fn deliver(&self, task_id: &str, key: String) -> Promise {
+        exchange::deliver(Rc::clone(&self.http), self.backoff, task_id, key)
+    }
+
+    /// `POST /v1/tasks/{id}/cancel` with `body` (`{"reason"?}`, JSON
+    /// text); resolves to the answer (`{changed, duplicate, reason,
+    /// task}`). Retried like `deliver`: a repeated cancel is
+    /// `duplicate-cancel`, so a retry after a lost answer changes nothing.
+    pub fn cancel(&self, task_id: &str, body: String) -> Promise {
+        exchange::act(Rc::clone(&self.http), self.backoff, task_id, "cancel", body)
+    }
+
+    /// `POST /v1/tasks/{id}/decisions` with `body` (`{"decision",
+    /// "artifactHash", "version", "reason"?}`, JSON text); resolves like
+    /// `cancel`. A repeat is `duplicate-decision`, so retries are safe.
+    pub fn decide(&self, task_id: &str, body: String) -> Promise {
+        exchange::act(
             Rc::clone(&self.http),
             self.backoff,
-            task_id.as_deref(),
-            action,
+            task_id,
+            "decisions",
             body,
-            key,
         )
     }
 
@@ -244,6 +252,11 @@ impl WatchHandle {
     pub fn network(&self) {
         let online = Runner::read_online(self.runner.online());
         self.runner.feed(|f, now| f.handle_network(now, online));
+    }
+
+    /// The task known when the watch started (restored), or `null`.
+    pub fn initial_task(&self) -> String {
+        self.runner.initial_task()
     }
 }
 

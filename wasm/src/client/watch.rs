@@ -6,8 +6,7 @@
 //!
 //! Events reach JS through one function, the sink (`sink(kind, json)`),
 //! always called with no Rust borrow held, so a listener may call
-//! `stop()` from inside it. Kinds: `restored` `{…task}` (at the start,
-//! when a persisted mirror was restored), `update` `{task, mode, applied, events,
+//! `stop()` from inside it. Kinds: `update` `{task, mode, applied, events,
 //! rejected, reason?}`, `reject` `{mode, rejected, version}`, `status` `{state,
 //! attempt?, retryInMs?, error?}`, `done` `{task}` (JSON text), and `fail`
 //! with a `TaskwireError` (`code`, `message`, `status` for HTTP).
@@ -59,10 +58,6 @@ impl Runner {
             in_flight: RefCell::new(None),
             timer: RefCell::new(None),
         });
-        // The restored task first, before anything the follow says.
-        if let Some(task) = runner.follow.borrow().mirror().task() {
-            runner.emit("restored", &write(task));
-        }
         runner.pump();
         runner
     }
@@ -78,6 +73,14 @@ impl Runner {
     /// The runtime's network reading function.
     pub fn online(&self) -> Option<&Function> {
         self.online.as_ref()
+    }
+
+    /// The task known at the start (restored), as JSON or `null`.
+    pub fn initial_task(&self) -> String {
+        match self.follow.borrow().mirror().task() {
+            Some(task) => write(task),
+            None => String::from("null"),
+        }
     }
 
     /// Feeds one input (with the current time and network reading), then
@@ -143,16 +146,12 @@ impl Runner {
                 return;
             }
         };
-        self.emit(kind, &json);
-    }
-
-    /// `sink(kind, json)`. The JS side catches listener errors; a throw
-    /// here would unwind through wasm, so the result is ignored either way.
-    fn emit(&self, kind: &str, json: &str) {
+        // The JS side catches listener errors; a throw here would unwind
+        // through wasm, so the result is ignored either way.
         let _ = self.sink.call2(
             &JsValue::NULL,
             &JsValue::from_str(kind),
-            &JsValue::from_str(json),
+            &JsValue::from_str(&json),
         );
     }
 
