@@ -37,6 +37,9 @@ const VARIANTS = {
     exports: { "./api.js": ["TaskwireError", "TaskMirror"] },
     files: ["api.js", "client.js", "index.js", "node.js"],
     limitGzip: LIMIT_GZIP,
+    // The client build is `no_std` and formats nothing (docs/package.md):
+    // formatting machinery in it means std or a `format!` came back.
+    forbidden: ["::fmt::write", "Formatter>::pad", "std["],
   },
   full: {
     features: [],
@@ -80,7 +83,17 @@ for (const [name, variant] of Object.entries(VARIANTS)) {
   // whose many locals need two-byte indices and whose bodies repeat less:
   // 1.9 KB gzip more for the client build (docs/package.md lists the
   // values tried). `--converge` repeats -Oz until nothing shrinks: 0.1 KB.
-  run(wasmOpt, ["-ocimfs=20", "-Oz", "--converge", ...WASM_FEATURES, "--strip-debug", "--strip-producers", wasmFile, "-o", wasmFile]);
+  // `-g` keeps the function names for the check below; minifyNames
+  // strips them (the same bytes as stripping here).
+  run(wasmOpt, ["-ocimfs=20", "-Oz", "--converge", "-g", ...WASM_FEATURES, wasmFile, "-o", wasmFile]);
+  // Function names are UTF-8 in the `name` section.
+  const names = WebAssembly.Module.customSections(new WebAssembly.Module(readFileSync(wasmFile)), "name");
+  for (const symbol of variant.forbidden ?? []) {
+    if (names.some((section) => Buffer.from(section).includes(symbol))) {
+      console.error(`build: ${name}: \`${symbol}\` is in the module (a format!, write! or to_string on its paths, or std linked again: docs/package.md)`);
+      process.exit(1);
+    }
+  }
   minifyNames(wasmOpt, WASM_FEATURES, wasmFile, join(out, "taskwire_wasm.js"));
   for (const file of variant.files) copyFileSync(join(root, "js", file), join(out, file));
   // TaskwireError is defined in the crate (wasm/js/runtime.js), so that Rust

@@ -19,12 +19,14 @@ const escape = (s) => s.replace(/[$]/g, "\\$");
 
 /**
  * Minifies the import and export names of `wasmFile` (in place) with
- * `wasmOpt` (given `features`, the wasm-opt feature flags) and rewrites
- * `glueFile` (the wasm-bindgen JS) to match.
+ * `wasmOpt` (given `features`, the wasm-opt feature flags), strips its
+ * debug names, and rewrites `glueFile` (the wasm-bindgen JS) to match.
  */
 export function minifyNames(wasmOpt, features, wasmFile, glueFile) {
   const mapping = JSON.parse(
-    execFileSync(wasmOpt, [...features, "--minify-imports-and-exports-and-modules", wasmFile, "-o", wasmFile], { encoding: "utf8" }),
+    execFileSync(wasmOpt, [...features, "--minify-imports-and-exports-and-modules", "--strip-debug", "--strip-producers", wasmFile, "-o", wasmFile], {
+      encoding: "utf8",
+    }),
   );
   let glue = readFileSync(glueFile, "utf8");
   const fail = (what) => {

@@ -5,7 +5,8 @@
 //! Invalid input is always an error, never a panic, and a failed call leaves
 //! every piece of state exactly as it was.
 
-use std::fmt;
+use alloc::string::String;
+use core::fmt;
 
 /// Stable, machine-readable error codes. Their wire spelling (`code`) never
 /// changes; messages may.
@@ -81,6 +82,7 @@ impl fmt::Display for Error {
     }
 }
 
+#[cfg(feature = "std")]
 impl std::error::Error for Error {}
 
 #[cfg(test)]

@@ -11,6 +11,7 @@
 //! {"mode":"delta","events":[{"version":4,"event":{…}},{"version":5,"event":{…}}],"task":{…}}
 //! ```
 
+use alloc::{string::String, vec::Vec};
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 

@@ -5,6 +5,7 @@
 //! parse failure into an [`Error`]: `event.atMs: must be a finite number
 //! >= 0, got -1`. The codec is [`crate::json`].
 
+use alloc::string::String;
 use serde::{Deserialize, Serialize};
 
 use crate::json::{self, FromJson};
@@ -45,7 +46,7 @@ pub fn from_json_serde_bytes<'a, T: Deserialize<'a>>(
 }
 
 fn utf8<'a>(bytes: &'a [u8], what: &str) -> Result<&'a str, Error> {
-    std::str::from_utf8(bytes)
+    core::str::from_utf8(bytes)
         .map_err(|_| Error::invalid([what, ": body is not valid UTF-8"].concat()))
 }
 

@@ -18,7 +18,21 @@
 //! export can panic: every input is parsed with `taskwire_core::wire`, and
 //! release builds abort on panic, so a panic path would be a trap.
 
+//!
+//! ## `no_std` in the page
+//! The client build (without `book`) is `no_std` on wasm32, and so are
+//! the core and every dependency it links: a panic then reaches the
+//! handler below, which traps at once, where std's would have formatted
+//! its message first. That keeps std's panic machinery and `core::fmt`
+//! out of the page (2.5 KB gzip; `scripts/build.mjs` fails if `core::fmt`
+//! comes back). It changes nothing a caller sees: release builds abort
+//! on panic (a trap) either way, and no input panics
+//! (`tests/js/bad-input.test.mjs`).
+
+#![cfg_attr(all(target_arch = "wasm32", not(feature = "book")), no_std)]
 #![forbid(unsafe_code)]
+
+extern crate alloc;
 
 use taskwire_core as tw;
 use wasm_bindgen::JsValue;
@@ -73,4 +87,12 @@ fn safe_int(value: f64, field: &str) -> Result<u64> {
     })
 }
 
-type Result<T> = std::result::Result<T, JsValue>;
+type Result<T> = core::result::Result<T, JsValue>;
+
+/// The client build's panic handler: a trap, without reading the message
+/// (see "`no_std` in the page" above).
+#[cfg(all(target_arch = "wasm32", not(feature = "book"), not(test)))]
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
+    core::arch::wasm32::unreachable()
+}

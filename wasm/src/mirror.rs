@@ -1,5 +1,6 @@
 //! `TaskMirror`: one task as a client knows it.
 
+use alloc::string::String;
 use taskwire_core as tw;
 use tw::json::{object, write};
 use wasm_bindgen::prelude::wasm_bindgen;

@@ -10,6 +10,7 @@
 //! text and message is byte for byte what the full build and the server
 //! write; `tests/js/numbers.test.mjs` checks the two builds agree.
 
+use alloc::string::String;
 use wasm_bindgen::prelude::wasm_bindgen;
 
 #[wasm_bindgen(module = "/js/runtime.js")]

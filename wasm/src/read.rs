@@ -8,6 +8,8 @@
 //! The full build keeps the core's own parser, which is faster for
 //! `TaskBook`'s many small calls.
 
+#[cfg(not(feature = "book"))]
+use alloc::string::String;
 use taskwire_core as tw;
 use tw::json::FromJson;
 
@@ -48,7 +50,8 @@ fn parse(text: &str, what: &str) -> Result<tw::json::Value<'static>, tw::Error> 
 
 #[cfg(not(feature = "book"))]
 mod walk {
-    use std::borrow::Cow;
+    use alloc::borrow::Cow;
+    use alloc::vec::Vec;
 
     use js_sys::{Array, Object, Reflect};
     use taskwire_core::json::Value;

@@ -59,6 +59,7 @@ pub use request::{decimal, encode_segment};
 
 use crate::mirror::{Mirror, Rejection};
 use crate::resume::EpochAnswer;
+use alloc::{string::String, vec::Vec};
 
 /// After this many SSE connections in a row that delivered nothing (or
 /// died within a second), the path is assumed to buffer (a proxy holding
@@ -271,7 +272,7 @@ impl Follow {
         let event = self
             .events
             .get_mut(self.delivered)
-            .map(|e| std::mem::replace(e, FollowEvent::Done(None)));
+            .map(|e| core::mem::replace(e, FollowEvent::Done(None)));
         self.delivered += 1;
         if self.delivered >= self.events.len() {
             self.events.clear();

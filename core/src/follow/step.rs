@@ -6,6 +6,7 @@ use super::{Flight, Follow, Phase, Transport, SHORT_SSE_LIMIT, SHORT_SSE_MS};
 use crate::mirror::Next;
 use crate::resume::EpochAnswer;
 use crate::Error;
+use alloc::string::String;
 
 /// What one exchange came to.
 #[derive(Debug)]
@@ -116,7 +117,7 @@ impl Follow {
                 mode: outcome.mode,
                 applied: outcome.applied.clone(),
                 events,
-                rejected: std::mem::take(&mut self.unreported),
+                rejected: core::mem::take(&mut self.unreported),
                 reason: outcome.reason,
             }));
         } else if !outcome.rejected.is_empty() {
@@ -221,7 +222,7 @@ impl Follow {
                 self.status(
                     ConnState::Reconnecting,
                     Some(self.failures),
-                    Some(delay.round()),
+                    Some(crate::value::round(delay)),
                     Some(&error),
                 );
                 self.phase = Phase::Waiting { until: t + delay };

@@ -4,7 +4,8 @@
 //! formats a float or escapes a string with `Debug`: both would pull
 //! several kilobytes of formatting code into the WebAssembly bundle.
 
-use std::fmt::{self, Display};
+use alloc::{format, string::String, string::ToString};
+use core::fmt::{self, Display};
 
 use serde::de::{self, Expected, Unexpected};
 
@@ -79,6 +80,7 @@ impl Display for Error {
     }
 }
 
+#[cfg(feature = "std")]
 impl std::error::Error for Error {}
 
 /// What a value was, in words (never its float digits).

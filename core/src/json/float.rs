@@ -11,20 +11,19 @@
 //! a writer is registered, such a number is written as `null` (what JSON
 //! has for a number it cannot represent), never as wrong digits.
 
-#[cfg(not(feature = "ryu"))]
-use std::sync::OnceLock;
+use alloc::string::String;
 
 /// Appends a finite `n` (one that is not a safe integer) as ryu writes it.
 pub type FloatWriter = fn(&mut String, f64);
 
 #[cfg(not(feature = "ryu"))]
-static WRITER: OnceLock<FloatWriter> = OnceLock::new();
+static WRITER: spin::Once<FloatWriter> = spin::Once::new();
 
 /// Registers the writer used when the `ryu` feature is off (the first
 /// registration wins; with the feature on, ryu is always used).
 pub fn set_float_writer(writer: FloatWriter) {
     #[cfg(not(feature = "ryu"))]
-    let _ = WRITER.set(writer);
+    WRITER.call_once(|| writer);
     #[cfg(feature = "ryu")]
     let _ = writer;
 }

@@ -40,6 +40,7 @@ pub fn parse_value(text: &str) -> Result<Value<'_>, Error> {
     parse::parse(text)
 }
 
+use alloc::string::String;
 use serde::{Deserialize, Serialize};
 
 /// Parses JSON text into any serde `T` (for types without [`FromJson`]).

@@ -7,8 +7,9 @@
 //! through [`deserialize_via_from_json`], so each type's wire format is
 //! written once, here in its `FromJson`.
 
-use std::borrow::Cow;
-use std::fmt::{self, Display};
+use alloc::borrow::Cow;
+use alloc::{string::String, string::ToString, vec::Vec};
+use core::fmt::{self, Display};
 
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 

@@ -2,6 +2,7 @@
 //! integral numbers without a fraction, absent options left out by the
 //! types' own `skip_serializing_if`, `null` for non-finite floats.
 
+use alloc::string::String;
 use serde::ser::{self, Impossible, Serialize};
 
 use super::Error;

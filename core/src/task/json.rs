@@ -4,7 +4,8 @@
 //! Reading checks what the state machine guarantees of every task it
 //! produces, so a foreign or corrupted task cannot start out impossible.
 
-use std::borrow::Cow;
+use alloc::borrow::Cow;
+use alloc::{string::String, vec::Vec};
 
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};

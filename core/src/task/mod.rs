@@ -12,6 +12,7 @@ use crate::event::{DecisionKind, Event};
 use crate::lease::Lease;
 use crate::value::{is_blank, Millis, MAX_SAFE_INTEGER};
 use crate::Error;
+use alloc::{format, string::String, vec::Vec};
 
 /// A task's current fields, without its history: what a client holds, and
 /// what resume answers carry. It stays O(1) in size however long the task
@@ -255,7 +256,7 @@ impl Task {
     }
 }
 
-impl std::ops::Deref for Task {
+impl core::ops::Deref for Task {
     type Target = TaskView;
     fn deref(&self) -> &TaskView {
         &self.view

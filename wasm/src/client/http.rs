@@ -6,6 +6,7 @@
 //! Nothing here assumes a window: `fetch` is looked up on `globalThis`,
 //! which exists in windows, workers and Node ≥ 20.
 
+use alloc::{string::String, vec::Vec};
 use js_sys::{Function, Object, Reflect, Uint8Array};
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::prelude::wasm_bindgen;

@@ -3,7 +3,7 @@
 //! It speaks PROTOCOL.md to any backend: creates tasks, delivers results,
 //! and follows a task with `taskwire_core::Follow`, the watch loop as a
 //! sans-IO state machine, of which `watch.rs` is the executor (fetch,
-//! `AbortController`, one gloo timer, the SSE byte reader, persistence).
+//! `AbortController`, one timer (`timer.rs`), the SSE byte reader, persistence).
 //! The JS layer (`js/client.js`) owns the runtime glue: listeners for
 //! `online`/`offline`/`visibilitychange`, and turning sink events into
 //! callbacks and promises.
@@ -11,9 +11,11 @@
 mod exchange;
 mod http;
 mod store;
+mod timer;
 mod watch;
 
-use std::rc::Rc;
+use alloc::rc::Rc;
+use alloc::{string::String, string::ToString, vec::Vec};
 
 use js_sys::{Array, Function, Promise, Reflect};
 use taskwire_core as tw;

@@ -3,6 +3,7 @@
 //! update, in the mirror's own `{taskId, task, epoch?}` form (the epoch
 //! is what lets a reload start over when the server's history changed).
 
+use alloc::string::String;
 use js_sys::{Function, Reflect};
 use taskwire_core as tw;
 use tw::json::write;

@@ -12,6 +12,7 @@ use crate::event::Event;
 use crate::follow::{ConnState, Reject, Status, Update};
 use crate::mirror::{MergeOutcome, Mirror, Next, Rejection};
 use crate::task::{HistoryEntry, TaskView};
+use alloc::{string::String, vec::Vec};
 
 /// A value that writes itself as JSON.
 pub trait ToJson {
