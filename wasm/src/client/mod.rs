@@ -15,7 +15,7 @@ mod timer;
 mod watch;
 
 use alloc::rc::Rc;
-use alloc::{string::String, string::ToString, vec::Vec};
+use alloc::{string::String, string::ToString};
 
 use js_sys::{Array, Function, Promise, Reflect};
 use taskwire_core as tw;
@@ -97,19 +97,15 @@ impl ClientCore {
                     .map_err(|_| invalid("options.fetch: must be a function".into()))?,
             )
         };
-        let mut pairs = Vec::new();
         let headers = field(&options, "headers")
             .dyn_into::<Array>()
             .unwrap_or_default();
         let mut items = headers.iter();
         while let (Some(name), Some(value)) = (items.next(), items.next()) {
-            match (name.as_string(), value.as_string()) {
-                (Some(name), Some(value)) => pairs.push((name, value)),
-                _ => {
-                    return Err(invalid(
-                        "options.headers: names and values must be strings".into(),
-                    ))
-                }
+            if !(name.is_string() && value.is_string()) {
+                return Err(invalid(
+                    "options.headers: names and values must be strings".into(),
+                ));
             }
         }
         let defaults = Backoff::default();
@@ -137,7 +133,7 @@ impl ClientCore {
         Ok(ClientCore {
             http: Rc::new(Http {
                 base,
-                headers: pairs,
+                headers,
                 fetch,
             }),
             backoff,
