@@ -46,6 +46,15 @@ export function send(fetch, method, url, headers, signal, body, name1, value1, n
   return run.call(globalThis, url, init);
 }
 
+/** `Reflect.get(target, key)`, or undefined where that throws (a target that is not an object). */
+export function property(target, key) {
+  try {
+    return Reflect.get(target, key);
+  } catch {
+    return undefined;
+  }
+}
+
 /** A header of a response, or undefined. */
 export function responseHeader(response, name) {
   return response.headers.get(name) ?? undefined;

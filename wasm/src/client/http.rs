@@ -7,7 +7,7 @@
 //! which exists in windows, workers and Node ≥ 20.
 
 use alloc::{string::String, vec::Vec};
-use js_sys::{Array, Function, Reflect, Uint8Array};
+use js_sys::{Array, Function, Uint8Array};
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::{JsCast, JsValue};
@@ -38,6 +38,10 @@ extern "C" {
 
     #[wasm_bindgen(js_name = bodyReader)]
     fn body_reader(response: &Response) -> Option<Function>;
+
+    /// `Reflect.get(target, key)`, `undefined` where that throws (one
+    /// import instead of a key string made and dropped per read).
+    pub fn property(target: &JsValue, key: &str) -> JsValue;
 }
 
 /// Runs `then(true, value)` or `then(false, error)` once, when `promise`
@@ -62,10 +66,9 @@ pub fn describe(value: &JsValue) -> String {
     if let Some(s) = value.as_string() {
         return s;
     }
-    match Reflect::get(value, &JsValue::from_str("message")) {
-        Ok(m) if m.is_string() => m.as_string().unwrap_or_default(),
-        _ => String::from("unknown error"),
-    }
+    property(value, "message")
+        .as_string()
+        .unwrap_or_else(|| String::from("unknown error"))
 }
 
 impl Http {
@@ -131,13 +134,13 @@ impl BodyReader {
 
 /// A settled `read()`: the chunk, or `None` at the end of the stream.
 pub fn chunk(result: &JsValue) -> Result<Option<Vec<u8>>, String> {
-    let done = Reflect::get(result, &JsValue::from_str("done"))
-        .map(|d| d.is_truthy())
-        .unwrap_or(true);
+    // Not an object: `Reflect.get` throws, and that ends the stream.
+    let object = result.is_object() || result.is_function();
+    let done = !object || property(result, "done").is_truthy();
     if done {
         return Ok(None);
     }
-    let value = Reflect::get(result, &JsValue::from_str("value")).unwrap_or(JsValue::NULL);
+    let value = property(result, "value");
     match value.dyn_into::<Uint8Array>() {
         Ok(bytes) => Ok(Some(bytes.to_vec())),
         Err(_) => Err(String::from("stream chunk is not bytes")),

@@ -17,7 +17,7 @@ mod watch;
 use alloc::rc::Rc;
 use alloc::{string::String, string::ToString};
 
-use js_sys::{Array, Function, Promise, Reflect};
+use js_sys::{Array, Function, Promise};
 use taskwire_core as tw;
 use tw::follow::{Backoff, Follow, FollowConfig, Transport, MAX_WAIT_MS};
 use wasm_bindgen::prelude::wasm_bindgen;
@@ -35,7 +35,7 @@ fn invalid(message: String) -> JsValue {
 /// `options[key]`; `undefined` when absent. The options objects are made
 /// by the JS layer (plain data), so reading them cannot run user code.
 fn field(options: &JsValue, key: &str) -> JsValue {
-    Reflect::get(options, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED)
+    http::property(options, key)
 }
 
 fn absent(value: &JsValue) -> bool {
