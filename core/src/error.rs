@@ -53,7 +53,7 @@ impl Error {
     pub fn not_found(id: &str) -> Self {
         Error {
             code: ErrorCode::NotFound,
-            message: ["taskId: no task with id ", &quoted(id)].concat(),
+            message: join(&["taskId: no task with id ", &quoted(id)]),
         }
     }
 
@@ -61,9 +61,20 @@ impl Error {
     pub fn task_exists(id: &str) -> Self {
         Error {
             code: ErrorCode::TaskExists,
-            message: ["id: a task with id ", &quoted(id), " already exists"].concat(),
+            message: join(&["id: a task with id ", &quoted(id), " already exists"]),
         }
     }
+}
+
+/// `parts` joined: how messages on the page's paths are built, without
+/// `format!` (the client build carries no `core::fmt`) or `concat`'s
+/// generic join (0.2 KB more in the page).
+pub fn join(parts: &[&str]) -> String {
+    let mut out = String::new();
+    for part in parts {
+        out.push_str(part);
+    }
+    out
 }
 
 /// Quotes a user-supplied string for a message, cut to a readable length so
@@ -71,8 +82,8 @@ impl Error {
 pub fn quoted(s: &str) -> String {
     const MAX_CHARS: usize = 64;
     match s.char_indices().nth(MAX_CHARS) {
-        Some((cut, _)) => ["\"", s.get(..cut).unwrap_or(s), "…\""].concat(),
-        None => ["\"", s, "\""].concat(),
+        Some((cut, _)) => join(&["\"", s.get(..cut).unwrap_or(s), "…\""]),
+        None => join(&["\"", s, "\""]),
     }
 }
 

@@ -197,7 +197,7 @@ impl FromJson for ResumeAnswer {
         if mode != ResumeMode::Delta && !events.is_empty() {
             return Err(f.missing(
                 "events",
-                &["must be empty for mode ", mode.as_str()].concat(),
+                &crate::error::join(&["must be empty for mode ", mode.as_str()]),
             ));
         }
         Ok(match mode {

@@ -63,9 +63,11 @@ impl Millis {
         if ms.is_finite() && ms >= 0.0 {
             Ok(Millis(ms))
         } else {
-            Err(Error::invalid(
-                [field, ": must be a finite number >= 0, got ", &number(ms)].concat(),
-            ))
+            Err(Error::invalid(crate::error::join(&[
+                field,
+                ": must be a finite number >= 0, got ",
+                &number(ms),
+            ])))
         }
     }
 
@@ -88,7 +90,7 @@ impl FromJson for Millis {
             Ok(Millis(ms))
         } else {
             Err(json::invalid(
-                ["must be a finite number >= 0, got ", &number(ms)].concat(),
+                crate::error::join(&["must be a finite number >= 0, got ", &number(ms)]),
                 at,
             ))
         }
@@ -105,14 +107,11 @@ impl Percent {
         if is_integral(p) && (0.0..=100.0).contains(&p) {
             Ok(Percent(p as u8))
         } else {
-            Err(Error::invalid(
-                [
-                    field,
-                    ": must be an integer from 0 to 100, got ",
-                    &number(p),
-                ]
-                .concat(),
-            ))
+            Err(Error::invalid(crate::error::join(&[
+                field,
+                ": must be an integer from 0 to 100, got ",
+                &number(p),
+            ])))
         }
     }
 
@@ -135,7 +134,7 @@ impl FromJson for Percent {
             Ok(Percent(p as u8))
         } else {
             Err(json::invalid(
-                ["must be an integer from 0 to 100, got ", &number(p)].concat(),
+                crate::error::join(&["must be an integer from 0 to 100, got ", &number(p)]),
                 at,
             ))
         }
@@ -151,7 +150,10 @@ impl NonBlank {
     pub fn new(s: impl Into<String>, field: &str) -> Result<Self, Error> {
         let s = s.into();
         if is_blank(&s) {
-            Err(Error::invalid([field, ": must not be blank"].concat()))
+            Err(Error::invalid(crate::error::join(&[
+                field,
+                ": must not be blank",
+            ])))
         } else {
             Ok(NonBlank(s))
         }

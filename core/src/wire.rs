@@ -47,7 +47,7 @@ pub fn from_json_serde_bytes<'a, T: Deserialize<'a>>(
 
 fn utf8<'a>(bytes: &'a [u8], what: &str) -> Result<&'a str, Error> {
     core::str::from_utf8(bytes)
-        .map_err(|_| Error::invalid([what, ": body is not valid UTF-8"].concat()))
+        .map_err(|_| Error::invalid(crate::error::join(&[what, ": body is not valid UTF-8"])))
 }
 
 /// Serializes a wire value. None of this crate's types can fail to

@@ -74,16 +74,13 @@ fn safe_int(value: f64, field: &str) -> Result<u64> {
     tw::value::to_safe_u64(value).ok_or_else(|| {
         let max = tw::follow::decimal(tw::MAX_SAFE_INTEGER);
         let got = tw::value::number(value);
-        throw(tw::Error::invalid(
-            [
-                field,
-                ": must be an integer from 0 to ",
-                &max,
-                ", got ",
-                &got,
-            ]
-            .concat(),
-        ))
+        throw(tw::Error::invalid(tw::error::join(&[
+            field,
+            ": must be an integer from 0 to ",
+            &max,
+            ", got ",
+            &got,
+        ])))
     })
 }
 

@@ -38,7 +38,10 @@ pub(crate) fn kind_of(value: &Value<'_>) -> &'static str {
 
 /// `expected {what}, got {kind}` at `at`.
 pub fn expected(what: &str, value: &Value<'_>, at: Path<'_>) -> Error {
-    Error::located(["expected ", what, ", got ", kind_of(value)].concat(), at)
+    Error::located(
+        crate::error::join(&["expected ", what, ", got ", kind_of(value)]),
+        at,
+    )
 }
 
 /// A message at `at` (for rules beyond the value's kind).
@@ -163,9 +166,10 @@ impl<'f, 'v, 'a, 'p> Gather<'f, 'v, 'a, 'p> {
     #[inline(never)]
     fn missing(&self, key: &str) -> Error {
         match self.what {
-            Some(what) => self
-                .fields
-                .missing(key, &["required for a ", what, " event"].concat()),
+            Some(what) => self.fields.missing(
+                key,
+                &crate::error::join(&["required for a ", what, " event"]),
+            ),
             None => self.fields.missing(key, "required"),
         }
     }
@@ -215,7 +219,7 @@ impl FromJson for u64 {
             let max = crate::follow::decimal(MAX_SAFE_INTEGER);
             let got = crate::value::number(n);
             invalid(
-                ["must be an integer from 0 to ", &max, ", got ", &got].concat(),
+                crate::error::join(&["must be an integer from 0 to ", &max, ", got ", &got]),
                 at,
             )
         })

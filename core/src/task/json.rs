@@ -194,13 +194,12 @@ impl FromJson for Task {
         if history.len() as u64 != view.version {
             return Err(f.missing(
                 "history",
-                &[
+                &crate::error::join(&[
                     "holds ",
                     &decimal(history.len() as u64),
                     " entries but version is ",
                     &decimal(view.version),
-                ]
-                .concat(),
+                ]),
             ));
         }
         if let Some((i, entry)) = history
@@ -210,13 +209,12 @@ impl FromJson for Task {
         {
             let list = Path::Key(&at, "history");
             return Err(json::invalid(
-                [
+                crate::error::join(&[
                     "expected ",
                     &decimal(i as u64 + 1),
                     ", got ",
                     &decimal(entry.version),
-                ]
-                .concat(),
+                ]),
                 Path::Key(&Path::Index(&list, i), "version"),
             ));
         }

@@ -143,14 +143,11 @@ fn positive(v: f64, field: &str) -> Result<(), Error> {
     if v.is_finite() && v > 0.0 {
         Ok(())
     } else {
-        Err(Error::invalid(
-            [
-                field,
-                ": must be a finite number > 0, got ",
-                &crate::value::number(v),
-            ]
-            .concat(),
-        ))
+        Err(Error::invalid(crate::error::join(&[
+            field,
+            ": must be a finite number > 0, got ",
+            &crate::value::number(v),
+        ])))
     }
 }
 
