@@ -63,7 +63,8 @@ use error::throw;
 /// constructor) is 3.2 KB gzip smaller than dlmalloc. The client build
 /// holds few live allocations (a mirror, an answer, a request), so a
 /// linear free list costs nothing measurable there; the full build keeps
-/// dlmalloc for TaskBook's many tasks.
+/// std's dlmalloc for TaskBook's many tasks. (The `no_std` client build
+/// must name one: std's is not linked.)
 #[cfg(all(target_arch = "wasm32", not(feature = "book")))]
 #[global_allocator]
 static ALLOCATOR: lol_alloc::LockedAllocator<lol_alloc::FreeListAllocator> =
