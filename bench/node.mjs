@@ -1,7 +1,8 @@
 // `npm run bench`: the npm package's speed in Node, through the public API
 // (so every number includes the JS/wasm crossing and JSON conversion).
-// Numbers go in the README; run on an idle machine, best of 5.
-import { TaskBook, TaskMirror } from "../dist/full/node.js";
+// Numbers go in the README; run on an idle machine, best of 5. FULL=dir
+// and CLIENT=dir time other builds (e.g. an older dist/ kept aside).
+const { TaskBook, TaskMirror } = await import(new URL(`${process.env.FULL ?? "../dist/full"}/node.js`, import.meta.url));
 
 function best(label, n, unit, fn) {
   let bestMs = Infinity;
@@ -85,7 +86,18 @@ const parseThenObject = best("JSON.parse(text) then merge(object): the naive cli
 console.log(`\nmergeJson(text) vs JSON.parse + merge(object): ${(parseThenObject / asText).toFixed(2)}x faster`);
 console.log(`mergeJson(text) vs merge(already-parsed object): ${(asObject / asText).toFixed(2)}x`);
 
-// 4. The floor: one crossing with almost no work.
+// 4. The page's build (taskwire/client: its allocator, JSON.parse walked
+// into the readers, floats printed by the runtime): the same merge, as a
+// browser client does it.
+const client = await import(new URL(`${process.env.CLIENT ?? "../dist/client"}/node.js`, import.meta.url));
+const pageMirrors = Array.from({ length: REPS }, () => client.TaskMirror.fromSnapshot(base.task));
+k = 0;
+best("client build: TaskMirror.mergeJson(text), same delta", 1000, "event", () => {
+  const m = pageMirrors[k++ % REPS];
+  if (m.mergeJson(text).applied.length !== 1000) throw new Error("merge failed");
+});
+
+// 5. The floor: one crossing with almost no work.
 const small = new TaskBook();
 small.create({ id: "x", nowMs: 0, ttlMs: 1000, maxAttempts: 1 });
 best("TaskBook.resumeJson (caught-up, small): one crossing", 100_000, "call", () => {

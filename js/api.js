@@ -120,9 +120,9 @@ export class TaskMirror {
   constructor(taskId, handle) {
     if (taskId === fromHandle) {
       this.#handle = handle;
-      const json = call(() => handle.task());
-      this.#task = json === "null" ? undefined : parse(json);
-      this.#taskId = call(() => handle.task_id());
+      const { taskId: id, task } = parse(call(() => handle.to_json()));
+      this.#task = task ?? undefined;
+      this.#taskId = id;
       return;
     }
     str(taskId, "taskId");

@@ -1,5 +1,6 @@
 //! Result delivery, idempotent by key: the same key gets the same receipt.
 
+use alloc::{string::String, string::ToString};
 use serde::Serialize;
 
 use crate::json::{self, Fields, FromJson, Path, Value};

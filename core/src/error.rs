@@ -5,7 +5,8 @@
 //! Invalid input is always an error, never a panic, and a failed call leaves
 //! every piece of state exactly as it was.
 
-use std::fmt;
+use alloc::string::String;
+use core::fmt;
 
 /// Stable, machine-readable error codes. Their wire spelling (`code`) never
 /// changes; messages may.
@@ -52,7 +53,7 @@ impl Error {
     pub fn not_found(id: &str) -> Self {
         Error {
             code: ErrorCode::NotFound,
-            message: format!("taskId: no task with id {}", quoted(id)),
+            message: join(&["taskId: no task with id ", &quoted(id)]),
         }
     }
 
@@ -60,9 +61,20 @@ impl Error {
     pub fn task_exists(id: &str) -> Self {
         Error {
             code: ErrorCode::TaskExists,
-            message: format!("id: a task with id {} already exists", quoted(id)),
+            message: join(&["id: a task with id ", &quoted(id), " already exists"]),
         }
     }
+}
+
+/// `parts` joined: how messages on the page's paths are built, without
+/// `format!` (the client build carries no `core::fmt`) or `concat`'s
+/// generic join (0.2 KB more in the page).
+pub fn join(parts: &[&str]) -> String {
+    let mut out = String::new();
+    for part in parts {
+        out.push_str(part);
+    }
+    out
 }
 
 /// Quotes a user-supplied string for a message, cut to a readable length so
@@ -70,8 +82,8 @@ impl Error {
 pub fn quoted(s: &str) -> String {
     const MAX_CHARS: usize = 64;
     match s.char_indices().nth(MAX_CHARS) {
-        Some((cut, _)) => format!("\"{}…\"", s.get(..cut).unwrap_or(s)),
-        None => format!("\"{s}\""),
+        Some((cut, _)) => join(&["\"", s.get(..cut).unwrap_or(s), "…\""]),
+        None => join(&["\"", s, "\""]),
     }
 }
 
@@ -81,6 +93,7 @@ impl fmt::Display for Error {
     }
 }
 
+#[cfg(feature = "std")]
 impl std::error::Error for Error {}
 
 #[cfg(test)]

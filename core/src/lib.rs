@@ -118,15 +118,30 @@
 //!   up to 2^53 − 1, the range in which JavaScript counts exactly; the seed
 //!   would accept `2^60` attempts and then fail to count them.
 
+//!
+//! ## `no_std`
+//! Without the `std` feature (on by default) the crate is `no_std` with
+//! `alloc`, and has no [`Book`]: the browser build, whose page then
+//! carries no std panic machinery and no `core::fmt`. So every module
+//! imports what it uses of `alloc` (`String`, `Vec`, …) instead of
+//! relying on the std prelude, and uses `core::` paths, not `std::`;
+//! floats are judged by [`value`]'s own helpers (`f64::fract` and
+//! `f64::round` are std's).
+
+#![cfg_attr(not(feature = "std"), no_std)]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+extern crate alloc;
+
 pub mod batch;
+#[cfg(feature = "std")]
 pub mod book;
 pub mod delivery;
 pub mod error;
 pub mod event;
 pub mod follow;
+#[cfg(feature = "std")]
 mod hash;
 pub mod json;
 pub mod lease;
@@ -138,6 +153,7 @@ pub mod value;
 pub mod wire;
 
 pub use batch::{BatchAnswer, BatchMirror};
+#[cfg(feature = "std")]
 pub use book::{
     check_callback, check_callback_id, notification_key, Applied, Book, Notification, Swept,
 };

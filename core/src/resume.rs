@@ -11,6 +11,7 @@
 //! {"mode":"delta","events":[{"version":4,"event":{…}},{"version":5,"event":{…}}],"task":{…}}
 //! ```
 
+use alloc::{string::String, vec::Vec};
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 
@@ -196,7 +197,7 @@ impl FromJson for ResumeAnswer {
         if mode != ResumeMode::Delta && !events.is_empty() {
             return Err(f.missing(
                 "events",
-                &format!("must be empty for mode {}", mode.as_str()),
+                &crate::error::join(&["must be empty for mode ", mode.as_str()]),
             ));
         }
         Ok(match mode {

@@ -8,10 +8,14 @@
 //! Each type here can only hold a valid value: once an [`crate::Event`] is
 //! built, the state machine has nothing left to check.
 
+use alloc::string::String;
 use serde::{Serialize, Serializer};
 
 use crate::json::{self, FromJson, Path, Value};
 use crate::Error;
+
+mod float;
+pub use float::{is_integral, round};
 
 /// The largest integer JavaScript represents exactly (`Number.MAX_SAFE_INTEGER`).
 pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
@@ -46,7 +50,7 @@ pub fn is_blank(s: &str) -> bool {
 /// Compares two strings the way JavaScript's `<` does: by UTF-16 code
 /// units, not by bytes. The two orders differ for characters outside the
 /// Basic Multilingual Plane against U+E000..U+FFFF.
-pub fn cmp_js(a: &str, b: &str) -> std::cmp::Ordering {
+pub fn cmp_js(a: &str, b: &str) -> core::cmp::Ordering {
     a.encode_utf16().cmp(b.encode_utf16())
 }
 
@@ -62,10 +66,11 @@ impl Millis {
         if ms.is_finite() && ms >= 0.0 {
             Ok(Millis(ms))
         } else {
-            Err(Error::invalid(format!(
-                "{field}: must be a finite number >= 0, got {}",
-                number(ms)
-            )))
+            Err(Error::invalid(crate::error::join(&[
+                field,
+                ": must be a finite number >= 0, got ",
+                &number(ms),
+            ])))
         }
     }
 
@@ -88,7 +93,7 @@ impl FromJson for Millis {
             Ok(Millis(ms))
         } else {
             Err(json::invalid(
-                format!("must be a finite number >= 0, got {}", number(ms)),
+                crate::error::join(&["must be a finite number >= 0, got ", &number(ms)]),
                 at,
             ))
         }
@@ -102,13 +107,14 @@ pub struct Percent(u8);
 impl Percent {
     /// Checks `p` is an integer in `0..=100`; `field` names it in the error.
     pub fn new(p: f64, field: &str) -> Result<Self, Error> {
-        if p.fract() == 0.0 && (0.0..=100.0).contains(&p) {
+        if is_integral(p) && (0.0..=100.0).contains(&p) {
             Ok(Percent(p as u8))
         } else {
-            Err(Error::invalid(format!(
-                "{field}: must be an integer from 0 to 100, got {}",
-                number(p)
-            )))
+            Err(Error::invalid(crate::error::join(&[
+                field,
+                ": must be an integer from 0 to 100, got ",
+                &number(p),
+            ])))
         }
     }
 
@@ -127,11 +133,11 @@ impl Serialize for Percent {
 impl FromJson for Percent {
     fn from_json(value: &Value<'_>, at: Path<'_>) -> Result<Self, json::Error> {
         let p = f64::from_json(value, at)?;
-        if p.fract() == 0.0 && (0.0..=100.0).contains(&p) {
+        if is_integral(p) && (0.0..=100.0).contains(&p) {
             Ok(Percent(p as u8))
         } else {
             Err(json::invalid(
-                format!("must be an integer from 0 to 100, got {}", number(p)),
+                crate::error::join(&["must be an integer from 0 to 100, got ", &number(p)]),
                 at,
             ))
         }
@@ -147,7 +153,10 @@ impl NonBlank {
     pub fn new(s: impl Into<String>, field: &str) -> Result<Self, Error> {
         let s = s.into();
         if is_blank(&s) {
-            Err(Error::invalid(format!("{field}: must not be blank")))
+            Err(Error::invalid(crate::error::join(&[
+                field,
+                ": must not be blank",
+            ])))
         } else {
             Ok(NonBlank(s))
         }
@@ -170,7 +179,7 @@ impl NonBlank {
     }
 }
 
-impl std::ops::Deref for NonBlank {
+impl core::ops::Deref for NonBlank {
     type Target = str;
     fn deref(&self) -> &str {
         &self.0
@@ -229,7 +238,7 @@ pub mod ms {
 /// (`|v| <= MAX_SAFE_INTEGER`), to be written without a fraction, as
 /// `JSON.stringify` writes it (`-0` gives `0`).
 pub fn exact_integer(v: f64) -> Option<i64> {
-    if v.fract() == 0.0 && v.abs() <= MAX_SAFE_INTEGER as f64 {
+    if is_integral(v) && (-(MAX_SAFE_INTEGER as f64)..=MAX_SAFE_INTEGER as f64).contains(&v) {
         Some(v as i64)
     } else {
         None
@@ -238,7 +247,7 @@ pub fn exact_integer(v: f64) -> Option<i64> {
 
 /// `Some(n)` when `v` is an integer in `0..=MAX_SAFE_INTEGER`.
 pub fn to_safe_u64(v: f64) -> Option<u64> {
-    if v.fract() == 0.0 && (0.0..=MAX_SAFE_INTEGER as f64).contains(&v) {
+    if is_integral(v) && (0.0..=MAX_SAFE_INTEGER as f64).contains(&v) {
         Some(v as u64)
     } else {
         None

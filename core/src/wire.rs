@@ -5,6 +5,7 @@
 //! parse failure into an [`Error`]: `event.atMs: must be a finite number
 //! >= 0, got -1`. The codec is [`crate::json`].
 
+use alloc::string::String;
 use serde::{Deserialize, Serialize};
 
 use crate::json::{self, FromJson};
@@ -45,8 +46,8 @@ pub fn from_json_serde_bytes<'a, T: Deserialize<'a>>(
 }
 
 fn utf8<'a>(bytes: &'a [u8], what: &str) -> Result<&'a str, Error> {
-    std::str::from_utf8(bytes)
-        .map_err(|_| Error::invalid(format!("{what}: body is not valid UTF-8")))
+    core::str::from_utf8(bytes)
+        .map_err(|_| Error::invalid(crate::error::join(&[what, ": body is not valid UTF-8"])))
 }
 
 /// Serializes a wire value. None of this crate's types can fail to
@@ -69,11 +70,11 @@ fn locate(e: &json::Error, what: &str) -> Error {
     let message = e.message();
     // Messages that name a sub-field start with '.' (".retryable: …") and
     // join the path directly.
-    if message.starts_with('.') {
-        Error::invalid(format!("{place}{message}"))
-    } else {
-        Error::invalid(format!("{place}: {message}"))
+    if !message.starts_with('.') {
+        place.push_str(": ");
     }
+    place.push_str(message);
+    Error::invalid(place)
 }
 
 #[cfg(test)]

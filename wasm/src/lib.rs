@@ -18,7 +18,21 @@
 //! export can panic: every input is parsed with `taskwire_core::wire`, and
 //! release builds abort on panic, so a panic path would be a trap.
 
+//!
+//! ## `no_std` in the page
+//! The client build (without `book`) is `no_std` on wasm32, and so are
+//! the core and every dependency it links: a panic then reaches the
+//! handler below, which traps at once, where std's would have formatted
+//! its message first. That keeps std's panic machinery and `core::fmt`
+//! out of the page (2.5 KB gzip; `scripts/build.mjs` fails if `core::fmt`
+//! comes back). It changes nothing a caller sees: release builds abort
+//! on panic (a trap) either way, and no input panics
+//! (`tests/js/bad-input.test.mjs`).
+
+#![cfg_attr(all(target_arch = "wasm32", not(feature = "book")), no_std)]
 #![forbid(unsafe_code)]
+
+extern crate alloc;
 
 use taskwire_core as tw;
 use wasm_bindgen::JsValue;
@@ -31,6 +45,8 @@ pub mod error;
 #[cfg(feature = "book")]
 mod functions;
 mod mirror;
+#[cfg(all(target_arch = "wasm32", not(feature = "book")))]
+mod number;
 mod read;
 
 #[cfg(feature = "book")]
@@ -47,7 +63,8 @@ use error::throw;
 /// constructor) is 3.2 KB gzip smaller than dlmalloc. The client build
 /// holds few live allocations (a mirror, an answer, a request), so a
 /// linear free list costs nothing measurable there; the full build keeps
-/// dlmalloc for TaskBook's many tasks.
+/// std's dlmalloc for TaskBook's many tasks. (The `no_std` client build
+/// must name one: std's is not linked.)
 #[cfg(all(target_arch = "wasm32", not(feature = "book")))]
 #[global_allocator]
 static ALLOCATOR: lol_alloc::LockedAllocator<lol_alloc::FreeListAllocator> =
@@ -56,12 +73,24 @@ static ALLOCATOR: lol_alloc::LockedAllocator<lol_alloc::FreeListAllocator> =
 /// Reads a JavaScript number that must be a safe integer ≥ 0.
 fn safe_int(value: f64, field: &str) -> Result<u64> {
     tw::value::to_safe_u64(value).ok_or_else(|| {
-        throw(tw::Error::invalid(format!(
-            "{field}: must be an integer from 0 to {}, got {}",
-            tw::MAX_SAFE_INTEGER,
-            tw::value::number(value)
-        )))
+        let max = tw::follow::decimal(tw::MAX_SAFE_INTEGER);
+        let got = tw::value::number(value);
+        throw(tw::Error::invalid(tw::error::join(&[
+            field,
+            ": must be an integer from 0 to ",
+            &max,
+            ", got ",
+            &got,
+        ])))
     })
 }
 
-type Result<T> = std::result::Result<T, JsValue>;
+type Result<T> = core::result::Result<T, JsValue>;
+
+/// The client build's panic handler: a trap, without reading the message
+/// (see "`no_std` in the page" above).
+#[cfg(all(target_arch = "wasm32", not(feature = "book"), not(test)))]
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
+    core::arch::wasm32::unreachable()
+}

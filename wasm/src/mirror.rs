@@ -1,5 +1,6 @@
 //! `TaskMirror`: one task as a client knows it.
 
+use alloc::string::String;
 use taskwire_core as tw;
 use tw::json::{object, write};
 use wasm_bindgen::prelude::wasm_bindgen;
@@ -52,20 +53,9 @@ impl MirrorHandle {
         })
     }
 
-    /// The task (JSON of a view), or `null`.
-    pub fn task(&self) -> String {
-        match self.mirror.task() {
-            Some(task) => write(task),
-            None => String::from("null"),
-        }
-    }
-
-    /// The task id.
-    pub fn task_id(&self) -> String {
-        self.mirror.task_id().to_string()
-    }
-
-    /// The persisted form, `{taskId, task, epoch?}`.
+    /// The persisted form, `{taskId, task, epoch?}` (`task` is `null`
+    /// before the first answer): also how the JS side reads the task id
+    /// and the task, so that one export serves all three.
     pub fn to_json(&self) -> String {
         write(&self.mirror)
     }

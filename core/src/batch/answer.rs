@@ -5,6 +5,7 @@
 //!  "tasks":[{"mode":"delta","events":[{"version":4,"event":{…}}],"task":{…}}]}
 //! ```
 
+use alloc::{string::String, vec::Vec};
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 

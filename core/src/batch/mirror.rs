@@ -23,6 +23,7 @@
 //! previous match was: answers list tasks in item order, so a whole
 //! answer is matched in one pass, without an index.
 
+use alloc::{string::String, vec, vec::Vec};
 use serde::{Serialize, Serializer};
 
 use super::BatchAnswer;

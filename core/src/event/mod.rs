@@ -18,6 +18,7 @@ mod json;
 mod tests;
 
 use crate::value::{Millis, NonBlank, Percent};
+use alloc::string::String;
 
 /// One report about a task, tagged by `type` on the wire:
 ///

@@ -11,6 +11,7 @@ use super::FollowConfig;
 use crate::batch::{BatchAnswer, BatchMirror};
 use crate::mirror::Mirror;
 use crate::Error;
+use alloc::vec::Vec;
 
 /// Reads a batch answer from JSON text; errors name the field.
 pub type BatchReader = fn(&str) -> Result<BatchAnswer, Error>;

@@ -6,6 +6,7 @@ use super::{
     SSE_IDLE_MS,
 };
 use super::{ConnState, Fail, FailCode, FollowEvent};
+use alloc::string::String;
 
 impl Follow {
     // ---- inputs -----------------------------------------------------------
@@ -23,7 +24,7 @@ impl Follow {
     pub fn handle_network(&mut self, now: f64, online: bool) {
         let t = self.clock.tick(now);
         self.online = online;
-        match std::mem::replace(&mut self.phase, Phase::Closed) {
+        match core::mem::replace(&mut self.phase, Phase::Closed) {
             Phase::Flight(flight) => {
                 self.abort(flight.id);
                 if flight.kind == RequestKind::Stream && flight.head {
@@ -61,7 +62,7 @@ impl Follow {
             self.clock.elapsed = due;
             t = due;
         }
-        match std::mem::replace(&mut self.phase, Phase::Closed) {
+        match core::mem::replace(&mut self.phase, Phase::Closed) {
             Phase::Offline { .. } | Phase::Waiting { .. } => self.advance(t),
             Phase::Flight(flight) => {
                 self.abort(flight.id);
@@ -134,7 +135,7 @@ impl Follow {
         let unheld = flight.kind == RequestKind::Poll
             && t - flight.started < f64::from(self.config.wait_ms) / 2.0;
         self.phase = Phase::Closed;
-        let step = match std::str::from_utf8(body) {
+        let step = match core::str::from_utf8(body) {
             Ok(text) => self.merge(text, snapshot, unheld),
             Err(_) => Step::retry(
                 "bad answer from the server: answer: body is not valid UTF-8",
@@ -172,7 +173,7 @@ impl Follow {
                 Step::Answered | Step::Again => continue,
                 other => other,
             };
-            if let Phase::Flight(flight) = std::mem::replace(&mut self.phase, Phase::Closed) {
+            if let Phase::Flight(flight) = core::mem::replace(&mut self.phase, Phase::Closed) {
                 self.abort(flight.id);
                 self.end_stream(flight, outcome, t);
             }
@@ -187,7 +188,7 @@ impl Follow {
             .flight(id)
             .is_some_and(|f| f.head && f.kind == RequestKind::Stream)
         {
-            if let Phase::Flight(flight) = std::mem::replace(&mut self.phase, Phase::Closed) {
+            if let Phase::Flight(flight) = core::mem::replace(&mut self.phase, Phase::Closed) {
                 self.end_stream(flight, Step::Answered, t);
             }
         }
@@ -199,7 +200,7 @@ impl Follow {
         if self.flight(id).is_none() {
             return;
         }
-        let Phase::Flight(flight) = std::mem::replace(&mut self.phase, Phase::Closed) else {
+        let Phase::Flight(flight) = core::mem::replace(&mut self.phase, Phase::Closed) else {
             return;
         };
         match failure {
@@ -240,7 +241,7 @@ impl Follow {
             .skip(self.delivered)
             .any(|e| matches!(e, FollowEvent::Done(_) | FollowEvent::Fail(_)));
         self.delivered = 0;
-        if let Phase::Flight(flight) = std::mem::replace(&mut self.phase, Phase::Closed) {
+        if let Phase::Flight(flight) = core::mem::replace(&mut self.phase, Phase::Closed) {
             self.abort(flight.id);
         }
         self.request = None;

@@ -70,6 +70,7 @@ pub use request::{decimal, encode_segment};
 use crate::batch::BatchMirror;
 use crate::mirror::Mirror;
 use crate::resume::EpochAnswer;
+use alloc::{string::String, vec::Vec};
 use target::{Target, TaskTarget};
 
 /// After this many SSE connections in a row that delivered nothing (or
@@ -322,7 +323,7 @@ impl Follow {
         let event = self
             .events
             .get_mut(self.delivered)
-            .map(|e| std::mem::replace(e, FollowEvent::Done(None)));
+            .map(|e| core::mem::replace(e, FollowEvent::Done(None)));
         self.delivered += 1;
         if self.delivered >= self.events.len() {
             self.events.clear();

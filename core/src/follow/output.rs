@@ -1,6 +1,7 @@
 //! What a [`Follow`](super::Follow) asks of its executor and tells the
 //! page: requests to send, and events for the page's listeners.
 
+use alloc::{string::String, vec::Vec};
 use serde::ser::{SerializeMap, SerializeStruct};
 use serde::{Serialize, Serializer};
 

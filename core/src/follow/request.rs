@@ -5,6 +5,7 @@ use super::{
     Flight, Follow, Phase, Request, RequestId, RequestKind, Transport, OFFLINE_RECHECK_MS,
     POLL_GRACE_MS,
 };
+use alloc::string::String;
 
 impl Follow {
     pub(super) fn flight(&mut self, id: RequestId) -> Option<&mut Flight> {

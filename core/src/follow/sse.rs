@@ -5,6 +5,8 @@
 //! only whole lines; lines end with `\n`, `\r\n` or `\r`, as the SSE spec
 //! says. Comments (`: heartbeat`) are counted but carry no message.
 
+use alloc::{string::String, string::ToString, vec::Vec};
+
 /// One dispatched message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Message {
@@ -46,7 +48,7 @@ impl Parser {
             if b == b'\n' || b == b'\r' {
                 self.buffer
                     .extend_from_slice(bytes.get(start..i).unwrap_or_default());
-                let line = std::mem::take(&mut self.buffer);
+                let line = core::mem::take(&mut self.buffer);
                 self.line(&line, &mut out);
                 if b == b'\r' {
                     match bytes.get(i + 1) {
@@ -67,7 +69,7 @@ impl Parser {
     fn line(&mut self, raw: &[u8], out: &mut Vec<Message>) {
         // A line that is not UTF-8 cannot be a valid field: skip it (the
         // server's answers are JSON, always UTF-8).
-        let Ok(line) = std::str::from_utf8(raw) else {
+        let Ok(line) = core::str::from_utf8(raw) else {
             return;
         };
         if line.is_empty() {
@@ -76,10 +78,10 @@ impl Parser {
                     event: if self.event.is_empty() {
                         String::from("message")
                     } else {
-                        std::mem::take(&mut self.event)
+                        core::mem::take(&mut self.event)
                     },
                     id: self.id.take(),
-                    data: std::mem::take(&mut self.data),
+                    data: core::mem::take(&mut self.data),
                 });
             }
             self.event.clear();

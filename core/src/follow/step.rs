@@ -4,6 +4,7 @@
 use super::output::{ConnState, Fail, FailCode, FollowEvent, Status};
 use super::{Flight, Follow, Phase, Transport, SHORT_SSE_LIMIT, SHORT_SSE_MS};
 use crate::mirror::Next;
+use alloc::{string::String, vec::Vec};
 
 /// What one exchange came to.
 #[derive(Debug)]
@@ -203,7 +204,7 @@ impl Follow {
                 self.status(
                     ConnState::Reconnecting,
                     Some(self.failures),
-                    Some(delay.round()),
+                    Some(crate::value::round(delay)),
                     Some(&error),
                 );
                 self.phase = Phase::Waiting { until: t + delay };

@@ -11,6 +11,7 @@ use crate::mirror::{MergeOutcome, Mirror, Next, Rejection};
 use crate::resume::ResumeAnswer;
 use crate::task::TaskView;
 use crate::Error;
+use alloc::{string::String, vec::Vec};
 
 /// What one answer did, as the loop needs to know it.
 #[derive(Debug, Clone, Copy)]
@@ -149,7 +150,7 @@ pub(super) fn report(
             mode: outcome.mode,
             applied: outcome.applied.clone(),
             events: entries,
-            rejected: std::mem::take(unreported),
+            rejected: core::mem::take(unreported),
             reason: outcome.reason,
         }));
     } else if !outcome.rejected.is_empty() {

@@ -4,7 +4,8 @@
 //! when a visitor fails, the innermost frame stamps the path on the error,
 //! so every message names its field without a second parse.
 
-use std::fmt;
+use alloc::string::String;
+use core::fmt;
 
 use serde::de::{
     self, DeserializeSeed, EnumAccess, IntoDeserializer, MapAccess, SeqAccess, Unexpected, Visitor,
@@ -25,22 +26,39 @@ pub enum Path<'p> {
     Index(&'p Path<'p>, usize),
 }
 
-impl fmt::Display for Path<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl Path<'_> {
+    /// The path as text (`history[3].event.atMs`; empty at the root),
+    /// written without `core::fmt`: error paths reach the page, and
+    /// formatting machinery there costs ~2 KB gzip (docs/package.md).
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        self.push_to(&mut out);
+        out
+    }
+
+    fn push_to(&self, out: &mut String) {
         match self {
-            Path::Root => Ok(()),
+            Path::Root => {}
             Path::Key(parent, key) => {
-                parent.fmt(f)?;
+                parent.push_to(out);
                 if !matches!(parent, Path::Root) {
-                    f.write_str(".")?;
+                    out.push('.');
                 }
-                f.write_str(key)
+                out.push_str(key);
             }
             Path::Index(parent, i) => {
-                parent.fmt(f)?;
-                write!(f, "[{i}]")
+                parent.push_to(out);
+                out.push('[');
+                crate::follow::push_u64(out, *i as u64);
+                out.push(']');
             }
         }
+    }
+}
+
+impl fmt::Display for Path<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text())
     }
 }
 
@@ -111,7 +129,7 @@ impl<'de> de::Deserializer<'de> for De<'_, 'de, '_> {
 
     fn deserialize_str<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
         let result = match self.value {
-            Value::String(std::borrow::Cow::Borrowed(s)) => visitor.visit_borrowed_str(s),
+            Value::String(alloc::borrow::Cow::Borrowed(s)) => visitor.visit_borrowed_str(s),
             Value::String(s) => visitor.visit_str(s),
             other => return Err(wrong_kind(other, &self.path, &visitor)),
         };
@@ -242,7 +260,7 @@ fn visit_number<'de, V: Visitor<'de>>(n: f64, visitor: V) -> Result<V::Value, Er
 }
 
 struct Seq<'v, 'de, 'p> {
-    items: std::slice::Iter<'v, Value<'de>>,
+    items: core::slice::Iter<'v, Value<'de>>,
     index: usize,
     path: Path<'p>,
 }
@@ -270,7 +288,7 @@ impl<'de> SeqAccess<'de> for Seq<'_, 'de, '_> {
 }
 
 struct Map<'v, 'de, 'p> {
-    entries: std::slice::Iter<'v, (std::borrow::Cow<'de, str>, Value<'de>)>,
+    entries: core::slice::Iter<'v, (alloc::borrow::Cow<'de, str>, Value<'de>)>,
     value: Option<(&'v str, &'v Value<'de>)>,
     path: Path<'p>,
 }
@@ -305,7 +323,7 @@ impl<'de> MapAccess<'de> for Map<'_, 'de, '_> {
 }
 
 /// A string read as a unit enum variant.
-struct Variant<'v, 'de>(&'v std::borrow::Cow<'de, str>);
+struct Variant<'v, 'de>(&'v alloc::borrow::Cow<'de, str>);
 
 impl<'de> EnumAccess<'de> for Variant<'_, 'de> {
     type Error = Error;

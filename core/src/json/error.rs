@@ -4,7 +4,8 @@
 //! formats a float or escapes a string with `Debug`: both would pull
 //! several kilobytes of formatting code into the WebAssembly bundle.
 
-use std::fmt::{self, Display};
+use alloc::{format, string::String, string::ToString};
+use core::fmt::{self, Display};
 
 use serde::de::{self, Expected, Unexpected};
 
@@ -40,7 +41,7 @@ impl Error {
     pub(crate) fn located(message: String, at: Path<'_>) -> Self {
         Error {
             message,
-            path: Some(at.to_string()),
+            path: Some(at.text()),
             syntax: false,
         }
     }
@@ -48,7 +49,7 @@ impl Error {
     /// Stamps the path, unless a deeper frame already did.
     pub(crate) fn at(mut self, path: &Path<'_>) -> Self {
         if self.path.is_none() {
-            self.path = Some(path.to_string());
+            self.path = Some(path.text());
         }
         self
     }
@@ -79,6 +80,7 @@ impl Display for Error {
     }
 }
 
+#[cfg(feature = "std")]
 impl std::error::Error for Error {}
 
 /// What a value was, in words (never its float digits).

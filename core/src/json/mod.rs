@@ -13,6 +13,7 @@
 
 mod de;
 mod error;
+mod float;
 mod number;
 mod parse;
 mod read;
@@ -21,6 +22,7 @@ mod write;
 
 pub use de::Path;
 pub use error::Error;
+pub use float::{set_float_writer, FloatWriter};
 pub use parse::Value;
 pub use read::{deserialize_via_from_json, expected, invalid, variant, Fields, FromJson};
 pub(crate) use read::{impl_deserialize, Gather, Placeholder};
@@ -38,6 +40,7 @@ pub fn parse_value(text: &str) -> Result<Value<'_>, Error> {
     parse::parse(text)
 }
 
+use alloc::string::String;
 use serde::{Deserialize, Serialize};
 
 /// Parses JSON text into any serde `T` (for types without [`FromJson`]).

@@ -15,6 +15,8 @@
 //! `tests/properties.rs` checks it against `str::parse::<f64>` on random
 //! inputs, including halfway cases and subnormals.
 
+use alloc::{vec, vec::Vec};
+
 /// At most this many significant digits are kept; the rest only decide
 /// rounding (a "sticky" flag). 800 digits cover every halfway case of f64.
 const MAX_DIGITS: usize = 800;

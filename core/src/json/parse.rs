@@ -3,7 +3,8 @@
 //! Strings without escapes borrow from the input, so a typical event
 //! allocates only for what its fields keep.
 
-use std::borrow::Cow;
+use alloc::borrow::Cow;
+use alloc::{format, string::String, vec::Vec};
 
 use super::Error;
 

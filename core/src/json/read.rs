@@ -7,8 +7,9 @@
 //! through [`deserialize_via_from_json`], so each type's wire format is
 //! written once, here in its `FromJson`.
 
-use std::borrow::Cow;
-use std::fmt::{self, Display};
+use alloc::borrow::Cow;
+use alloc::{string::String, string::ToString, vec::Vec};
+use core::fmt::{self, Display};
 
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 
@@ -37,7 +38,10 @@ pub(crate) fn kind_of(value: &Value<'_>) -> &'static str {
 
 /// `expected {what}, got {kind}` at `at`.
 pub fn expected(what: &str, value: &Value<'_>, at: Path<'_>) -> Error {
-    Error::located(format!("expected {what}, got {}", kind_of(value)), at)
+    Error::located(
+        crate::error::join(&["expected ", what, ", got ", kind_of(value)]),
+        at,
+    )
 }
 
 /// A message at `at` (for rules beyond the value's kind).
@@ -162,9 +166,10 @@ impl<'f, 'v, 'a, 'p> Gather<'f, 'v, 'a, 'p> {
     #[inline(never)]
     fn missing(&self, key: &str) -> Error {
         match self.what {
-            Some(what) => self
-                .fields
-                .missing(key, &format!("required for a {what} event")),
+            Some(what) => self.fields.missing(
+                key,
+                &crate::error::join(&["required for a ", what, " event"]),
+            ),
             None => self.fields.missing(key, "required"),
         }
     }
@@ -211,11 +216,10 @@ impl FromJson for u64 {
     fn from_json(value: &Value<'_>, at: Path<'_>) -> Result<Self, Error> {
         let n = f64::from_json(value, at)?;
         crate::value::to_safe_u64(n).ok_or_else(|| {
+            let max = crate::follow::decimal(MAX_SAFE_INTEGER);
+            let got = crate::value::number(n);
             invalid(
-                format!(
-                    "must be an integer from 0 to {MAX_SAFE_INTEGER}, got {}",
-                    crate::value::number(n)
-                ),
+                crate::error::join(&["must be an integer from 0 to ", &max, ", got ", &got]),
                 at,
             )
         })
@@ -247,10 +251,9 @@ pub fn variant<T: Copy>(
     if let Some((_, v)) = variants.iter().find(|(name, _)| *name == s.as_ref()) {
         return Ok(*v);
     }
-    let mut message = format!(
-        "unknown value {}, expected one of ",
-        crate::error::quoted(s)
-    );
+    let mut message = String::from("unknown value ");
+    message.push_str(&crate::error::quoted(s));
+    message.push_str(", expected one of ");
     for (i, (name, _)) in variants.iter().enumerate() {
         if i > 0 {
             message.push_str(", ");

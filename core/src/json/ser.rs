@@ -2,6 +2,7 @@
 //! integral numbers without a fraction, absent options left out by the
 //! types' own `skip_serializing_if`, `null` for non-finite floats.
 
+use alloc::string::String;
 use serde::ser::{self, Impossible, Serialize};
 
 use super::Error;
@@ -66,15 +67,16 @@ fn write_i64(out: &mut String, n: i64) {
 }
 
 /// Integers as integers; other finite numbers in their shortest
-/// round-trip form (ryu; a few digits of exponent syntax may differ from
-/// JavaScript's, the value never does); non-finite as `null`.
+/// round-trip form (ryu's, `float.rs`; a few digits of exponent syntax
+/// may differ from JavaScript's, the value never does); non-finite as
+/// `null`.
 pub(crate) fn write_f64(out: &mut String, n: f64) {
     if !n.is_finite() {
         out.push_str("null");
     } else if let Some(i) = exact_integer(n) {
         write_i64(out, i);
     } else {
-        out.push_str(ryu::Buffer::new().format_finite(n));
+        super::float::write(out, n);
     }
 }
 

@@ -31,6 +31,7 @@
 
 mod outcome;
 
+use alloc::{string::String, string::ToString, vec::Vec};
 pub use outcome::{MergeOutcome, Next, RejectReason, Rejection, UpdateReason};
 use serde::Serialize;
 

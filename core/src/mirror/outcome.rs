@@ -1,6 +1,7 @@
 //! What a merge reports: [`MergeOutcome`], its rejections and what to do
 //! next.
 
+use alloc::vec::Vec;
 use serde::Serialize;
 
 use crate::resume::ResumeMode;

@@ -4,13 +4,15 @@
 //! Reading checks what the state machine guarantees of every task it
 //! produces, so a foreign or corrupted task cannot start out impossible.
 
-use std::borrow::Cow;
+use alloc::borrow::Cow;
+use alloc::{string::String, vec::Vec};
 
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 
 use super::{CreateTask, Decision, HistoryEntry, State, Task, TaskView};
 use crate::event::DecisionKind;
+use crate::follow::decimal;
 use crate::json::{self, Fields, FromJson, Gather, Path, Placeholder, Value};
 use crate::value::{self, is_blank, Millis, NonBlank};
 
@@ -152,10 +154,9 @@ fn check(view: &TaskView) -> Result<(), (&'static str, Cow<'static, str>)> {
         return fail("maxAttempts", "must be >= 1");
     }
     if view.attempts > view.allowed_attempts() {
-        let mut why = format!(
-            "{} exceeds maxAttempts {}",
-            view.attempts, view.max_attempts
-        );
+        let mut why = decimal(view.attempts);
+        why.push_str(" exceeds maxAttempts ");
+        why.push_str(&decimal(view.max_attempts));
         if view.continuations > 0 {
             why.push_str(" + continuations");
         }
@@ -193,11 +194,12 @@ impl FromJson for Task {
         if history.len() as u64 != view.version {
             return Err(f.missing(
                 "history",
-                &format!(
-                    "holds {} entries but version is {}",
-                    history.len(),
-                    view.version
-                ),
+                &crate::error::join(&[
+                    "holds ",
+                    &decimal(history.len() as u64),
+                    " entries but version is ",
+                    &decimal(view.version),
+                ]),
             ));
         }
         if let Some((i, entry)) = history
@@ -207,7 +209,12 @@ impl FromJson for Task {
         {
             let list = Path::Key(&at, "history");
             return Err(json::invalid(
-                format!("expected {}, got {}", i + 1, entry.version),
+                crate::error::join(&[
+                    "expected ",
+                    &decimal(i as u64 + 1),
+                    ", got ",
+                    &decimal(entry.version),
+                ]),
                 Path::Key(&Path::Index(&list, i), "version"),
             ));
         }

@@ -12,6 +12,7 @@ use crate::event::{DecisionKind, Event};
 use crate::lease::Lease;
 use crate::value::{is_blank, Millis, MAX_SAFE_INTEGER};
 use crate::Error;
+use alloc::{format, string::String, vec::Vec};
 
 /// A task's current fields, without its history: what a client holds, and
 /// what resume answers carry. It stays O(1) in size however long the task
@@ -142,10 +143,11 @@ fn positive(v: f64, field: &str) -> Result<(), Error> {
     if v.is_finite() && v > 0.0 {
         Ok(())
     } else {
-        Err(Error::invalid(format!(
-            "{field}: must be a finite number > 0, got {}",
-            crate::value::number(v)
-        )))
+        Err(Error::invalid(crate::error::join(&[
+            field,
+            ": must be a finite number > 0, got ",
+            &crate::value::number(v),
+        ])))
     }
 }
 
@@ -251,7 +253,7 @@ impl Task {
     }
 }
 
-impl std::ops::Deref for Task {
+impl core::ops::Deref for Task {
     type Target = TaskView;
     fn deref(&self) -> &TaskView {
         &self.view

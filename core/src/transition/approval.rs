@@ -14,6 +14,7 @@
 use super::{Outcome, Reason};
 use crate::event::DecisionKind;
 use crate::task::{Decision, State, TaskView};
+use alloc::{string::String, string::ToString};
 
 impl TaskView {
     pub(super) fn hold(

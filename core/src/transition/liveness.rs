@@ -27,6 +27,7 @@ use crate::event::Event;
 use crate::lease::{Lease, LeaseChange};
 use crate::task::{State, TaskView};
 use crate::value::Millis;
+use alloc::string::String;
 
 impl TaskView {
     /// True when `event` carries an attempt that is not the current one.

@@ -14,6 +14,7 @@
 
 use super::{Outcome, Reason};
 use crate::task::{State, TaskView};
+use alloc::string::ToString;
 
 impl TaskView {
     pub(super) fn start(&mut self) -> Outcome {

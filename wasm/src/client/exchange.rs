@@ -6,11 +6,12 @@
 //! rejects with a `TaskwireError` carrying the server's code (when it is
 //! one of PROTOCOL.md's, else `http-<status>`) and `status`.
 
-use std::rc::Rc;
+use alloc::rc::Rc;
+use alloc::{string::String, vec, vec::Vec};
 
-use std::cell::RefCell;
+use core::cell::RefCell;
 
-use gloo_timers::callback::Timeout;
+use super::timer::Timeout;
 use js_sys::{Function, Promise, Reflect};
 use taskwire_core as tw;
 use tw::follow::{decimal, encode_segment, retry_after_ms, Backoff};

@@ -6,16 +6,42 @@
 //! Nothing here assumes a window: `fetch` is looked up on `globalThis`,
 //! which exists in windows, workers and Node ≥ 20.
 
-use js_sys::{Function, Object, Reflect, Uint8Array};
+use alloc::{string::String, vec::Vec};
+use js_sys::{Array, Function, Uint8Array};
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::{JsCast, JsValue};
-use web_sys::{AbortController, Response};
+use web_sys::{AbortController, AbortSignal, Response};
 
 #[wasm_bindgen(module = "/js/runtime.js")]
 extern "C" {
     #[wasm_bindgen(js_name = settle)]
     fn settle_js(promise: &JsValue, callback: &JsValue);
+
+    #[wasm_bindgen(catch)]
+    #[allow(clippy::too_many_arguments)]
+    fn send(
+        fetch: Option<&Function>,
+        method: &str,
+        url: &str,
+        headers: &Array,
+        signal: &AbortSignal,
+        body: Option<&str>,
+        name1: Option<&str>,
+        value1: Option<&str>,
+        name2: Option<&str>,
+        value2: Option<&str>,
+    ) -> Result<JsValue, JsValue>;
+
+    #[wasm_bindgen(js_name = responseHeader)]
+    fn response_header(response: &Response, name: &str) -> Option<String>;
+
+    #[wasm_bindgen(js_name = bodyReader)]
+    fn body_reader(response: &Response) -> Option<Function>;
+
+    /// `Reflect.get(target, key)`, `undefined` where that throws (one
+    /// import instead of a key string made and dropped per read).
+    pub fn property(target: &JsValue, key: &str) -> JsValue;
 }
 
 /// Runs `then(true, value)` or `then(false, error)` once, when `promise`
@@ -28,8 +54,9 @@ pub fn settle(promise: &JsValue, then: impl FnOnce(bool, JsValue) + 'static) {
 pub struct Http {
     /// The base URL, e.g. `http://127.0.0.1:8080`.
     pub base: String,
-    /// Sent on every request (e.g. `Authorization`); never put in a URL.
-    pub headers: Vec<(String, String)>,
+    /// Sent on every request (e.g. `Authorization`), a flat `[name,
+    /// value, …]` array of strings; never put in a URL.
+    pub headers: Array,
     /// An injected `fetch`, or `None` for `globalThis.fetch`.
     pub fetch: Option<Function>,
 }
@@ -39,19 +66,16 @@ pub fn describe(value: &JsValue) -> String {
     if let Some(s) = value.as_string() {
         return s;
     }
-    match Reflect::get(value, &JsValue::from_str("message")) {
-        Ok(m) if m.is_string() => m.as_string().unwrap_or_default(),
-        _ => String::from("unknown error"),
-    }
-}
-
-fn set(target: &Object, key: &str, value: &JsValue) {
-    // Setting a property on a plain object we created cannot fail.
-    let _ = Reflect::set(target, &JsValue::from_str(key), value);
+    property(value, "message")
+        .as_string()
+        .unwrap_or_else(|| String::from("unknown error"))
 }
 
 impl Http {
-    /// Starts a request: the promise of its response head.
+    /// Starts a request with the client's headers and up to two `extra`
+    /// ones (`send` in `wasm/js/runtime.js` builds the init: a few lines of
+    /// JS instead of a property set per field from Rust): the promise of
+    /// its response head.
     pub fn fetch(
         &self,
         method: &str,
@@ -60,33 +84,21 @@ impl Http {
         body: Option<&str>,
         controller: &AbortController,
     ) -> Result<JsValue, String> {
-        let global = js_sys::global();
-        let fetch = match &self.fetch {
-            Some(f) => f.clone(),
-            None => Reflect::get(&global, &JsValue::from_str("fetch"))
-                .ok()
-                .and_then(|f| f.dyn_into::<Function>().ok())
-                .ok_or_else(|| String::from("no fetch in this runtime"))?,
-        };
-        let headers = Object::new();
-        for (name, value) in &self.headers {
-            set(&headers, name, &JsValue::from_str(value));
-        }
-        for (name, value) in extra {
-            set(&headers, name, &JsValue::from_str(value));
-        }
-        let init = Object::new();
-        set(&init, "method", &JsValue::from_str(method));
-        set(&init, "headers", &headers);
-        set(&init, "signal", &controller.signal());
-        // Never let an intermediary cache a resume answer (PROTOCOL.md).
-        set(&init, "cache", &JsValue::from_str("no-store"));
-        if let Some(body) = body {
-            set(&init, "body", &JsValue::from_str(body));
-        }
-        fetch
-            .call2(&global, &JsValue::from_str(url), &init)
-            .map_err(|e| describe(&e))
+        let name = |i: usize| extra.get(i).map(|(name, _)| *name);
+        let value = |i: usize| extra.get(i).map(|(_, value)| value.as_str());
+        send(
+            self.fetch.as_ref(),
+            method,
+            url,
+            &self.headers,
+            &controller.signal(),
+            body,
+            name(0),
+            value(0),
+            name(1),
+            value(1),
+        )
+        .map_err(|e| describe(&e))
     }
 }
 
@@ -99,46 +111,36 @@ pub fn response(value: JsValue) -> Result<Response, String> {
 
 /// A header of the response, if present.
 pub fn header(response: &Response, name: &str) -> Option<String> {
-    response.headers().get(name).ok().flatten()
+    response_header(response, name)
 }
 
 /// Reads a streamed body chunk by chunk (for SSE).
 pub struct BodyReader {
-    reader: JsValue,
+    /// `() => reader.read()`.
     read: Function,
 }
 
 impl BodyReader {
     /// A reader on the response body, if it has one.
     pub fn new(response: &Response) -> Option<BodyReader> {
-        let body = response.body()?;
-        let get_reader: Function = Reflect::get(&body, &JsValue::from_str("getReader"))
-            .ok()?
-            .dyn_into()
-            .ok()?;
-        let reader = get_reader.call0(&body).ok()?;
-        let read: Function = Reflect::get(&reader, &JsValue::from_str("read"))
-            .ok()?
-            .dyn_into()
-            .ok()?;
-        Some(BodyReader { reader, read })
+        body_reader(response).map(|read| BodyReader { read })
     }
 
     /// Starts reading the next chunk: the promise of `{done, value}`.
     pub fn read(&self) -> Result<JsValue, String> {
-        self.read.call0(&self.reader).map_err(|e| describe(&e))
+        self.read.call0(&JsValue::NULL).map_err(|e| describe(&e))
     }
 }
 
 /// A settled `read()`: the chunk, or `None` at the end of the stream.
 pub fn chunk(result: &JsValue) -> Result<Option<Vec<u8>>, String> {
-    let done = Reflect::get(result, &JsValue::from_str("done"))
-        .map(|d| d.is_truthy())
-        .unwrap_or(true);
+    // Not an object: `Reflect.get` throws, and that ends the stream.
+    let object = result.is_object() || result.is_function();
+    let done = !object || property(result, "done").is_truthy();
     if done {
         return Ok(None);
     }
-    let value = Reflect::get(result, &JsValue::from_str("value")).unwrap_or(JsValue::NULL);
+    let value = property(result, "value");
     match value.dyn_into::<Uint8Array>() {
         Ok(bytes) => Ok(Some(bytes.to_vec())),
         Err(_) => Err(String::from("stream chunk is not bytes")),

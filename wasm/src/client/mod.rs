@@ -4,7 +4,7 @@
 //! delivers results, and follows a task or a batch with
 //! `taskwire_core::Follow`, the watch loop as a
 //! sans-IO state machine, of which `watch.rs` is the executor (fetch,
-//! `AbortController`, one gloo timer, the SSE byte reader, persistence).
+//! `AbortController`, one timer (`timer.rs`), the SSE byte reader, persistence).
 //! The JS layer (`js/client.js`) owns the runtime glue: listeners for
 //! `online`/`offline`/`visibilitychange`, and turning sink events into
 //! callbacks and promises.
@@ -12,11 +12,13 @@
 mod exchange;
 mod http;
 mod store;
+mod timer;
 mod watch;
 
-use std::rc::Rc;
+use alloc::rc::Rc;
+use alloc::{string::String, string::ToString};
 
-use js_sys::{Array, Function, Promise, Reflect};
+use js_sys::{Array, Function, Promise};
 use taskwire_core as tw;
 use tw::follow::{Backoff, Follow, FollowConfig, Transport, MAX_WAIT_MS};
 use wasm_bindgen::prelude::wasm_bindgen;
@@ -34,7 +36,7 @@ fn invalid(message: String) -> JsValue {
 /// `options[key]`; `undefined` when absent. The options objects are made
 /// by the JS layer (plain data), so reading them cannot run user code.
 fn field(options: &JsValue, key: &str) -> JsValue {
-    Reflect::get(options, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED)
+    http::property(options, key)
 }
 
 fn absent(value: &JsValue) -> bool {
@@ -96,19 +98,15 @@ impl ClientCore {
                     .map_err(|_| invalid("options.fetch: must be a function".into()))?,
             )
         };
-        let mut pairs = Vec::new();
         let headers = field(&options, "headers")
             .dyn_into::<Array>()
             .unwrap_or_default();
         let mut items = headers.iter();
         while let (Some(name), Some(value)) = (items.next(), items.next()) {
-            match (name.as_string(), value.as_string()) {
-                (Some(name), Some(value)) => pairs.push((name, value)),
-                _ => {
-                    return Err(invalid(
-                        "options.headers: names and values must be strings".into(),
-                    ))
-                }
+            if !(name.is_string() && value.is_string()) {
+                return Err(invalid(
+                    "options.headers: names and values must be strings".into(),
+                ));
             }
         }
         let defaults = Backoff::default();
@@ -136,7 +134,7 @@ impl ClientCore {
         Ok(ClientCore {
             http: Rc::new(Http {
                 base,
-                headers: pairs,
+                headers,
                 fetch,
             }),
             backoff,

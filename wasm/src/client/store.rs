@@ -5,6 +5,7 @@
 //! a batch as a snapshot answer (`{batchId, mode: "snapshot", cursor,
 //! size, open, tasks, epoch?}`), one key per batch.
 
+use alloc::string::String;
 use js_sys::{Function, Reflect};
 use taskwire_core::json::FromJson;
 use wasm_bindgen::{JsCast, JsValue};

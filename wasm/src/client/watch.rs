@@ -1,7 +1,7 @@
 //! The watch executor: runs a `taskwire_core::Follow` with the browser's
 //! I/O. It decides nothing: it sends the requests the follow asks for
 //! (fetch + `AbortController`), feeds back what happens (heads, bodies,
-//! stream chunks, failures, one gloo timer, the runtime's network and
+//! stream chunks, failures, one timer, the runtime's network and
 //! visibility), and hands the follow's events to the page.
 //!
 //! Events reach JS through one function, the sink (`sink(kind, json)`),
@@ -17,10 +17,11 @@
 //! update, before its listeners run, and at the end: a batch of 500 is
 //! written once per answer, not once per task.
 
-use std::cell::RefCell;
-use std::rc::{Rc, Weak};
+use alloc::rc::{Rc, Weak};
+use alloc::{string::String, vec};
+use core::cell::RefCell;
 
-use gloo_timers::callback::Timeout;
+use super::timer::Timeout;
 use js_sys::Function;
 use taskwire_core as tw;
 use tw::follow::{Failure, Follow, FollowEvent, Request, RequestId, RequestKind};
@@ -207,7 +208,7 @@ impl Runner {
             });
             (at, timeout)
         });
-        let old = std::mem::replace(&mut *self.timer.borrow_mut(), timer);
+        let old = core::mem::replace(&mut *self.timer.borrow_mut(), timer);
         drop(old);
     }
 

@@ -11,6 +11,7 @@ use super::ser::{write_f64, write_str};
 use crate::event::Event;
 use crate::mirror::{MergeOutcome, Mirror, Next, Rejection};
 use crate::task::{HistoryEntry, TaskView};
+use alloc::{string::String, vec::Vec};
 
 /// A value that writes itself as JSON.
 pub trait ToJson {
