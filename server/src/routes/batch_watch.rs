@@ -11,14 +11,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{RawQuery, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
-use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::Event as SseEvent;
 use axum::response::{IntoResponse, Response};
 use taskwire_core::{ResumeMode, MAX_SAFE_INTEGER};
 
 use super::batches::BatchId;
 use super::resume::{aborted, Params};
-use super::{no_store_json, parse_int, Query};
+use super::{no_store_json, Query};
 use crate::auth::{Right, WatchCredential};
 use crate::error::ApiError;
 use crate::hub::{BatchSubscription, BatchWake};
@@ -114,15 +114,7 @@ pub async fn events(
         .expires_at()
         .map(|exp| exp.saturating_add(state.browser_keys.leeway_secs()));
     let tenant = credential.into_tenant();
-    let cursor = match headers.get("last-event-id") {
-        Some(v) => {
-            let text = v
-                .to_str()
-                .map_err(|_| ApiError::invalid("Last-Event-ID: must be an integer"))?;
-            parse_int("Last-Event-ID", text.trim(), MAX_SAFE_INTEGER)?
-        }
-        None => query_cursor.unwrap_or(0),
-    };
+    let cursor = super::events::start_cursor(&headers, query_cursor)?;
     super::check_watch_quota(&state, &tenant).await?;
     let sub = state.hub.subscribe_batch(&id, &tenant);
     let first = state
@@ -152,14 +144,7 @@ pub async fn events(
         },
         next,
     );
-    let stream = crate::auth::until_expiry(stream, expires_at);
-    let mut res = Sse::new(stream)
-        .keep_alive(KeepAlive::new().interval(heartbeat).text("hb"))
-        .into_response();
-    let h = res.headers_mut();
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    Ok(res)
+    Ok(super::events::sse_response(stream, expires_at, heartbeat))
 }
 
 type Item = Result<SseEvent, std::io::Error>;

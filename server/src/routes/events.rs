@@ -56,15 +56,7 @@ pub async fn events(
         .expires_at()
         .map(|exp| exp.saturating_add(state.browser_keys.leeway_secs()));
     let tenant = credential.into_tenant();
-    let cursor = match headers.get("last-event-id") {
-        Some(v) => {
-            let text = v
-                .to_str()
-                .map_err(|_| ApiError::invalid("Last-Event-ID: must be an integer"))?;
-            parse_int("Last-Event-ID", text.trim(), MAX_SAFE_INTEGER)?
-        }
-        None => query_cursor.unwrap_or(0),
-    };
+    let cursor = start_cursor(&headers, query_cursor)?;
     super::check_watch_quota(&state, &tenant).await?;
     // Subscribed before the read, so a commit in between still wakes it.
     let sub = state.hub.subscribe(&id, &tenant);
@@ -97,6 +89,32 @@ pub async fn events(
         },
         next,
     );
+    Ok(sse_response(stream, expires_at, heartbeat))
+}
+
+/// A stream's starting cursor: `Last-Event-ID` when sent, else `?cursor`,
+/// else 0 (the task and batch streams alike).
+pub(super) fn start_cursor(
+    headers: &HeaderMap,
+    query_cursor: Option<u64>,
+) -> Result<u64, ApiError> {
+    match headers.get("last-event-id") {
+        Some(v) => {
+            let text = v
+                .to_str()
+                .map_err(|_| ApiError::invalid("Last-Event-ID: must be an integer"))?;
+            parse_int("Last-Event-ID", text.trim(), MAX_SAFE_INTEGER)
+        }
+        None => Ok(query_cursor.unwrap_or(0)),
+    }
+}
+
+/// The SSE response of a task or batch stream: ended at the browser
+/// token's expiry, heartbeats, and never cached or buffered by a proxy.
+pub(super) fn sse_response<S>(stream: S, expires_at: Option<u64>, heartbeat: Duration) -> Response
+where
+    S: futures_util::Stream<Item = Result<SseEvent, std::io::Error>> + Send + 'static,
+{
     let stream = crate::auth::until_expiry(stream, expires_at);
     let mut res = Sse::new(stream)
         .keep_alive(KeepAlive::new().interval(heartbeat).text("hb"))
@@ -104,7 +122,7 @@ pub async fn events(
     let h = res.headers_mut();
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     h.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    Ok(res)
+    res
 }
 
 /// The cursor is already the task's terminal version: nothing will ever
