@@ -1,7 +1,7 @@
 // `npm run build`: builds the npm package into dist/ from a clean
-// checkout: the wasm module (release profile, wasm-bindgen, wasm-opt),
-// the JavaScript layer and the types. Prints the size budget and fails
-// above it.
+// checkout: the wasm module (release profile, wasm-bindgen's JS through
+// tools/bindgen, wasm-opt), the JavaScript layer and the types. Prints
+// the size budget and fails above it.
 import { execFileSync } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { gzipSync, brotliCompressSync } from "node:zlib";
@@ -69,6 +69,14 @@ const WASM_FEATURES = [
   "--enable-multivalue",
 ];
 
+// wasm-bindgen's JS generation is the workspace's own small binary over
+// the CLI's library (tools/bindgen), built in the dev profile: a fresh
+// machine compiles it in about a quarter of the time `cargo install
+// wasm-bindgen-cli` takes, and its output is the CLI's, byte for byte
+// (tests/js/bindgen.test.mjs).
+run("cargo", ["build", "--locked", "-p", "taskwire-bindgen"]);
+const bindgen = join(targetDir, "debug", "taskwire-bindgen");
+
 rmSync(dist, { recursive: true, force: true });
 const report = {};
 let failed = false;
@@ -77,7 +85,7 @@ for (const [name, variant] of Object.entries(VARIANTS)) {
   mkdirSync(out, { recursive: true });
   run("cargo", ["build", "--locked", "-p", "taskwire-wasm", "--release", "--target", "wasm32-unknown-unknown", ...variant.features]);
   const built = join(targetDir, "wasm32-unknown-unknown/release/taskwire_wasm.wasm");
-  run("wasm-bindgen", ["--target", "web", "--no-typescript", "--out-dir", out, "--out-name", "taskwire_wasm", built]);
+  run(bindgen, [built, out, "taskwire_wasm"]);
   const wasmFile = join(out, "taskwire_wasm_bg.wasm");
   // `-ocimfs=20`: inline a function into its only caller only when it is
   // small. Inlining every one (the default) makes fewer, larger functions

@@ -3,15 +3,21 @@
 # and does nothing when it is already there. Called by `npm test`,
 # `npm run build` and `npm run demo`; safe to run by hand.
 #
-#   scripts/setup.sh            toolchain + npm dependencies (what the demo needs)
-#   scripts/setup.sh wasm-pack  … + wasm-pack (only `wasm-pack test` uses it)
+#   scripts/setup.sh            the wasm32 target + npm dependencies (what the demo
+#                               and `npm run build` need: the build runs
+#                               wasm-bindgen as the workspace's own
+#                               tools/bindgen, so no CLI is installed)
+#   scripts/setup.sh wasm-pack  … + wasm-pack and wasm-bindgen-cli (only
+#                               `wasm-pack test` uses them: the CLI brings
+#                               the test runner)
 #   scripts/setup.sh browser    … + Chromium and chromedriver
 #   scripts/setup.sh firefox    … + Firefox ESR and geckodriver (the second engine)
 #   scripts/setup.sh postgres   … + PostgreSQL server binaries
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Must equal the `=` pin of wasm-bindgen in wasm/Cargo.toml.
+# Must equal the `=` pin of wasm-bindgen in wasm/Cargo.toml (and of
+# wasm-bindgen-cli-support in tools/bindgen/Cargo.toml).
 WASM_BINDGEN_VERSION=0.2.130
 # geckodriver compiles from crates.io (~3 min once on 2 cores): the test
 # machines reach no download site but the registries.
@@ -26,15 +32,16 @@ need_rust() {
     say "adding the wasm32-unknown-unknown target"
     rustup target add wasm32-unknown-unknown
   fi
-  if [ "$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')" != "$WASM_BINDGEN_VERSION" ]; then
-    say "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION (a few minutes, once)"
-    cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --force
-  fi
 }
 
 # Only the tests run `wasm-pack test`: the demo and the build never wait
-# for it to compile.
+# for these to compile. wasm-pack uses the `wasm-bindgen` on the PATH when
+# its version matches the crate's, and the test runner installed beside it.
 need_wasm_pack() {
+  if [ "$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')" != "$WASM_BINDGEN_VERSION" ]; then
+    say "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION for wasm-pack test (about 2.5 minutes, once)"
+    cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --force
+  fi
   if ! command -v wasm-pack >/dev/null; then
     say "installing wasm-pack (a few minutes, once)"
     cargo install wasm-pack
