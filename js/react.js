@@ -83,6 +83,15 @@ class WatchStore {
     for (const listener of this.#listeners) listener();
   }
 
+  /**
+   * A status equal to the one shown changes nothing: a watch's first
+   * status is the `connecting` the store already shows.
+   */
+  showStatus(status) {
+    const shown = this.snapshot.status;
+    if (status.state !== shown.state || status.attempt !== shown.attempt || status.retryInMs !== shown.retryInMs || status.error !== shown.error) this.publish({ status });
+  }
+
   /** Calls the page's latest listener `name`, if it gave one. */
   relay(name, value) {
     this.#latestOptions.current?.[name]?.(value);
@@ -133,7 +142,7 @@ class TaskStore extends WatchStore {
         this.#take(update.task, update.reason === "epoch-changed");
         this.relay("onUpdate", update);
       }),
-      onStatus: live((status) => this.publish({ status })),
+      onStatus: live((status) => this.showStatus(status)),
       onReject: live((rejection) => this.relay("onReject", rejection)),
     });
   }
@@ -194,7 +203,7 @@ class BatchStore extends WatchStore {
         settle();
         this.relay("onProgress", progress);
       }),
-      onStatus: live((status) => this.publish({ status })),
+      onStatus: live((status) => this.showStatus(status)),
       onReject: live((rejection) => this.relay("onReject", rejection)),
     });
     return watch;
