@@ -56,17 +56,18 @@ class WatchStore {
   #listeners = new Set();
   /** The running watch, `{watch}`, from its start until the store stops it. */
   #run;
+  #watched;
   #latestOptions;
 
   constructor(snapshot, watched, latestOptions) {
     this.snapshot = snapshot;
-    this.watched = watched;
+    this.#watched = watched;
     this.#latestOptions = latestOptions;
   }
 
   subscribe = (listener) => {
     this.#listeners.add(listener);
-    if (this.watched && this.#run === undefined) this.#start();
+    if (this.#watched && this.#run === undefined) this.#start();
     return () => {
       this.#listeners.delete(listener);
       if (this.#listeners.size > 0 || this.#run === undefined) return;
@@ -126,18 +127,21 @@ class WatchStore {
 
 /** The store behind `useTask`: the snapshot changes when the task's version rises. */
 class TaskStore extends WatchStore {
+  #client;
+  #taskId;
+
   constructor(client, taskId, initial, latestOptions) {
     // A task the page already holds (e.g. the one useCreateTask created) is
     // shown until the watch knows a newer version: a watch from scratch
     // learns nothing while the task does not change.
     const known = initial?.id === taskId ? initial : undefined;
     super(taskId === undefined ? { task: undefined, status: IDLE, error: undefined } : { task: known, status: CONNECTING, error: undefined }, taskId !== undefined, latestOptions);
-    this.client = client;
-    this.taskId = taskId;
+    this.#client = client;
+    this.#taskId = taskId;
   }
 
   open(live) {
-    return this.client.watch(this.taskId, {
+    return this.#client.watch(this.#taskId, {
       onUpdate: live((update) => {
         this.#take(update.task, update.reason === "epoch-changed");
         this.relay("onUpdate", update);
@@ -163,15 +167,20 @@ class TaskStore extends WatchStore {
  * cursor may then be lower).
  */
 class BatchStore extends WatchStore {
+  #client;
+  #batchId;
+  /** The watch's start, from `initial`: its cursor and tasks. */
+  #start;
+
   constructor(client, batchId, initial, latestOptions) {
     // As in TaskStore: the batch the page created is shown at once.
     const known = initial?.batchId === batchId ? initial : undefined;
     const empty = { tasks: [], progress: undefined, cursor: 0, error: undefined };
     const first = known ? { ...empty, tasks: known.tasks.slice(), cursor: known.cursor } : empty;
     super({ ...first, status: batchId === undefined ? IDLE : CONNECTING }, batchId !== undefined, latestOptions);
-    this.client = client;
-    this.batchId = batchId;
-    this.start = known && { cursor: known.cursor, tasks: known.tasks };
+    this.#client = client;
+    this.#batchId = batchId;
+    this.#start = known && { cursor: known.cursor, tasks: known.tasks };
   }
 
   open(live) {
@@ -192,8 +201,8 @@ class BatchStore extends WatchStore {
         }),
       );
     };
-    watch = this.client.watchBatch(this.batchId, {
-      ...this.start,
+    watch = this.#client.watchBatch(this.#batchId, {
+      ...this.#start,
       onUpdate: live((update) => {
         restarted ||= update.reason === "epoch-changed";
         settle();
