@@ -1,8 +1,8 @@
 // Types of `taskwire/react`: React hooks over a `TaskClient` from
 // `taskwire/client`. React (18 or 19) is an optional peer dependency.
-import type { CreatedTask, CreateTaskRequest, TaskClient, TaskView, TaskwireError, WatchOptions, WatchStatus } from "./index.js";
+import type { BatchProgress, BatchWatchOptions, CreatedBatch, CreatedTask, CreateTaskRequest, TaskClient, TaskView, TaskwireError, WatchOptions, WatchStatus } from "./index.js";
 
-/** `useTask`'s status: the watch's, or `"idle"` when no task id is given. */
+/** The status of `useTask` and `useTaskBatch`: the watch's, or `"idle"` when no id is given. */
 export type TaskHookStatus = WatchStatus | { state: "idle" };
 
 /** What `useTask` returns; a new object only when something in it changed. */
@@ -40,6 +40,52 @@ export interface UseTaskOptions extends Pick<WatchOptions, "onUpdate" | "onRejec
  * return <progress value={task?.progress ?? 0} max={100} title={status.state} />;
  */
 export function useTask(client: Pick<TaskClient, "watch">, taskId: string | null | undefined, options?: UseTaskOptions): TaskState;
+
+/** What `useTaskBatch` returns; a new object only when something in it changed. */
+export interface TaskBatchState {
+  /** The tasks as known (no history), in item order; empty before the first answer (unless `initial`). */
+  tasks: readonly TaskView[];
+  /** The batch's aggregate; undefined until the batch is known whole. */
+  progress: BatchProgress | undefined;
+  /**
+   * The batch cursor `tasks` were read at (0 before the first answer). It
+   * only rises, except when an epoch change starts the history over
+   * (`WatchUpdate.reason`).
+   */
+  cursor: number;
+  status: TaskHookStatus;
+  /**
+   * Why the watch ended before every task was terminal: a `TaskwireError`
+   * whose code is `unauthorized`, `forbidden` or `not-found` (or a bad
+   * batch id).
+   */
+  error: TaskwireError | undefined;
+}
+
+/** Options of `useTaskBatch`. The latest listeners are called, without restarting the watch. */
+export interface UseTaskBatchOptions extends Pick<BatchWatchOptions, "onUpdate" | "onProgress" | "onReject"> {
+  /**
+   * The batch as the page created it (`createBatch`'s answer): shown at
+   * once, and the watch starts from its cursor by a held delta rather
+   * than a snapshot. Read when the watch starts; ignored when its
+   * `batchId` is not `batchId`.
+   */
+  initial?: Pick<CreatedBatch, "batchId" | "cursor"> & { tasks: readonly TaskView[] };
+}
+
+/**
+ * Follows every task of a batch, over one held request, while the
+ * component is mounted. The watch starts when React subscribes and stops
+ * when it unsubscribes (unmount, StrictMode's replay, another `batchId`
+ * or client), so it never leaves a held request behind. It re-renders
+ * once per answer that moved the batch cursor, not once per task.
+ * `batchId` null or undefined watches nothing.
+ *
+ * @example
+ * const { tasks, progress, status } = useTaskBatch(client, created?.batchId, { initial: created });
+ * return <progress value={progress?.terminal ?? 0} max={progress?.size ?? tasks.length} title={status.state} />;
+ */
+export function useTaskBatch(client: Pick<TaskClient, "watchBatch">, batchId: string | null | undefined, options?: UseTaskBatchOptions): TaskBatchState;
 
 /** What `useCreateTask` returns. */
 export interface CreateTaskState {

@@ -3,7 +3,8 @@
 // tests/js/react-page/ (StrictMode) built there with Vite and
 // @vitejs/plugin-react, against the real server behind a TCP proxy that
 // the test cuts (tests/e2e/proxy.mjs). The page counts its own requests:
-// the watch requests in flight, and each create's key and answer.
+// the watch requests in flight (per task or batch), the batch requests,
+// and each create's key and answer.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -73,12 +74,12 @@ after(async () => {
   await api?.stop();
 });
 
-/** The page, through the proxy, following `taskId` (or nothing). */
-async function open(taskId = "") {
+/** The page, through the proxy, following `taskId` and `batchId` from its first mount (or nothing). */
+async function open(taskId = "", batchId = "") {
   const page = await browser.newPage();
   const errors = [];
   page.on("pageerror", (e) => errors.push(e.message));
-  const query = new URLSearchParams({ api: `http://127.0.0.1:${proxy.port}`, token: api.token, task: taskId });
+  const query = new URLSearchParams({ api: `http://127.0.0.1:${proxy.port}`, token: api.token, task: taskId, batch: batchId });
   await page.goto(`${origin}/?${query}`);
   await page.waitForFunction(() => window.page !== undefined, null, { timeout: 10_000 });
   return { page, errors };
@@ -186,6 +187,150 @@ test("a double click on create makes one task", async (t) => {
   assert.equal(ids.size, 1, `tasks created: ${JSON.stringify(creates)}`);
   assert.equal(new Set(creates.map((c) => c.key)).size, 1, "one idempotency key");
   assert.equal(await page.textContent("#created"), [...ids][0]);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+/** Creates a batch of `n` queued tasks with the server's tenant token: its id and task ids. */
+async function newBatch(n) {
+  const r = await fetch(`${api.baseUrl}/v1/batches`, {
+    method: "POST",
+    headers: { ...api.headers, "content-type": "application/json" },
+    body: JSON.stringify({ items: Array.from({ length: n }, (_, i) => ({ ttlMs: 600_000, maxAttempts: 3, input: { item: i } })) }),
+  });
+  assert.equal(r.status, 201, await r.clone().text());
+  const batch = await r.json();
+  return { batchId: batch.batchId, ids: batch.tasks.map((t) => t.id) };
+}
+
+/** The batch as the server has it now: its cursor and each task's version and state. */
+async function serverBatch(batchId) {
+  const r = await fetch(`${api.baseUrl}/v1/batches/${batchId}/resume?cursor=0`, { headers: api.headers });
+  const answer = await r.json();
+  return { cursor: answer.cursor, tasks: answer.tasks.map(({ task }) => ({ id: task.id, version: task.version, state: task.state })) };
+}
+
+/**
+ * The page, through the proxy, following `batchId` from its first mount
+ * (StrictMode replays the effects of a mount, not of an update).
+ */
+const openBatch = (batchId) => open("", batchId);
+
+test("useTaskBatch follows a batch to all-terminal through an outage, re-rendering once per cursor rise", async (t) => {
+  if (!browser) return t.skip(`no Chromium at ${chromium}`);
+  const { batchId, ids } = await newBatch(3);
+  const { page, errors } = await openBatch(batchId);
+  const shows = (id, version) => page.waitForSelector(`#batch li[data-task="${id}"][data-version="${version}"]`, { timeout: 5_000 });
+  const t0 = Date.now();
+  for (const id of ids) await api.callback(id, { type: "start", atMs: t0 + 1, worker: "w" }, "start");
+  await api.callback(ids[0], { type: "progress", atMs: t0 + 2, progress: 40, cursor: "a" }, "a");
+  await shows(ids[0], 2);
+  await shows(ids[2], 1);
+  // Every task is shown and the next request held: the outage kills it,
+  // and changes to every task happen while the page cannot reach the server.
+  await sleep(300);
+  proxy.cut();
+  await api.callback(ids[0], { type: "succeed", atMs: t0 + 3, resultRef: "r0", resultHash: "h0" }, "done");
+  await api.callback(ids[1], { type: "progress", atMs: t0 + 3, progress: 70, cursor: "b" }, "b");
+  await api.callback(ids[2], { type: "fail", atMs: t0 + 3, error: "refused", retryable: false }, "fail");
+  await page.waitForSelector('#batch[data-status="reconnecting"]', { timeout: 5_000 });
+  await sleep(800);
+  proxy.restore();
+  await shows(ids[1], 2);
+  await api.callback(ids[1], { type: "succeed", atMs: t0 + 4, resultRef: "r1", resultHash: "h1" }, "done");
+  await page.waitForSelector('#batch[data-terminal="3"]', { timeout: 15_000 });
+
+  const server = await serverBatch(batchId);
+  const commits = (await page.evaluate(() => window.page.batchCommits())).filter((c) => c.batchId === batchId);
+  const last = commits.at(-1);
+  assert.deepEqual(last.tasks, server.tasks, "every task as the server has it, in item order");
+  assert.equal(last.cursor, server.cursor);
+  assert.deepEqual(last.tasks.map((t) => t.state), ["succeeded", "succeeded", "failed"]);
+  assert.ok(commits.some((c) => c.status.includes('"reconnecting"')), "the outage was shown");
+  for (const [i, c] of commits.entries()) {
+    if (i === 0) continue;
+    const before = commits[i - 1];
+    assert.ok(c.cursor >= before.cursor, `the cursor only rises: ${before.cursor} then ${c.cursor}`);
+    for (const task of c.tasks) {
+      const was = before.tasks.find((b) => b.id === task.id);
+      assert.ok(!was || task.version >= was.version, `${task.id}'s version only rises: ${was?.version} then ${task.version}`);
+    }
+    // A new state object (a re-render) only for a higher cursor, or
+    // another status or error: never one per task of an answer.
+    assert.ok(c.cursor > before.cursor || c.status !== before.status || c.error !== before.error, `commit ${i} changed nothing: ${JSON.stringify(c)}`);
+  }
+  // onUpdate (a new listener on every render) heard each task's versions, rising.
+  const updates = (await page.evaluate(() => window.page.batchUpdates())).filter((u) => u.batchId === batchId);
+  for (const { id, version } of server.tasks) {
+    const heard = updates.filter((u) => u.id === id).map((u) => u.version);
+    assert.equal(heard.at(-1), version, `onUpdate heard ${id} to the end`);
+    assert.deepEqual(heard, [...heard].sort((a, b) => a - b), `onUpdate heard ${id} rising`);
+  }
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+/** A page under StrictMode following a new batch of queued tasks: nothing happens, so its watch is one long-poll the server holds. */
+async function heldBatch() {
+  const { batchId } = await newBatch(2);
+  const { page, errors } = await openBatch(batchId);
+  const total = () => page.evaluate(() => window.page.inFlight());
+  const of = (id) => () => page.evaluate((id) => window.page.inFlightFor(id), id);
+  return { page, errors, batchId, total, of };
+}
+
+test("useTaskBatch: StrictMode's double mount leaves exactly one held batch request", async (t) => {
+  if (!browser) return t.skip(`no Chromium at ${chromium}`);
+  const { page, errors, batchId, total, of } = await heldBatch();
+  await settlesAt(total, 1, "held requests after a StrictMode mount");
+  assert.equal(await of(batchId)(), 1, "the one held request is the batch's");
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test("useTaskBatch: unmount leaves no held batch request, a remount one", async (t) => {
+  if (!browser) return t.skip(`no Chromium at ${chromium}`);
+  const { page, errors, total } = await heldBatch();
+  await page.waitForFunction(() => window.page.inFlight() > 0, null, { timeout: 5_000 });
+  await page.evaluate(() => window.page.show(false));
+  await settlesAt(total, 0, "held requests after unmount");
+  await page.evaluate(() => window.page.show(true));
+  await settlesAt(total, 1, "held requests after a remount");
+  await page.evaluate(() => window.page.show(false));
+  await settlesAt(total, 0, "held requests after the remount's unmount");
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test("useTaskBatch: another batch id stops the old batch's watch", async (t) => {
+  if (!browser) return t.skip(`no Chromium at ${chromium}`);
+  const { page, errors, batchId: first, total, of } = await heldBatch();
+  const { batchId: second } = await newBatch(2);
+  await page.waitForFunction((id) => window.page.inFlightFor(id) > 0, first, { timeout: 5_000 });
+  await page.evaluate((id) => window.page.watchBatch(id), second);
+  await page.waitForSelector(`#batch[data-batch="${second}"] li`, { timeout: 5_000 });
+  await settlesAt(of(first), 0, "held requests for the old batch id");
+  await settlesAt(of(second), 1, "held requests for the new batch id");
+  await page.evaluate(() => window.page.show(false));
+  await settlesAt(total, 0, "held requests after the last unmount");
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test("useTaskBatch with initial: the created batch is shown at once and followed by delta from its cursor", async (t) => {
+  if (!browser) return t.skip(`no Chromium at ${chromium}`);
+  const { page, errors } = await open();
+  const batchId = await page.evaluate(() => window.page.createBatch(3));
+  await page.waitForFunction((id) => window.page.inFlightFor(id) > 0, batchId, { timeout: 5_000 });
+  const [first] = (await page.evaluate(() => window.page.batchCommits())).filter((c) => c.batchId === batchId);
+  assert.equal(first.tasks.length, 3, "the first commit shows the created tasks");
+  assert.equal(first.cursor, 1);
+  const queries = (await page.evaluate(() => window.page.batchRequests())).filter((r) => r.id === batchId).map((r) => new URLSearchParams(r.query));
+  assert.ok(queries.length > 0);
+  for (const q of queries) {
+    assert.equal(q.get("cursor"), "1", "from the create's cursor");
+    assert.equal(q.get("snapshot"), null, "no snapshot asked");
+  }
   assert.deepEqual(errors, []);
   await page.close();
 });

@@ -32,7 +32,16 @@ import {
   type WatchStatus,
   type WatchUpdate,
 } from "taskwire/client";
-import { useCreateTask, useTask, type CreateTaskState, type TaskHookStatus, type TaskState } from "taskwire/react";
+import {
+  useCreateTask,
+  useTask,
+  useTaskBatch,
+  type CreateTaskState,
+  type TaskBatchState,
+  type TaskHookStatus,
+  type TaskState,
+  type UseTaskBatchOptions,
+} from "taskwire/react";
 
 async function example(): Promise<void> {
   await init();
@@ -262,4 +271,40 @@ async function batches(): Promise<void> {
   const bad: BatchAnswer = { ...answer, mode: "later" };
   void all, one, cursor, bad;
 }
-void example, client, lifecycle, hooks, batches;
+
+// useTaskBatch (called outside a component only to check its types).
+async function batchHook(): Promise<void> {
+  const c = new SmallClient({ baseUrl: "http://127.0.0.1:8080" });
+  const created: CreatedBatch = await c.createBatch([{ ttlMs: 60_000, maxAttempts: 1 }]);
+  const options: UseTaskBatchOptions = {
+    initial: created,
+    onUpdate: (u: WatchUpdate) => void u.task.version,
+    onProgress: (p: BatchProgress) => void p.terminal,
+    onReject: (r: BatchRejection) => void (r.taskId ?? r.version),
+  };
+  const state: TaskBatchState = useTaskBatch(c, created.batchId, options);
+  const first: TaskView | undefined = state.tasks[0];
+  const cursor: number = state.cursor;
+  const terminal: number | undefined = state.progress?.counts.succeeded;
+  const status: TaskHookStatus = state.status;
+  const idle: "idle" | WatchStatus["state"] = status.state;
+  const code: string | undefined = state.error?.code;
+  useTaskBatch(c, null);
+  useTaskBatch(c, undefined);
+  // A fake with only `watchBatch` is a client for useTaskBatch.
+  useTaskBatch({ watchBatch: c.watchBatch.bind(c) }, "b");
+  // @ts-expect-error: the hook's tasks are its state, read-only
+  state.tasks.push(created.tasks[0]);
+  // @ts-expect-error: a batch id is a string
+  useTaskBatch(c, 7);
+  // @ts-expect-error: the status is in the state, not a listener
+  useTaskBatch(c, "b", { onStatus: () => {} });
+  // @ts-expect-error: onProgress receives the aggregate, not a task
+  useTaskBatch(c, "b", { onProgress: (t: TaskView) => void t });
+  // @ts-expect-error: initial is a created batch, with the cursor its tasks were read at
+  useTaskBatch(c, "b", { initial: { batchId: "b", tasks: created.tasks } });
+  // @ts-expect-error: useTaskBatch needs a client that can watch batches
+  useTaskBatch({ watch: c.watch.bind(c) }, "b");
+  void first, cursor, terminal, idle, code;
+}
+void example, client, lifecycle, hooks, batches, batchHook;

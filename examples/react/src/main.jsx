@@ -1,10 +1,12 @@
 // taskwire's React hooks against the reference server: create a task
 // (useCreateTask: a double click makes one) or start the server's demo
-// workload, and follow it (useTask) through disconnects to its end.
+// workload, and follow it (useTask) through disconnects to its end; the
+// same for a batch (useTaskBatch, in batch.jsx).
 import { StrictMode, useState } from "react";
 import { createRoot } from "react-dom/client";
 import init, { TaskClient } from "taskwire/client";
 import { useCreateTask, useTask } from "taskwire/react";
+import { Batches } from "./batch.jsx";
 
 await init();
 // Same origin: the dev server (vite.config.js) passes /v1 on with the token.
@@ -54,6 +56,7 @@ function App() {
       {error && <p>Create failed: {error.code ?? error.message}</p>}
       {problem && <p>{problem.message}</p>}
       {taskId && <TaskView taskId={taskId} created={created} />}
+      <Batches client={client} />
     </main>
   );
 }

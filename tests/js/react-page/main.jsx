@@ -1,24 +1,27 @@
 // The test page of tests/js/react.test.mjs: the hooks under StrictMode,
 // with the page's fetch counted, and controls the test drives through
-// `window.page`.
+// `window.page`. `?task=` and `?batch=` name what it follows at first.
 import { StrictMode, useEffect, useState } from "react";
 import { createRoot } from "react-dom/client";
 import init, { TaskClient } from "taskwire/client";
-import { useCreateTask, useTask } from "taskwire/react";
+import { useCreateTask, useTask, useTaskBatch } from "taskwire/react";
 
 await init();
 const params = new URLSearchParams(location.search);
 
 // Every request of the client, counted: the watch requests in flight
-// (a long-poll is in flight while the server holds it) per task, and
-// each create's idempotency key and answer.
+// (a long-poll is in flight while the server holds it) per task or
+// batch id, each batch request's query, and each create's idempotency
+// key and answer.
 const inFlight = new Map();
+const batchRequests = [];
 const creates = [];
 function countingFetch(url, init) {
-  const watched = /\/v1\/tasks\/([^/?]+)\/(resume|events)/.exec(url);
+  const watched = /\/v1\/(tasks|batches)\/([^/?]+)\/(resume|events)/.exec(url);
   const sent = fetch(url, init);
   if (watched) {
-    const id = watched[1];
+    const id = watched[2];
+    if (watched[1] === "batches") batchRequests.push({ id, query: new URL(url).search });
     inFlight.set(id, (inFlight.get(id) ?? 0) + 1);
     sent.then(
       () => inFlight.set(id, inFlight.get(id) - 1),
@@ -56,17 +59,60 @@ function TaskView({ taskId }) {
   );
 }
 
+// What each BatchView committed: one entry per state object the hook
+// returned (StrictMode replays the first commit's effects with the same
+// object), and every update its onUpdate heard.
+const batchCommits = [];
+const committed = new WeakSet();
+const batchUpdates = [];
+
+function BatchView({ batchId, initial }) {
+  // A new listener on every render: the hook calls the latest without
+  // restarting its watch.
+  const state = useTaskBatch(client, batchId, { initial, onUpdate: (u) => batchUpdates.push({ batchId, id: u.task.id, version: u.task.version }) });
+  const { tasks, progress, cursor, status, error } = state;
+  useEffect(() => {
+    if (committed.has(state)) return;
+    committed.add(state);
+    batchCommits.push({ batchId, cursor, status: JSON.stringify(status), error: error?.code ?? null, tasks: tasks.map((t) => ({ id: t.id, version: t.version, state: t.state })) });
+  }, [batchId, state]);
+  return (
+    <section id="batch" data-batch={batchId ?? ""} data-cursor={cursor} data-status={status.state} data-terminal={progress?.terminal ?? ""} data-size={progress?.size ?? ""}>
+      <ol>
+        {tasks.map((t) => (
+          <li key={t.id} data-task={t.id} data-version={t.version} data-state={t.state}>
+            {t.state} v{t.version} {t.progress}%
+          </li>
+        ))}
+      </ol>
+      {progress && `${progress.terminal}/${progress.size} done, ${Math.round(progress.progress)}%`}
+      {error && ` (${error.code})`}
+    </section>
+  );
+}
+
 function App() {
   const [shown, setShown] = useState(true);
   const [taskId, setTaskId] = useState(params.get("task") || null);
+  const [batch, setBatch] = useState({ id: params.get("batch") || null, initial: undefined });
   const { create, task, pending, error } = useCreateTask(client);
   window.page = {
     show: setShown,
     watch: setTaskId,
+    watchBatch: (id) => setBatch({ id, initial: undefined }),
+    /** Creates a batch of `n` tasks here and follows it from the create's answer. */
+    createBatch: async (n) => {
+      const created = await client.createBatch(Array.from({ length: n }, () => ({ ttlMs: 600_000, maxAttempts: 3, kind: "react-test" })));
+      setBatch({ id: created.batchId, initial: created });
+      return created.batchId;
+    },
     inFlight: () => [...inFlight].reduce((sum, [, n]) => sum + n, 0),
     inFlightFor: (id) => inFlight.get(id) ?? 0,
+    batchRequests: () => batchRequests,
     creates: () => creates,
     commits: () => commits,
+    batchCommits: () => batchCommits,
+    batchUpdates: () => batchUpdates,
   };
   return (
     <>
@@ -78,6 +124,7 @@ function App() {
         {error && error.code}
       </output>
       {shown && <TaskView taskId={taskId} />}
+      {shown && <BatchView batchId={batch.id} initial={batch.initial} />}
     </>
   );
 }
