@@ -70,12 +70,12 @@ const WASM_FEATURES = [
 ];
 
 // wasm-bindgen's JS generation is the workspace's own small binary over
-// the CLI's library (tools/bindgen), built in the dev profile: a fresh
-// machine compiles it in about a quarter of the time `cargo install
-// wasm-bindgen-cli` takes, and its output is the CLI's, byte for byte
-// (tests/js/bindgen.test.mjs).
-run("cargo", ["build", "--locked", "-p", "taskwire-bindgen"]);
-const bindgen = join(targetDir, "debug", "taskwire-bindgen");
+// the CLI's library (tools/bindgen), built unoptimized (profile `tools`,
+// the dev settings in target/tools): a fresh machine compiles it in about
+// a quarter of the time `cargo install wasm-bindgen-cli` takes, and its
+// output is the CLI's, byte for byte (tests/js/bindgen.test.mjs).
+run("cargo", ["build", "--locked", "-p", "taskwire-bindgen", "--profile", "tools"]);
+const bindgen = join(targetDir, "tools", "taskwire-bindgen");
 
 rmSync(dist, { recursive: true, force: true });
 const report = {};

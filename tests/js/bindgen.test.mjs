@@ -16,7 +16,7 @@ import { fileURLToPath } from "node:url";
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const target = process.env.CARGO_TARGET_DIR ? resolve(root, process.env.CARGO_TARGET_DIR) : join(root, "target");
 const module = join(target, "wasm32-unknown-unknown/release/taskwire_wasm.wasm");
-const tool = join(target, "debug/taskwire-bindgen");
+const tool = join(target, "tools/taskwire-bindgen");
 
 /** Every file under `dir`, by its path relative to `dir`. */
 function files(dir) {
