@@ -30,10 +30,13 @@ RUSTUP_HOME="$scratch/rustup" rustup target remove wasm32-unknown-unknown >/dev/
 
 export RUSTUP_HOME="$scratch/rustup" CARGO_HOME="$scratch/cargo" npm_config_cache="$scratch/npm-cache"
 mkdir -p "$CARGO_HOME/bin"
-# The toolchain's own commands, and nothing else a `cargo install` left.
+# The toolchain's own commands (rustup and its proxies: cargo, rustc,
+# cargo-fmt, cargo-clippy, …), and nothing else a `cargo install` left.
 real_cargo_bin="$(dirname "$(command -v cargo)")"
-for tool in cargo rustc rustup rustfmt cargo-clippy clippy-driver rustdoc; do
-  ln -sf "$real_cargo_bin/$tool" "$CARGO_HOME/bin/$tool"
+for tool in "$real_cargo_bin"/*; do
+  if [ "$(basename "$tool")" = rustup ] || [ "$(readlink "$tool")" = rustup ]; then
+    ln -sf "$real_cargo_bin/$(basename "$tool")" "$CARGO_HOME/bin/"
+  fi
 done
 PATH="$CARGO_HOME/bin:$(printf '%s' "$PATH" | tr ':' '\n' | grep -vx "$real_cargo_bin" | paste -sd:)"
 export PATH
