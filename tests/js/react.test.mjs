@@ -130,52 +130,6 @@ test("useTask follows a task to succeeded through an outage", async (t) => {
   await page.close();
 });
 
-/** A page under StrictMode following a new queued task: nothing happens, so its watch is a long-poll the server holds. */
-async function held() {
-  const taskId = await newTaskId(api);
-  const { page, errors } = await open(taskId);
-  const total = () => page.evaluate(() => window.page.inFlight());
-  const of = (id) => () => page.evaluate((id) => window.page.inFlightFor(id), id);
-  return { page, errors, taskId, total, of };
-}
-
-test("StrictMode's double mount leaves exactly one held request", async (t) => {
-  if (!browser) return t.skip(`no Chromium at ${chromium}`);
-  const { page, errors, total } = await held();
-  await settlesAt(total, 1, "held requests after a StrictMode mount");
-  assert.deepEqual(errors, []);
-  await page.close();
-});
-
-test("unmount leaves no held request, and a remount one", async (t) => {
-  if (!browser) return t.skip(`no Chromium at ${chromium}`);
-  const { page, errors, total } = await held();
-  await page.waitForFunction(() => window.page.inFlight() > 0, null, { timeout: 5_000 });
-  await page.evaluate(() => window.page.show(false));
-  await settlesAt(total, 0, "held requests after unmount");
-  await page.evaluate(() => window.page.show(true));
-  await page.waitForFunction(() => window.page.inFlight() > 0, null, { timeout: 5_000 });
-  await page.evaluate(() => window.page.show(false));
-  await settlesAt(total, 0, "held requests after the remount's unmount");
-  assert.deepEqual(errors, []);
-  await page.close();
-});
-
-test("another task id stops the old task's watch", async (t) => {
-  if (!browser) return t.skip(`no Chromium at ${chromium}`);
-  const { page, errors, taskId: first, total, of } = await held();
-  const second = await newTaskId(api);
-  await page.waitForFunction((id) => window.page.inFlightFor(id) > 0, first, { timeout: 5_000 });
-  await page.evaluate((id) => window.page.watch(id), second);
-  await page.waitForSelector(`#view[data-task="${second}"]`, { timeout: 5_000 });
-  await settlesAt(of(first), 0, "held requests for the old task id");
-  assert.ok((await of(second)()) >= 1, "the new task is watched");
-  await page.evaluate(() => window.page.show(false));
-  await settlesAt(total, 0, "held requests after the last unmount");
-  assert.deepEqual(errors, []);
-  await page.close();
-});
-
 test("a double click on create makes one task", async (t) => {
   if (!browser) return t.skip(`no Chromium at ${chromium}`);
   const { page, errors } = await open();
@@ -270,52 +224,75 @@ test("useTaskBatch follows a batch to all-terminal through an outage, re-renderi
   await page.close();
 });
 
-/** A page under StrictMode following a new batch of queued tasks: nothing happens, so its watch is one long-poll the server holds. */
-async function heldBatch() {
-  const { batchId } = await newBatch(2);
-  const { page, errors } = await openBatch(batchId);
+/**
+ * What the lifecycle checks below need of each hook: a new id to follow
+ * (nothing happens to it, so its watch is one request the server holds),
+ * the page mounted on it, how the page switches to another id, and what
+ * the page shows once it follows that id.
+ */
+const HOOKS = {
+  useTask: {
+    newId: () => newTaskId(api),
+    open: (id) => open(id),
+    follow: (page, id) => page.evaluate((id) => window.page.watch(id), id),
+    shown: (id) => `#view[data-task="${id}"]`,
+  },
+  useTaskBatch: {
+    newId: async () => (await newBatch(2)).batchId,
+    open: (id) => openBatch(id),
+    follow: (page, id) => page.evaluate((id) => window.page.watchBatch(id), id),
+    shown: (id) => `#batch[data-batch="${id}"] li`,
+  },
+};
+
+/** A page under StrictMode following a new id with `hook`, and counters of its held requests. */
+async function held(hook) {
+  const id = await hook.newId();
+  const { page, errors } = await hook.open(id);
   const total = () => page.evaluate(() => window.page.inFlight());
   const of = (id) => () => page.evaluate((id) => window.page.inFlightFor(id), id);
-  return { page, errors, batchId, total, of };
+  return { page, errors, id, total, of };
 }
 
-test("useTaskBatch: StrictMode's double mount leaves exactly one held batch request", async (t) => {
-  if (!browser) return t.skip(`no Chromium at ${chromium}`);
-  const { page, errors, batchId, total, of } = await heldBatch();
-  await settlesAt(total, 1, "held requests after a StrictMode mount");
-  assert.equal(await of(batchId)(), 1, "the one held request is the batch's");
-  assert.deepEqual(errors, []);
-  await page.close();
-});
+for (const [name, hook] of Object.entries(HOOKS)) {
+  test(`${name}: StrictMode's double mount leaves exactly one held request, its own`, async (t) => {
+    if (!browser) return t.skip(`no Chromium at ${chromium}`);
+    const { page, errors, id, total, of } = await held(hook);
+    await settlesAt(total, 1, "held requests after a StrictMode mount");
+    assert.equal(await of(id)(), 1, "the one held request is for the id followed");
+    assert.deepEqual(errors, []);
+    await page.close();
+  });
 
-test("useTaskBatch: unmount leaves no held batch request, a remount one", async (t) => {
-  if (!browser) return t.skip(`no Chromium at ${chromium}`);
-  const { page, errors, total } = await heldBatch();
-  await page.waitForFunction(() => window.page.inFlight() > 0, null, { timeout: 5_000 });
-  await page.evaluate(() => window.page.show(false));
-  await settlesAt(total, 0, "held requests after unmount");
-  await page.evaluate(() => window.page.show(true));
-  await settlesAt(total, 1, "held requests after a remount");
-  await page.evaluate(() => window.page.show(false));
-  await settlesAt(total, 0, "held requests after the remount's unmount");
-  assert.deepEqual(errors, []);
-  await page.close();
-});
+  test(`${name}: unmount leaves no held request, and a remount one`, async (t) => {
+    if (!browser) return t.skip(`no Chromium at ${chromium}`);
+    const { page, errors, total } = await held(hook);
+    await page.waitForFunction(() => window.page.inFlight() > 0, null, { timeout: 5_000 });
+    await page.evaluate(() => window.page.show(false));
+    await settlesAt(total, 0, "held requests after unmount");
+    await page.evaluate(() => window.page.show(true));
+    await settlesAt(total, 1, "held requests after a remount");
+    await page.evaluate(() => window.page.show(false));
+    await settlesAt(total, 0, "held requests after the remount's unmount");
+    assert.deepEqual(errors, []);
+    await page.close();
+  });
 
-test("useTaskBatch: another batch id stops the old batch's watch", async (t) => {
-  if (!browser) return t.skip(`no Chromium at ${chromium}`);
-  const { page, errors, batchId: first, total, of } = await heldBatch();
-  const { batchId: second } = await newBatch(2);
-  await page.waitForFunction((id) => window.page.inFlightFor(id) > 0, first, { timeout: 5_000 });
-  await page.evaluate((id) => window.page.watchBatch(id), second);
-  await page.waitForSelector(`#batch[data-batch="${second}"] li`, { timeout: 5_000 });
-  await settlesAt(of(first), 0, "held requests for the old batch id");
-  await settlesAt(of(second), 1, "held requests for the new batch id");
-  await page.evaluate(() => window.page.show(false));
-  await settlesAt(total, 0, "held requests after the last unmount");
-  assert.deepEqual(errors, []);
-  await page.close();
-});
+  test(`${name}: another id stops the old id's watch`, async (t) => {
+    if (!browser) return t.skip(`no Chromium at ${chromium}`);
+    const { page, errors, id: first, total, of } = await held(hook);
+    const second = await hook.newId();
+    await page.waitForFunction((id) => window.page.inFlightFor(id) > 0, first, { timeout: 5_000 });
+    await hook.follow(page, second);
+    await page.waitForSelector(hook.shown(second), { timeout: 5_000 });
+    await settlesAt(of(first), 0, "held requests for the old id");
+    await settlesAt(of(second), 1, "held requests for the new id");
+    await page.evaluate(() => window.page.show(false));
+    await settlesAt(total, 0, "held requests after the last unmount");
+    assert.deepEqual(errors, []);
+    await page.close();
+  });
+}
 
 test("useTaskBatch with initial: the created batch is shown at once and followed by delta from its cursor", async (t) => {
   if (!browser) return t.skip(`no Chromium at ${chromium}`);
