@@ -16,61 +16,6 @@ export class TaskwireError extends Error {
 }
 
 /**
- * Calls `callback(true, value)` or `callback(false, error)` once, when
- * `promise` settles: the executor's one way to wait, so that each Rust
- * callback runs exactly once (and is freed) without an async runtime.
- */
-export function settle(promise, callback) {
-  Promise.resolve(promise).then(
-    (value) => callback(true, value),
-    (error) => callback(false, error),
-  );
-}
-
-/**
- * Starts a request for the client (`Http::fetch`, wasm/src/client/http.rs):
- * `fetch` (the injected one, else the global one) with `headers` (a flat
- * `[name, value, …]` array; a name without a value is left out) and up
- * to two extra headers, the abort `signal`, and `cache: "no-store"` (no
- * intermediary may cache a resume answer, PROTOCOL.md); the promise of
- * the response head. Throws when there is no fetch, or fetch throws.
- */
-export function send(fetch, method, url, headers, signal, body, name1, value1, name2, value2) {
-  const run = fetch ?? globalThis.fetch;
-  if (typeof run !== "function") throw "no fetch in this runtime";
-  const init = { method, headers: {}, signal, cache: "no-store" };
-  for (let i = 0; i + 1 < headers.length; i += 2) init.headers[headers[i]] = headers[i + 1];
-  if (name1 !== undefined) init.headers[name1] = value1;
-  if (name2 !== undefined) init.headers[name2] = value2;
-  if (body !== undefined) init.body = body;
-  return run.call(globalThis, url, init);
-}
-
-/** `Reflect.get(target, key)`, or undefined where that throws (a target that is not an object). */
-export function property(target, key) {
-  try {
-    return Reflect.get(target, key);
-  } catch {
-    return undefined;
-  }
-}
-
-/** A header of a response, or undefined. */
-export function responseHeader(response, name) {
-  return response.headers.get(name) ?? undefined;
-}
-
-/** `() => reader.read()` on a response's body, or undefined when it has none (or no reader). */
-export function bodyReader(response) {
-  try {
-    const reader = response.body?.getReader();
-    return typeof reader?.read === "function" ? () => reader.read() : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/**
  * `n` (finite, not a safe integer) as ryu writes it, for the client
  * build's float printer (wasm/src/number.rs): the runtime's shortest
  * digits (`String(n)`, the same digits ryu finds) laid out as ryu lays
