@@ -227,7 +227,7 @@ export class TaskClient {
       // One key per batch.
       const storageKey = prefix === undefined ? "" : `${prefix}batch:${batchId}`;
       const storage = storageKey ? localStore() : undefined;
-      return call(() => run(this.#http, storage, storageKey, start, sink, (...rest) => core.watch_batch(batchId, start, ...rest)));
+      return call(() => run(this.#http, storage, storageKey, start, sink, (...rest) => core.watch(true, batchId, undefined, start, ...rest)));
     });
   }
 
@@ -240,7 +240,7 @@ export class TaskClient {
     const core = this.#core;
     const storageKey = this.#persistPrefix === undefined ? "" : this.#persistPrefix + taskId;
     const storage = wrap(storageKey ? localStore() : undefined);
-    return new Watch(taskId, options, (sink, cursor) => call(() => run(this.#http, storage, storageKey, cursor, sink, (...rest) => core.watch(taskId, cursor, ...rest))));
+    return new Watch(taskId, options, (sink, cursor) => call(() => run(this.#http, storage, storageKey, cursor, sink, (...rest) => core.watch(false, taskId, cursor, undefined, ...rest))));
   }
 
   /** A POST (./follow.js): resolves to its answer, or rejects with a TaskwireError. */

@@ -187,8 +187,10 @@ class Runner {
 
   #pump() {
     let saved = false;
-    for (let out; (out = this.h?.poll()) !== undefined; ) {
-      const [kind, data] = JSON.parse(out);
+    // The outputs in order; `timeout`, always the last, ends them.
+    for (let kind = ""; kind !== "timeout" && this.h; ) {
+      const [out, data] = JSON.parse(this.h.poll());
+      kind = out;
       if (kind === "abort") {
         const flight = this.#flight;
         if (flight?.[0] === data) {
@@ -197,12 +199,14 @@ class Runner {
         }
       } else if (kind === "request") {
         this.#send(data);
+      } else if (kind === "timeout") {
+        this.#arm(data);
       } else {
         if (!saved && (kind === "update" || kind === "done")) {
           // The events of one input all follow its merge: the mirror is
           // already what they lead to.
           saved = true;
-          const text = this.storage && this.h.persisted();
+          const text = this.storage && this.h.read(1);
           if (text !== undefined) store(this.storage, "setItem", text);
         }
         // The JS side catches listener errors; nothing may break the loop.
@@ -213,17 +217,15 @@ class Runner {
         }
       }
     }
-    this.#arm();
   }
 
-  /** One timer for the follow's next deadline; replaced when it moves. */
-  #arm() {
-    const at = this.h?.timeout();
+  /** One timer for the follow's next deadline (`at`, null for none); replaced when it moves. */
+  #arm(at) {
     const old = this.#timer;
-    if (at === old?.[0]) return;
+    if (at === (old?.[0] ?? null)) return;
     // setTimeout takes whole milliseconds up to 2^31 - 1.
     const ms = Math.min(Math.max(at - Date.now(), 0), 2147483647) | 0;
-    this.#timer = at === undefined ? undefined : [at, setTimeout(() => ((this.#timer = undefined), this.#feed(1)), ms)];
+    this.#timer = at === null ? undefined : [at, setTimeout(() => ((this.#timer = undefined), this.#feed(1)), ms)];
     if (old) clearTimeout(old[1]);
   }
 
@@ -310,12 +312,12 @@ class Runner {
 
   /** The cursor of the next request (a task's version, a batch's cursor). */
   cursor() {
-    return this.h.cursor();
+    return Number(this.h.read(2));
   }
 
   /** What was known at the start (restored or given), as JSON: the task or `null`; a batch's snapshot answer. */
   initial() {
-    return this.h.initial();
+    return this.h.read(0);
   }
 
   /** Stops and frees the wasm memory. */
