@@ -16,6 +16,52 @@ export class TaskwireError extends Error {
 }
 
 /**
+ * `JSON.parse(text)` for the client build's reader (`Reader` in
+ * wasm/src/read.rs), as one string: `n`, `t`, `f`; `i<digits>;` for a
+ * safe integer ≥ 0, `d<hex>;` for any other number (its IEEE 754 bits,
+ * exact); `s<length>:<text>` for a string (its length in UTF-16 units);
+ * `[…]`; `{` then `<length>:<key>` and the value for each field in
+ * `Object.keys` order, `}`. `!` and the message when `text` is not JSON;
+ * `~` when a value is nested deeper than 64 (the core parser's limit) or
+ * a number is not finite (`1e400`).
+ */
+export function jsonTree(text) {
+  let value;
+  try {
+    value = JSON.parse(text);
+  } catch (e) {
+    const message = e?.message;
+    return "!" + (typeof message === "string" ? message : "");
+  }
+  let out = "";
+  const bits = new DataView(new ArrayBuffer(8));
+  const walk = (v, depth) => {
+    if (depth > 64) return false;
+    if (v === null) out += "n";
+    else if (typeof v === "boolean") out += v ? "t" : "f";
+    else if (typeof v === "number") {
+      if (!Number.isFinite(v)) return false;
+      bits.setFloat64(0, v);
+      out += "d" + bits.getBigUint64(0).toString(16) + ";";
+    } else if (typeof v === "string") out += "s" + v.length + ":" + v;
+    else if (Array.isArray(v)) {
+      out += "[";
+      for (let i = 0; i < v.length; i++) if (!walk(v[i], depth + 1)) return false;
+      out += "]";
+    } else {
+      out += "{";
+      for (const key of Object.keys(v)) {
+        out += key.length + ":" + key;
+        if (!walk(v[key], depth + 1)) return false;
+      }
+      out += "}";
+    }
+    return true;
+  };
+  return walk(value, 0) ? out : "~";
+}
+
+/**
  * `n` (finite, not a safe integer) as ryu writes it, for the client
  * build's float printer (wasm/src/number.rs): the runtime's shortest
  * digits (`String(n)`, the same digits ryu finds) laid out as ryu lays
