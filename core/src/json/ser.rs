@@ -43,20 +43,10 @@ pub(crate) fn write_str(out: &mut String, s: &str) {
     out.push('"');
 }
 
-fn write_u64(out: &mut String, mut n: u64) {
-    let mut buf = [0u8; 20];
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    for &b in buf.get(i..).unwrap_or_default() {
-        out.push(b as char);
-    }
+/// The follow's writer (no index that could panic: its bounds check
+/// and the panic's location cost the page bytes).
+fn write_u64(out: &mut String, n: u64) {
+    crate::follow::push_u64(out, n);
 }
 
 fn write_i64(out: &mut String, n: i64) {
