@@ -43,10 +43,19 @@ fn millis(value: Option<f64>, key: &str, default: f64) -> Result<f64, JsValue> {
     }
 }
 
+#[wasm_bindgen]
+extern "C" {
+    /// `Date.parse`, imported here rather than through js-sys: the page
+    /// then links no js-sys (whose JSPI waker and closure shims stayed in
+    /// the module's function table, with their panic messages).
+    #[wasm_bindgen(js_namespace = Date, js_name = parse)]
+    fn date_parse(value: &str) -> f64;
+}
+
 /// An HTTP date through the runtime's `Date.parse` (which the page has
 /// anyway; core's own reader would cost it ~0.7 KB).
 fn js_date(value: &str) -> Option<f64> {
-    Some(js_sys::Date::parse(value)).filter(|ms| ms.is_finite())
+    Some(date_parse(value)).filter(|ms| ms.is_finite())
 }
 
 /// The wasm side of `TaskClient`.
