@@ -119,7 +119,7 @@ export class TaskClient {
     if (share !== undefined && typeof share !== "boolean" && (typeof share !== "string" || share === "")) {
       throw invalid("options.shareAcrossTabs: must be a boolean or a non-empty name");
     }
-    this.#core = call(() => new raw.ClientCore(baseUrl, initialMs, maxMs, transport, waitMs));
+    this.#core = call(() => new raw.ClientCore(baseUrl, initialMs, maxMs, transport ?? "long-poll", waitMs));
     this.#http = { fetch: fetchFn, headers: pairs };
     // Without either API (an old browser, Node) each tab keeps its own
     // connections, as without the option.
@@ -227,7 +227,7 @@ export class TaskClient {
       // One key per batch.
       const storageKey = prefix === undefined ? "" : `${prefix}batch:${batchId}`;
       const storage = storageKey ? localStore() : undefined;
-      return call(() => run(this.#http, storage, storageKey, start, sink, (...rest) => core.watch(true, batchId, undefined, start, ...rest)));
+      return call(() => run(this.#http, storage, storageKey, start, sink, (...rest) => core.watch(true, batchId, undefined, start ?? "", ...rest)));
     });
   }
 
@@ -240,7 +240,7 @@ export class TaskClient {
     const core = this.#core;
     const storageKey = this.#persistPrefix === undefined ? "" : this.#persistPrefix + taskId;
     const storage = wrap(storageKey ? localStore() : undefined);
-    return new Watch(taskId, options, (sink, cursor) => call(() => run(this.#http, storage, storageKey, cursor, sink, (...rest) => core.watch(false, taskId, cursor, undefined, ...rest))));
+    return new Watch(taskId, options, (sink, cursor) => call(() => run(this.#http, storage, storageKey, cursor, sink, (...rest) => core.watch(false, taskId, cursor, "", ...rest))));
   }
 
   /** A POST (./follow.js): resolves to its answer, or rejects with a TaskwireError. */

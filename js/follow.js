@@ -79,14 +79,14 @@ const RETRIES = 4;
  * `http-<status>`) and `status`.
  */
 export function post(core, http, taskId, tail, body, key) {
-  const url = core.url(taskId, tail);
+  const url = core.url(taskId ?? "", tail);
   const retries = taskId === undefined && key === undefined ? 0 : RETRIES;
   const extra = body === undefined ? [] : ["content-type", "application/json"];
   if (key !== undefined) extra.push("idempotency-key", wellFormed(key));
   return new Promise((resolve, reject) => {
     const fail = (code, message, status) => reject(new TaskwireError(code, wellFormed(message), status));
     // After attempt `n` failed: the next one after a delay, or `network`.
-    const retry = (n, failure, retryAfter) => {
+    const retry = (n, failure, retryAfter = "") => {
       if (n >= retries) return fail("network", "network error: " + failure);
       setTimeout(() => attempt(n + 1), core.delay(n + 1, Math.random(), retryAfter, Date.now()));
     };
@@ -123,7 +123,7 @@ export function post(core, http, taskId, tail, body, key) {
         (response) => {
           if (!is(response, "Response")) return retry(n, "fetch did not resolve to a Response");
           const status = response.status;
-          if ((status === 429 || status >= 500) && n < retries) return retry(n, "HTTP " + status, response.headers.get("retry-after") ?? undefined);
+          if ((status === 429 || status >= 500) && n < retries) return retry(n, "HTTP " + status, response.headers.get("retry-after") ?? "");
           let text;
           try {
             text = response.text();
@@ -155,15 +155,18 @@ function store(s, method, value) {
 /**
  * A watch in this tab: `open(stored, online, now, random)` makes its
  * wasm `WatchHandle` (`stored`: the text persisted in `storage` under
- * `storageKey`, read unless `given`); `sink(kind, payload)` receives
+ * `storageKey`, read unless `given`; empty when none); `sink(kind, payload)` receives
  * every event (`fail` as a `TaskwireError`). The handle `Watch` and
  * `BatchWatch` drive (./watch.js).
  */
 export function run(http, storage, storageKey, given, sink, open) {
   const s = storage !== undefined && storage !== null && typeof storageKey === "string" ? { storage, key: storageKey } : undefined;
   const text = s && given === undefined ? store(s, "getItem") : undefined;
-  return new Runner(open(typeof text === "string" ? text : undefined, isOnline(), Date.now(), Math.random()), http, sink, s);
+  return new Runner(open(typeof text === "string" ? text : "", isOnline(), Date.now(), Math.random()), http, sink, s);
 }
+
+/** The bytes of an input without any (`feed` takes them always). */
+const NONE = new Uint8Array();
 
 class Runner {
   /** `[id, AbortController]` of the request in flight. */
@@ -180,7 +183,7 @@ class Runner {
   }
 
   /** Feeds one input (see `WatchHandle::feed`), then carries out what the follow asks. */
-  #feed(kind, id = 0, status = 0, text, bytes) {
+  #feed(kind, id = 0, status = 0, text = "", bytes = NONE) {
     this.h?.feed(kind, Date.now(), isOnline(), id, status, text, bytes);
     this.#pump();
   }
@@ -252,7 +255,7 @@ class Runner {
     const fail = (e) => failed(describe(e));
     Promise.resolve(head).then((response) => {
       if (!is(response, "Response")) return failed("fetch did not resolve to a Response");
-      this.#feed(4, id, response.status, response.headers.get("retry-after") ?? undefined);
+      this.#feed(4, id, response.status, response.headers.get("retry-after") ?? "");
       if (!this.#wants(id)) return;
       if (!stream) {
         let body;
@@ -270,7 +273,7 @@ class Runner {
       } catch {
         // no reader
       }
-      if (!read) return this.#feed(8, id);
+      if (!read) return this.#feed(9, id);
       // Reads the stream chunk by chunk until it ends or is no longer wanted.
       const next = () => {
         let chunk;

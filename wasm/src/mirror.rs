@@ -1,12 +1,12 @@
 //! `TaskMirror`: one task as a client knows it.
 
-use alloc::string::String;
 use taskwire_core as tw;
 use tw::json::{object, write};
 use wasm_bindgen::prelude::wasm_bindgen;
+use wasm_bindgen::JsValue;
 
 use crate::read::read;
-use crate::{throw, Result};
+use crate::{text, throw, Result};
 
 /// The wasm side of `TaskMirror` (the JS class wraps it).
 #[wasm_bindgen]
@@ -42,21 +42,21 @@ impl MirrorHandle {
     /// Merges a resume answer given as JSON text: `{outcome, task?}`.
     /// The answer's `epoch`, when it has one, is judged too (a snapshot
     /// of another epoch is taken even at a lower version).
-    pub fn merge(&mut self, answer: &str) -> Result<String> {
+    pub fn merge(&mut self, answer: &str) -> Result<JsValue> {
         let tw::EpochAnswer { epoch, answer } = read(answer, "answer").map_err(throw)?;
         let outcome = self.mirror.merge_from(epoch.as_deref(), &answer);
         // `{outcome, task?}`: the task when it changed, so that the JS
         // layer refreshes its cached task in the same crossing.
-        Ok(match self.mirror.task().filter(|_| outcome.changed) {
+        Ok(text(match self.mirror.task().filter(|_| outcome.changed) {
             Some(task) => object(&[("outcome", &outcome), ("task", task)]),
             None => object(&[("outcome", &outcome)]),
-        })
+        }))
     }
 
     /// The persisted form, `{taskId, task, epoch?}` (`task` is `null`
     /// before the first answer): also how the JS side reads the task id
     /// and the task, so that one export serves all three.
-    pub fn to_json(&self) -> String {
-        write(&self.mirror)
+    pub fn to_json(&self) -> JsValue {
+        text(write(&self.mirror))
     }
 }

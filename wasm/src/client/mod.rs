@@ -25,7 +25,7 @@ use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::JsValue;
 
 use crate::error::Code;
-use crate::{safe_int, throw};
+use crate::{safe_int, text, throw};
 pub use watch::WatchHandle;
 
 fn invalid(message: String) -> JsValue {
@@ -72,13 +72,15 @@ impl ClientCore {
     /// The client's options (`js/client.js` has checked their types; this
     /// checks the values, so that every rule and message lives in one
     /// place): the base URL, the backoff's `initialMs` and `maxMs`,
-    /// `transport` and `waitMs` (`undefined` when not given).
+    /// `transport` (`long-poll` when not given) and `waitMs` (`undefined`
+    /// when not given). Text crosses as `&str` throughout, never as an
+    /// owned `String`: taking one in costs its boxed-slice conversion.
     #[wasm_bindgen(constructor)]
     pub fn new(
         base_url: &str,
         initial_ms: Option<f64>,
         max_ms: Option<f64>,
-        transport: Option<String>,
+        transport: &str,
         wait_ms: Option<f64>,
     ) -> Result<ClientCore, JsValue> {
         let base = base_url.trim().to_string();
@@ -94,10 +96,10 @@ impl ClientCore {
             max_ms: millis(max_ms, "maxMs", defaults.max_ms)?,
         };
         backoff.max_ms = backoff.max_ms.max(backoff.initial_ms);
-        let transport = match transport.as_deref() {
-            None | Some("long-poll") => Transport::LongPoll,
-            Some("sse") => Transport::Sse,
-            Some(_) => {
+        let transport = match transport {
+            "long-poll" => Transport::LongPoll,
+            "sse" => Transport::Sse,
+            _ => {
                 return Err(invalid(
                     "options.transport: must be \"long-poll\" or \"sse\"".into(),
                 ))
@@ -115,25 +117,26 @@ impl ClientCore {
         })
     }
 
-    /// The URL of a POST: `{base}{tail}` without a task (`/v1/tasks`,
+    /// The URL of a POST: `{base}{tail}` for a route (`/v1/tasks`,
     /// `/v1/batches`), else `{base}/v1/tasks/{id}/{tail}` (`deliveries`,
     /// `cancel`, `decisions`), the id percent-encoded.
-    pub fn url(&self, task_id: Option<String>, tail: &str) -> String {
+    pub fn url(&self, task_id: &str, tail: &str) -> JsValue {
         let mut url = String::from(self.base.trim_end_matches('/'));
-        if let Some(id) = task_id {
+        if !tail.starts_with('/') {
             url.push_str("/v1/tasks/");
-            encode_segment(&id, &mut url);
+            encode_segment(task_id, &mut url);
             url.push('/');
         }
         url.push_str(tail);
-        url
+        text(url)
     }
 
     /// The wait in whole ms (as `setTimeout` takes it) before attempt
     /// `failures + 1` of a POST, given a uniform `random` in [0, 1): the
-    /// backoff, raised to a `Retry-After` (read at `now`).
-    pub fn delay(&self, failures: u32, random: f64, retry_after: Option<String>, now: f64) -> u32 {
-        let floor = retry_after.and_then(|v| retry_after_ms(&v, now, js_date));
+    /// backoff, raised to a `Retry-After` (read at `now`; empty when
+    /// there is none, which reads as none).
+    pub fn delay(&self, failures: u32, random: f64, retry_after: &str, now: f64) -> u32 {
+        let floor = retry_after_ms(retry_after, now, js_date);
         // setTimeout takes whole milliseconds up to 2^31 - 1.
         self.backoff
             .delay(failures, random, floor)
@@ -153,7 +156,8 @@ impl ClientCore {
     /// known already (a create's answer), as the JSON text of a snapshot
     /// `BatchAnswer`: the form the batch is stored in, restored through
     /// the same reader and merge as the server's answers (else from
-    /// `stored`, if sound). `online` is the runtime's network reading,
+    /// `stored`, if sound); empty `start` and `stored` are none. `online`
+    /// is the runtime's network reading,
     /// `random` a uniform draw in [0, 1) that seeds the backoff's jitter.
     /// One export for both (a second cost the page 0.2 KB gzip).
     #[allow(clippy::too_many_arguments)]
@@ -162,8 +166,8 @@ impl ClientCore {
         batch: bool,
         id: &str,
         cursor: Option<f64>,
-        start: Option<String>,
-        stored: Option<String>,
+        start: &str,
+        stored: &str,
         online: bool,
         now: f64,
         random: f64,
@@ -171,14 +175,12 @@ impl ClientCore {
         let config = self.config(random);
         let follow = if batch {
             let mut mirror = tw::BatchMirror::new(id).map_err(throw)?;
-            match start {
-                Some(text) => start_from(&mut mirror, &text).map_err(throw)?,
-                // A corrupt stored value is ignored, as a task's is.
-                None => {
-                    if let Some(text) = stored {
-                        let _ = start_from(&mut mirror, &text);
-                    }
-                }
+            if !start.is_empty() {
+                start_from(&mut mirror, start).map_err(throw)?;
+            } else {
+                // A corrupt (or empty) stored value is ignored, as a
+                // task's is.
+                let _ = start_from(&mut mirror, stored);
             }
             Follow::batch(config, mirror, now, online)
         } else {
@@ -187,9 +189,9 @@ impl ClientCore {
                 None => None,
                 Some(c) => Some(safe_int(c, "cursor")?),
             };
-            let restored = stored
+            let restored = Some(stored)
                 .filter(|_| hint.is_none())
-                .and_then(|text| crate::read::read::<tw::Mirror>(&text, "persisted").ok())
+                .and_then(|text| crate::read::read::<tw::Mirror>(text, "persisted").ok())
                 .filter(|m| m.task_id() == id);
             let mirror = restored.unwrap_or(fresh);
             Follow::new(config, mirror, hint.unwrap_or(0), now, online)

@@ -17,12 +17,15 @@
 //! input and one (`read`) for what the executor reads of the state: each
 //! export costs the page its glue on both sides (~0.15 KB gzip).
 
-use alloc::{string::String, vec::Vec};
+use alloc::string::String;
 
 use taskwire_core as tw;
 use tw::follow::{decimal, Failure, Follow, FollowEvent, RequestId};
 use tw::json::{object, write};
 use wasm_bindgen::prelude::wasm_bindgen;
+use wasm_bindgen::JsValue;
+
+use crate::text;
 
 /// The wasm side of a watch (`js/follow.js` wraps it).
 #[wasm_bindgen]
@@ -48,8 +51,9 @@ impl WatchHandle {
     /// `online`/`offline` fired; 3 the page became visible; 4 the head of
     /// request `id` (`status`, `text`: its `Retry-After`); 5 its whole
     /// body (`bytes`); 6 a chunk of its stream (`bytes`); 7 the stream's
-    /// end; 8 its failure (`text`: the runtime's message, or none when a
-    /// stream has no body).
+    /// end; 8 its failure (`text`: the runtime's message); 9 a stream
+    /// without a body. `text` and `bytes` are empty when not given (an
+    /// empty `Retry-After` reads as none).
     #[allow(clippy::too_many_arguments)]
     pub fn feed(
         &mut self,
@@ -58,35 +62,29 @@ impl WatchHandle {
         online: bool,
         id: f64,
         status: u16,
-        text: Option<String>,
-        bytes: Option<Vec<u8>>,
+        text: &str,
+        bytes: &[u8],
     ) {
         let f = &mut self.follow;
         f.set_online(online);
         let id = RequestId(id as u64);
-        let bytes = bytes.unwrap_or_default();
         match kind {
             0 => f.stop(),
             1 => f.handle_timeout(now),
             2 => f.handle_network(now, online),
             3 => f.handle_visibility(now, true),
-            4 => f.handle_head(now, id, status, text.as_deref()),
-            5 => f.handle_body(now, id, &bytes),
-            6 => f.handle_chunk(now, id, &bytes),
+            4 => f.handle_head(now, id, status, Some(text)),
+            5 => f.handle_body(now, id, bytes),
+            6 => f.handle_chunk(now, id, bytes),
             7 => f.handle_end(now, id),
-            _ => {
-                let failure = match &text {
-                    Some(e) => Failure::Network(e),
-                    None => Failure::NoBody,
-                };
-                f.handle_failure(now, id, failure);
-            }
+            8 => f.handle_failure(now, id, Failure::Network(text)),
+            _ => f.handle_failure(now, id, Failure::NoBody),
         }
     }
 
     /// The next output, `[kind, payload]` (see the module docs): the
     /// last is always `timeout`.
-    pub fn poll(&mut self) -> String {
+    pub fn poll(&mut self) -> JsValue {
         let f = &mut self.follow;
         let (kind, json) = if let Some(event) = f.poll_event() {
             match &event {
@@ -124,7 +122,7 @@ impl WatchHandle {
         out.push_str("\",");
         out.push_str(&json);
         out.push(']');
-        out
+        text(out)
     }
 
     /// What the executor reads of the state, by `what`: 0, what was known
@@ -135,18 +133,18 @@ impl WatchHandle {
     /// mirror (`{taskId, task, epoch?}`), a batch as its snapshot answer,
     /// `undefined` while nothing is known; 2, the cursor of the next
     /// request (a task's version, a batch's cursor), in decimal.
-    pub fn read(&self, what: u8) -> Option<String> {
+    pub fn read(&self, what: u8) -> JsValue {
         let follow = &self.follow;
-        match (what, follow.mirror(), follow.batch_mirror()) {
-            (0, _, Some(b)) => Some(write(b)),
-            (0, m, _) => Some(match m.and_then(|m| m.task()) {
+        text(match (what, follow.mirror(), follow.batch_mirror()) {
+            (0, _, Some(b)) => write(b),
+            (0, m, _) => match m.and_then(|m| m.task()) {
                 Some(task) => write(task),
                 None => String::from("null"),
-            }),
-            (1, Some(m), _) if m.task().is_some() => Some(write(m)),
-            (1, _, Some(b)) if b.cursor() > 0 => Some(write(b)),
-            (1, _, _) => None,
-            _ => Some(decimal(follow.cursor())),
-        }
+            },
+            (1, Some(m), _) if m.task().is_some() => write(m),
+            (1, _, Some(b)) if b.cursor() > 0 => write(b),
+            (1, _, _) => return JsValue::UNDEFINED,
+            _ => decimal(follow.cursor()),
+        })
     }
 }
