@@ -16,27 +16,19 @@ pub struct MirrorHandle {
 
 #[wasm_bindgen]
 impl MirrorHandle {
-    /// A mirror that knows nothing yet.
+    /// A mirror, by `from`: 0, one that knows nothing yet about task
+    /// `text`; 1, one starting from a task (`text`: the JSON of a task
+    /// view); 2, one from its persisted JSON (`{taskId, task, epoch?}`).
+    /// One export for the three (each export costs the page its glue on
+    /// both sides).
     #[wasm_bindgen(constructor)]
-    pub fn new(task_id: &str) -> Result<MirrorHandle> {
-        tw::Mirror::new(task_id)
-            .map(|mirror| MirrorHandle { mirror })
-            .map_err(throw)
-    }
-
-    /// A mirror starting from a task (JSON of a task view).
-    pub fn from_snapshot(task: &str) -> Result<MirrorHandle> {
-        let task: tw::TaskView = read(task, "task").map_err(throw)?;
-        Ok(MirrorHandle {
-            mirror: tw::Mirror::from_snapshot(task),
-        })
-    }
-
-    /// A mirror from its persisted JSON (`{taskId, task, epoch?}`).
-    pub fn from_json(text: &str) -> Result<MirrorHandle> {
-        read(text, "mirror")
-            .map(|mirror| MirrorHandle { mirror })
-            .map_err(throw)
+    pub fn new(from: u8, text: &str) -> Result<MirrorHandle> {
+        let mirror = match from {
+            0 => tw::Mirror::new(text),
+            1 => read(text, "task").map(tw::Mirror::from_snapshot),
+            _ => read(text, "mirror"),
+        };
+        mirror.map(|mirror| MirrorHandle { mirror }).map_err(throw)
     }
 
     /// Merges a resume answer given as JSON text: `{outcome, task?}`.
