@@ -31,6 +31,8 @@
 
 #![cfg_attr(all(target_arch = "wasm32", not(feature = "book")), no_std)]
 #![forbid(unsafe_code)]
+// ASCII is appended as `&str`, not as a `char` (see taskwire-core).
+#![allow(clippy::single_char_add_str)]
 
 extern crate alloc;
 

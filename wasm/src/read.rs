@@ -39,10 +39,10 @@ fn parse(text: &str, what: &str) -> Result<tw::json::Value<'static>, tw::Error> 
         message.push_str(why);
         tw::Error::invalid(message)
     };
-    if let Some(error) = tree.strip_prefix('!') {
+    if let Some(error) = tree.strip_prefix("!") {
         let mut why = String::from(": invalid JSON (");
         why.push_str(error);
-        why.push(')');
+        why.push_str(")");
         return Err(failed(&why));
     }
     tree::Reader { text: &tree, at: 0 }

@@ -90,7 +90,7 @@ impl Parser {
             self.has_data = false;
             return;
         }
-        if line.starts_with(':') {
+        if line.starts_with(":") {
             return; // a comment: heartbeat
         }
         // Bytes, not `str::find` and `contains`: their char searcher
@@ -101,7 +101,7 @@ impl Parser {
                 let value = line.get(colon + 1..).unwrap_or_default();
                 (
                     line.get(..colon).unwrap_or_default(),
-                    value.strip_prefix(' ').unwrap_or(value),
+                    value.strip_prefix(" ").unwrap_or(value),
                 )
             }
             None => (line, ""),
@@ -110,7 +110,7 @@ impl Parser {
             "event" => self.event = value.to_string(),
             "data" => {
                 if self.has_data {
-                    self.data.push('\n');
+                    self.data.push_str("\n");
                 }
                 self.data.push_str(value);
                 self.has_data = true;

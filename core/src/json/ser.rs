@@ -14,7 +14,7 @@ pub(crate) struct Ser<'a> {
 
 /// Writes `s` as a JSON string literal with JavaScript's escapes.
 pub(crate) fn write_str(out: &mut String, s: &str) {
-    out.push('"');
+    out.push_str("\"");
     let mut start = 0;
     for (i, b) in s.bytes().enumerate() {
         let escape = match b {
@@ -32,15 +32,14 @@ pub(crate) fn write_str(out: &mut String, s: &str) {
         if escape.is_empty() {
             const HEX: &[u8; 16] = b"0123456789abcdef";
             out.push_str("\\u00");
-            out.push(HEX[usize::from(b >> 4)] as char);
-            out.push(HEX[usize::from(b & 0xf)] as char);
+            crate::follow::push_ascii(out, &[HEX[usize::from(b >> 4)], HEX[usize::from(b & 0xf)]]);
         } else {
             out.push_str(escape);
         }
         start = i + 1;
     }
     out.push_str(s.get(start..).unwrap_or_default());
-    out.push('"');
+    out.push_str("\"");
 }
 
 /// The follow's writer (no index that could panic: its bounds check
@@ -51,7 +50,7 @@ fn write_u64(out: &mut String, n: u64) {
 
 fn write_i64(out: &mut String, n: i64) {
     if n < 0 {
-        out.push('-');
+        out.push_str("-");
     }
     write_u64(out, n.unsigned_abs());
 }

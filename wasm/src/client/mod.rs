@@ -19,7 +19,8 @@ use alloc::{string::String, string::ToString};
 
 use taskwire_core as tw;
 use tw::follow::{
-    encode_segment, retry_after_ms, Backoff, Follow, FollowConfig, Transport, MAX_WAIT_MS,
+    encode_segment, retry_after_ms, trim_slashes, Backoff, Follow, FollowConfig, Transport,
+    MAX_WAIT_MS,
 };
 use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::JsValue;
@@ -121,11 +122,11 @@ impl ClientCore {
     /// `/v1/batches`), else `{base}/v1/tasks/{id}/{tail}` (`deliveries`,
     /// `cancel`, `decisions`), the id percent-encoded.
     pub fn url(&self, task_id: &str, tail: &str) -> JsValue {
-        let mut url = String::from(self.base.trim_end_matches('/'));
-        if !tail.starts_with('/') {
+        let mut url = String::from(trim_slashes(&self.base));
+        if !tail.starts_with("/") {
             url.push_str("/v1/tasks/");
             encode_segment(task_id, &mut url);
-            url.push('/');
+            url.push_str("/");
         }
         url.push_str(tail);
         text(url)

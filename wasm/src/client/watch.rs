@@ -121,7 +121,7 @@ impl WatchHandle {
         out.push_str(kind);
         out.push_str("\",");
         out.push_str(&json);
-        out.push(']');
+        out.push_str("]");
         text(out)
     }
 
