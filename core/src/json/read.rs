@@ -233,7 +233,7 @@ impl<T: FromJson> FromJson for Vec<T> {
         let Value::Array(items) = value else {
             return Err(expected("an array", value, at));
         };
-        let mut out = Vec::with_capacity(items.len());
+        let mut out = Vec::new();
         for (i, item) in items.iter().enumerate() {
             out.push(T::from_json(item, Path::Index(&at, i))?);
         }
