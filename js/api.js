@@ -104,8 +104,10 @@ function parse(json) {
   return JSON.parse(json);
 }
 
-/** Helpers shared with book.js and client.js (not part of the public API). */
-export const __internal = { call, text, str, num, invalid, typeName, parse, convert };
+// Helpers shared with book.js, client.js and watch.js (not part of the
+// public API: exports.js names what is). Named exports, not one object,
+// so that a bundler leaves out what the page does not use (`num`).
+export { call, text, str, num, invalid, typeName, parse };
 
 // ---- TaskMirror -----------------------------------------------------------
 

@@ -7,12 +7,10 @@
 // watches of all tabs run in one of them (./tabs.js).
 
 import * as raw from "./taskwire_wasm.js";
-import { __internal } from "./api.js";
+import { call, text, str, invalid, typeName } from "./api.js";
 import { restored, shared, sharedBatch } from "./tab-watch.js";
 import { BatchWatch, Watch, localStore, option } from "./watch.js";
 import { post, run } from "./follow.js";
-
-const { call, text, str, invalid, typeName } = __internal;
 
 /** `init` with `Authorization: Bearer <token>` added. */
 function withBearer(init, token) {
