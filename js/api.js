@@ -104,8 +104,10 @@ function parse(json) {
   return JSON.parse(json);
 }
 
-/** Helpers shared with book.js and client.js (not part of the public API). */
-export const __internal = { call, text, str, num, invalid, typeName, parse, convert };
+// Helpers shared with book.js, client.js and watch.js (not part of the
+// public API: exports.js names what is). Named exports, not one object,
+// so that a bundler leaves out what the page does not use (`num`).
+export { call, text, str, num, invalid, typeName, parse };
 
 // ---- TaskMirror -----------------------------------------------------------
 
@@ -126,7 +128,7 @@ export class TaskMirror {
       return;
     }
     str(taskId, "taskId");
-    this.#handle = call(() => new raw.MirrorHandle(taskId));
+    this.#handle = call(() => new raw.MirrorHandle(0, taskId));
     this.#task = undefined;
     this.#taskId = taskId;
   }
@@ -134,13 +136,13 @@ export class TaskMirror {
   /** A mirror that starts from a known task (a view; history is ignored). */
   static fromSnapshot(task) {
     const json = text(task, "task");
-    return new TaskMirror(fromHandle, call(() => raw.MirrorHandle.from_snapshot(json)));
+    return new TaskMirror(fromHandle, call(() => new raw.MirrorHandle(1, json)));
   }
 
   /** A mirror from what `toJSON()` produced (an object, or its JSON text). */
   static fromJSON(value) {
     const json = typeof value === "string" ? str(value, "mirror") : text(value, "mirror");
-    return new TaskMirror(fromHandle, call(() => raw.MirrorHandle.from_json(json)));
+    return new TaskMirror(fromHandle, call(() => new raw.MirrorHandle(2, json)));
   }
 
   #mirror() {

@@ -2,9 +2,7 @@
 // kept inside WebAssembly, O(1) per event.
 
 import * as raw from "./taskwire_wasm.js";
-import { __internal } from "./api.js";
-
-const { call, text, str, num, invalid, typeName, parse } = __internal;
+import { call, text, str, num, invalid, typeName, parse } from "./api.js";
 
 // ---- pure functions -------------------------------------------------------
 

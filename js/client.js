@@ -1,17 +1,16 @@
-// TaskClient: the browser client. The loop (requests, merging, backoff,
-// SSE, fallback, persistence) is Rust (taskwire-core's Follow, run by
-// wasm/src/client); this file owns the requests' JavaScript side (the
-// options, the token function around fetch), and ./watch.js what a watch
-// needs of the runtime. It never assumes `window`: it runs in windows,
+// TaskClient: the browser client. The loop's decisions (requests,
+// merging, backoff, SSE, fallback) are Rust (taskwire-core's Follow, in
+// wasm/src/client), carried out by ./follow.js (fetch, timers, storage);
+// this file owns the options and the token function around fetch, and
+// ./watch.js what a watch needs of the runtime. It never assumes `window`: it runs in windows,
 // workers and Node ≥ 20. With `shareAcrossTabs`, the task and batch
 // watches of all tabs run in one of them (./tabs.js).
 
 import * as raw from "./taskwire_wasm.js";
-import { __internal } from "./api.js";
+import { call, text, str, invalid, typeName } from "./api.js";
 import { restored, shared, sharedBatch } from "./tab-watch.js";
-import { BatchWatch, Watch, isOnline, localStore, option } from "./watch.js";
-
-const { call, text, str, invalid, typeName } = __internal;
+import { BatchWatch, Watch, localStore, option } from "./watch.js";
+import { post, run } from "./follow.js";
 
 /** `init` with `Authorization: Bearer <token>` added. */
 function withBearer(init, token) {
@@ -69,6 +68,8 @@ function bearerFetch(inner, source) {
 /** Talks PROTOCOL.md to one backend. */
 export class TaskClient {
   #core;
+  /** `{fetch, headers}`: the injected fetch (if any) and the headers of every request, a flat `[name, value, …]` array. */
+  #http;
   #persistPrefix;
   /** With `shareAcrossTabs`, where Web Locks and BroadcastChannel exist: the tab group, once loaded. */
   #tabs;
@@ -116,7 +117,8 @@ export class TaskClient {
     if (share !== undefined && typeof share !== "boolean" && (typeof share !== "string" || share === "")) {
       throw invalid("options.shareAcrossTabs: must be a boolean or a non-empty name");
     }
-    this.#core = call(() => new raw.ClientCore({ baseUrl, headers: pairs, fetch: fetchFn, initialMs, maxMs, transport, waitMs }));
+    this.#core = call(() => new raw.ClientCore(baseUrl, initialMs, maxMs, transport ?? "long-poll", waitMs));
+    this.#http = { fetch: fetchFn, headers: pairs };
     // Without either API (an old browser, Node) each tab keeps its own
     // connections, as without the option.
     if (share && globalThis.navigator?.locks && typeof BroadcastChannel === "function") {
@@ -137,8 +139,7 @@ export class TaskClient {
     if (options === null || typeof options !== "object") throw invalid(`options: must be an object, got ${typeName(options)}`);
     const key = option(options, "idempotencyKey");
     if (key !== undefined) str(key, "idempotencyKey");
-    const core = this.#core;
-    return settle(() => core.create("/v1/tasks", body, key));
+    return this.#post(undefined, "/v1/tasks", body, key);
   }
 
   /**
@@ -152,16 +153,14 @@ export class TaskClient {
     if (options === null || typeof options !== "object") throw invalid(`options: must be an object, got ${typeName(options)}`);
     const key = option(options, "idempotencyKey");
     if (key !== undefined) str(key, "idempotencyKey");
-    const core = this.#core;
-    return settle(() => core.create("/v1/batches", body, key));
+    return this.#post(undefined, "/v1/batches", body, key);
   }
 
   /** POST /v1/tasks/{id}/deliveries: the receipt (the same one for the same key). */
   async deliver(taskId, key) {
     str(taskId, "taskId");
     str(key, "key");
-    const core = this.#core;
-    return (await settle(() => core.deliver(taskId, key))).receipt;
+    return (await this.#post(taskId, "deliveries", undefined, key)).receipt;
   }
 
   /**
@@ -175,8 +174,7 @@ export class TaskClient {
     const reason = option(options, "reason");
     if (reason !== undefined) str(reason, "options.reason");
     const body = JSON.stringify(reason === undefined ? {} : { reason });
-    const core = this.#core;
-    return settle(() => core.cancel(taskId, body));
+    return this.#post(taskId, "cancel", body);
   }
 
   /**
@@ -197,8 +195,7 @@ export class TaskClient {
     if (typeof version !== "number") throw invalid(`options.version: must be a number, got ${typeName(version)}`);
     if (reason !== undefined) str(reason, "options.reason");
     const body = JSON.stringify({ decision, artifactHash, version, ...(reason !== undefined && { reason }) });
-    const core = this.#core;
-    return settle(() => core.decide(taskId, body));
+    return this.#post(taskId, "decisions", body);
   }
 
   /** Follows a task until it is terminal, stopped, or refused (401/403/404). */
@@ -225,27 +222,28 @@ export class TaskClient {
     const core = this.#core;
     const prefix = this.#persistPrefix;
     return new BatchWatch(batchId, options, (start, sink) => {
-      // One key per batch; persistence is the Rust side's.
+      // One key per batch.
       const storageKey = prefix === undefined ? "" : `${prefix}batch:${batchId}`;
       const storage = storageKey ? localStore() : undefined;
-      return call(() => core.watch_batch({ batchId, start, storage, storageKey, sink, online: isOnline }));
+      return call(() => run(this.#http, storage, storageKey, start, sink, (...rest) => core.watch(true, batchId, undefined, start ?? "", ...rest)));
     });
   }
 
   /**
-   * A watch in this tab. Persistence is the Rust side's: it reads and
-   * writes the storage. `wrap(storage)` (the leader's watch for other
-   * tabs, ./tabs.js) puts a storage of its own in front.
+   * A watch in this tab, restored from the storage unless given a
+   * cursor. `wrap(storage)` (the leader's watch for other tabs,
+   * ./tabs.js) puts a storage of its own in front.
    */
   #local(taskId, options, wrap = (own) => own) {
     const core = this.#core;
     const storageKey = this.#persistPrefix === undefined ? "" : this.#persistPrefix + taskId;
     const storage = wrap(storageKey ? localStore() : undefined);
-    return new Watch(taskId, options, (sink, cursor) => call(() => core.watch({ taskId, cursor, storage, storageKey, sink, online: isOnline })));
+    return new Watch(taskId, options, (sink, cursor) => call(() => run(this.#http, storage, storageKey, cursor, sink, (...rest) => core.watch(false, taskId, cursor, "", ...rest))));
   }
-}
 
-/** Awaits a wasm promise: it resolves to JSON text, or rejects with a TaskwireError. */
-async function settle(start) {
-  return JSON.parse(await call(start));
+  /** A POST (./follow.js): resolves to its answer, or rejects with a TaskwireError. */
+  async #post(taskId, tail, body, key) {
+    const core = this.#core;
+    return JSON.parse(await call(() => post(core, this.#http, taskId, tail, body, key)));
+  }
 }

@@ -4,9 +4,7 @@
 // the loop's events into callbacks and the `done` promise. Every decision
 // is the Rust loop's (taskwire-core's Follow).
 
-import { __internal } from "./api.js";
-
-const { text, str, invalid, typeName } = __internal;
+import { text, str, invalid, typeName } from "./api.js";
 
 export function isOnline() {
   const nav = globalThis.navigator;
@@ -81,18 +79,12 @@ class Loop {
     });
     // `stop()` rejects `done`; nobody is obliged to await it.
     this.done.catch(() => {});
-    const sink = (kind, data) => {
-      // `fail` carries the TaskwireError itself; the rest, JSON text from
-      // wasm, or the object from the leader tab.
+    const sink = (kind, payload) => {
+      // `fail` carries the TaskwireError itself; the rest, the event's
+      // object (parsed by ./follow.js, or from the leader tab).
       if (kind === "fail") {
         this.#detach();
-        reject(data);
-        return;
-      }
-      let payload = data;
-      try {
-        if (typeof data === "string") payload = JSON.parse(data);
-      } catch {
+        reject(payload);
         return;
       }
       if (kind === "status") {

@@ -62,15 +62,15 @@ fn locate(e: &json::Error, what: &str) -> Error {
     let mut place = String::from(what);
     let path = e.path();
     if !path.is_empty() {
-        if !path.starts_with('[') {
-            place.push('.');
+        if !path.starts_with("[") {
+            place.push_str(".");
         }
         place.push_str(path);
     }
     let message = e.message();
     // Messages that name a sub-field start with '.' (".retryable: …") and
     // join the path directly.
-    if !message.starts_with('.') {
+    if !message.starts_with(".") {
         place.push_str(": ");
     }
     place.push_str(message);

@@ -252,7 +252,7 @@ test("createTask and deliver report the server's errors with code and status", a
   await assert.rejects(down.createTask({ ttlMs: 1000, maxAttempts: 1 }), (e) => e instanceof TaskwireError && e.code === "network");
 });
 
-test("HTTP errors are TaskwireErrors made in Rust: PROTOCOL.md codes as sent, others http-<status>", async () => {
+test("HTTP errors are TaskwireErrors: PROTOCOL.md codes (the Rust list) as sent, others http-<status>", async () => {
   const answer = (status, body) => async () => new Response(body, { status });
   const cases = [
     [answer(418, "teapot"), "http-418", "HTTP 418"],

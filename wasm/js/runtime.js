@@ -16,58 +16,49 @@ export class TaskwireError extends Error {
 }
 
 /**
- * Calls `callback(true, value)` or `callback(false, error)` once, when
- * `promise` settles: the executor's one way to wait, so that each Rust
- * callback runs exactly once (and is freed) without an async runtime.
+ * `JSON.parse(text)` for the client build's reader (`Reader` in
+ * wasm/src/read.rs), as one string: `n`, `t`, `f`; `i<digits>;` for a
+ * safe integer ≥ 0, `d<hex>;` for any other number (its IEEE 754 bits,
+ * exact); `s<length>:<text>` for a string (its length in UTF-16 units);
+ * `[…]`; `{` then `<length>:<key>` and the value for each field in
+ * `Object.keys` order, `}`. `!` and the message when `text` is not JSON;
+ * `~` when a value is nested deeper than 64 (the core parser's limit) or
+ * a number is not finite (`1e400`).
  */
-export function settle(promise, callback) {
-  Promise.resolve(promise).then(
-    (value) => callback(true, value),
-    (error) => callback(false, error),
-  );
-}
-
-/**
- * Starts a request for the client (`Http::fetch`, wasm/src/client/http.rs):
- * `fetch` (the injected one, else the global one) with `headers` (a flat
- * `[name, value, …]` array; a name without a value is left out) and up
- * to two extra headers, the abort `signal`, and `cache: "no-store"` (no
- * intermediary may cache a resume answer, PROTOCOL.md); the promise of
- * the response head. Throws when there is no fetch, or fetch throws.
- */
-export function send(fetch, method, url, headers, signal, body, name1, value1, name2, value2) {
-  const run = fetch ?? globalThis.fetch;
-  if (typeof run !== "function") throw "no fetch in this runtime";
-  const init = { method, headers: {}, signal, cache: "no-store" };
-  for (let i = 0; i + 1 < headers.length; i += 2) init.headers[headers[i]] = headers[i + 1];
-  if (name1 !== undefined) init.headers[name1] = value1;
-  if (name2 !== undefined) init.headers[name2] = value2;
-  if (body !== undefined) init.body = body;
-  return run.call(globalThis, url, init);
-}
-
-/** `Reflect.get(target, key)`, or undefined where that throws (a target that is not an object). */
-export function property(target, key) {
+export function jsonTree(text) {
+  let value;
   try {
-    return Reflect.get(target, key);
-  } catch {
-    return undefined;
+    value = JSON.parse(text);
+  } catch (e) {
+    const message = e?.message;
+    return "!" + (typeof message === "string" ? message : "");
   }
-}
-
-/** A header of a response, or undefined. */
-export function responseHeader(response, name) {
-  return response.headers.get(name) ?? undefined;
-}
-
-/** `() => reader.read()` on a response's body, or undefined when it has none (or no reader). */
-export function bodyReader(response) {
-  try {
-    const reader = response.body?.getReader();
-    return typeof reader?.read === "function" ? () => reader.read() : undefined;
-  } catch {
-    return undefined;
-  }
+  let out = "";
+  const bits = new DataView(new ArrayBuffer(8));
+  const walk = (v, depth) => {
+    if (depth > 64) return false;
+    if (v === null) out += "n";
+    else if (typeof v === "boolean") out += v ? "t" : "f";
+    else if (typeof v === "number") {
+      if (!Number.isFinite(v)) return false;
+      bits.setFloat64(0, v);
+      out += "d" + bits.getBigUint64(0).toString(16) + ";";
+    } else if (typeof v === "string") out += "s" + v.length + ":" + v;
+    else if (Array.isArray(v)) {
+      out += "[";
+      for (let i = 0; i < v.length; i++) if (!walk(v[i], depth + 1)) return false;
+      out += "]";
+    } else {
+      out += "{";
+      for (const key of Object.keys(v)) {
+        out += key.length + ":" + key;
+        if (!walk(v[key], depth + 1)) return false;
+      }
+      out += "}";
+    }
+    return true;
+  };
+  return walk(value, 0) ? out : "~";
 }
 
 /**

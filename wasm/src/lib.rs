@@ -31,6 +31,8 @@
 
 #![cfg_attr(all(target_arch = "wasm32", not(feature = "book")), no_std)]
 #![forbid(unsafe_code)]
+// ASCII is appended as `&str`, not as a `char` (see taskwire-core).
+#![allow(clippy::single_char_add_str)]
 
 extern crate alloc;
 
@@ -86,6 +88,13 @@ fn safe_int(value: f64, field: &str) -> Result<u64> {
 }
 
 type Result<T> = core::result::Result<T, JsValue>;
+
+/// Text for JavaScript, as a JS string made from it: exports return
+/// these, not a `String` (whose return path shrinks it to a boxed slice:
+/// that code and its panic message cost the page bytes).
+fn text(s: alloc::string::String) -> JsValue {
+    JsValue::from_str(&s)
+}
 
 /// The client build's panic handler: a trap, without reading the message
 /// (see "`no_std` in the page" above).

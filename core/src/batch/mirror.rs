@@ -321,8 +321,10 @@ fn unmatched(element: &ResumeAnswer) -> TaskOutcome {
 /// the start; `from` moves past it.
 fn find(mirrors: &[Mirror], id: &str, from: &mut usize) -> Option<usize> {
     let n = mirrors.len();
+    // `checked_rem`, not `%`: n is never 0 here, but a `%` would bring
+    // its divide-by-zero panic (and message) into the page.
     let found = (0..n)
-        .map(|k| (*from + k) % n)
+        .filter_map(|k| (*from + k).checked_rem(n))
         .find(|&i| mirrors.get(i).is_some_and(|m| m.task_id() == id))?;
     *from = found + 1;
     Some(found)

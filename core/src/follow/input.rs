@@ -235,11 +235,15 @@ impl Follow {
             return;
         }
         self.stopped = true;
+        // A slice and `clear`, not `drain(..)`: its range checks cost the
+        // page 0.5 KB of wasm.
         let ending_undelivered = self
             .events
-            .drain(..)
-            .skip(self.delivered)
+            .get(self.delivered..)
+            .unwrap_or_default()
+            .iter()
             .any(|e| matches!(e, FollowEvent::Done(_) | FollowEvent::Fail(_)));
+        self.events.clear();
         self.delivered = 0;
         if let Phase::Flight(flight) = core::mem::replace(&mut self.phase, Phase::Closed) {
             self.abort(flight.id);

@@ -9,8 +9,8 @@
 //! a socket, sets a timer or draws a random number: time comes in as an
 //! argument, inputs are `handle_*` calls, outputs are values the caller
 //! polls, and the jitter comes from a seed. The browser executor
-//! (`wasm/src/client`) and the native simulation (`core/tests/follow_sim.rs`)
-//! drive the same code.
+//! (`js/follow.js`, through `wasm/src/client`) and the native simulation
+//! (`core/tests/follow_sim.rs`) drive the same code.
 //!
 //! A follow is of a task ([`Follow::new`]: `/v1/tasks/{id}/resume|events`,
 //! the cursor is the task's version) or of a batch ([`Follow::batch`]:
@@ -64,8 +64,8 @@ pub use output::{
     BatchProgress, ConnState, Fail, FailCode, Failure, FollowEvent, Reject, Request, RequestId,
     RequestKind, Status, Transport, Update,
 };
-pub(crate) use request::push_u64;
-pub use request::{decimal, encode_segment};
+pub use request::{decimal, encode_segment, trim_slashes};
+pub(crate) use request::{push_ascii, push_u64};
 
 use crate::batch::BatchMirror;
 use crate::mirror::Mirror;

@@ -67,10 +67,10 @@ impl Request {
 
     /// The full URL under `base` (its trailing slashes ignored).
     pub fn url(&self, base: &str) -> String {
-        let mut url = String::from(base.trim_end_matches('/'));
+        let mut url = String::from(super::request::trim_slashes(base));
         url.push_str(&self.path);
         if !self.query.is_empty() {
-            url.push('?');
+            url.push_str("?");
             url.push_str(&self.query);
         }
         url

@@ -70,7 +70,7 @@ pub(super) fn classify(status: u16, retry_after_ms: Option<f64>, noun: &str) -> 
         429 | 503 => {
             let mut error = String::from("the server is busy (");
             super::push_u64(&mut error, u64::from(status));
-            error.push(')');
+            error.push_str(")");
             Step::Retry {
                 error,
                 floor_ms: retry_after_ms,

@@ -113,7 +113,7 @@ impl TaskTarget {
         let crate::resume::EpochAnswer { epoch, answer } = (config.read_answer)(text)?;
         let outcome = self.mirror.merge_from(epoch.as_deref(), &answer);
         self.hint = 0;
-        self.unreported.extend(outcome.rejected.iter().copied());
+        self.unreported.extend_from_slice(&outcome.rejected);
         let task = self.mirror.task();
         report(events, answer, &outcome, task, &mut self.unreported, None);
         let terminal = self.mirror.state().is_some_and(|s| s.is_terminal());
@@ -139,12 +139,11 @@ pub(super) fn report(
 ) {
     if outcome.changed {
         // Moved out of the answer, not cloned: the page then carries no
-        // copy of `Event::clone` (~1.2 KB of wasm for its fourteen kinds).
-        let entries = answer
-            .into_events()
-            .into_iter()
-            .filter(|e| outcome.applied.contains(&e.version))
-            .collect();
+        // copy of `Event::clone` (~1.2 KB of wasm for its fourteen kinds);
+        // kept in place (`retain`), not collected anew (0.1 KB gzip; a
+        // hand-written compaction measured 25 bytes more than `retain`).
+        let mut entries = answer.into_events();
+        entries.retain(|e| outcome.applied.contains(&e.version));
         events.push(FollowEvent::Update(Update {
             task: task.cloned(),
             mode: outcome.mode,

@@ -42,15 +42,15 @@ impl Path<'_> {
             Path::Key(parent, key) => {
                 parent.push_to(out);
                 if !matches!(parent, Path::Root) {
-                    out.push('.');
+                    out.push_str(".");
                 }
                 out.push_str(key);
             }
             Path::Index(parent, i) => {
                 parent.push_to(out);
-                out.push('[');
+                out.push_str("[");
                 crate::follow::push_u64(out, *i as u64);
-                out.push(']');
+                out.push_str("]");
             }
         }
     }

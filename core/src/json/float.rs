@@ -16,14 +16,22 @@ use alloc::string::String;
 /// Appends a finite `n` (one that is not a safe integer) as ryu writes it.
 pub type FloatWriter = fn(&mut String, f64);
 
+/// A spin lock, not a `spin::Once`: the page has the lock already
+/// (lol_alloc's), and the `Once` brought its own code and panic messages
+/// (0.2 KB of wasm).
 #[cfg(not(feature = "ryu"))]
-static WRITER: spin::Once<FloatWriter> = spin::Once::new();
+static WRITER: spin::Mutex<Option<FloatWriter>> = spin::Mutex::new(None);
 
 /// Registers the writer used when the `ryu` feature is off (the first
 /// registration wins; with the feature on, ryu is always used).
 pub fn set_float_writer(writer: FloatWriter) {
     #[cfg(not(feature = "ryu"))]
-    WRITER.call_once(|| writer);
+    {
+        let mut registered = WRITER.lock();
+        if registered.is_none() {
+            *registered = Some(writer);
+        }
+    }
     #[cfg(feature = "ryu")]
     let _ = writer;
 }
@@ -33,8 +41,12 @@ pub(crate) fn write(out: &mut String, n: f64) {
     #[cfg(feature = "ryu")]
     out.push_str(ryu::Buffer::new().format_finite(n));
     #[cfg(not(feature = "ryu"))]
-    match WRITER.get() {
-        Some(writer) => writer(out, n),
-        None => out.push_str("null"),
+    {
+        // Copied out: the lock is not held while the writer runs.
+        let writer = *WRITER.lock();
+        match writer {
+            Some(writer) => writer(out, n),
+            None => out.push_str("null"),
+        }
     }
 }

@@ -14,7 +14,7 @@ pub(crate) struct Ser<'a> {
 
 /// Writes `s` as a JSON string literal with JavaScript's escapes.
 pub(crate) fn write_str(out: &mut String, s: &str) {
-    out.push('"');
+    out.push_str("\"");
     let mut start = 0;
     for (i, b) in s.bytes().enumerate() {
         let escape = match b {
@@ -32,36 +32,25 @@ pub(crate) fn write_str(out: &mut String, s: &str) {
         if escape.is_empty() {
             const HEX: &[u8; 16] = b"0123456789abcdef";
             out.push_str("\\u00");
-            out.push(HEX[usize::from(b >> 4)] as char);
-            out.push(HEX[usize::from(b & 0xf)] as char);
+            crate::follow::push_ascii(out, &[HEX[usize::from(b >> 4)], HEX[usize::from(b & 0xf)]]);
         } else {
             out.push_str(escape);
         }
         start = i + 1;
     }
     out.push_str(s.get(start..).unwrap_or_default());
-    out.push('"');
+    out.push_str("\"");
 }
 
-fn write_u64(out: &mut String, mut n: u64) {
-    let mut buf = [0u8; 20];
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    for &b in buf.get(i..).unwrap_or_default() {
-        out.push(b as char);
-    }
+/// The follow's writer (no index that could panic: its bounds check
+/// and the panic's location cost the page bytes).
+fn write_u64(out: &mut String, n: u64) {
+    crate::follow::push_u64(out, n);
 }
 
 fn write_i64(out: &mut String, n: i64) {
     if n < 0 {
-        out.push('-');
+        out.push_str("-");
     }
     write_u64(out, n.unsigned_abs());
 }

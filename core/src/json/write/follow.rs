@@ -78,17 +78,17 @@ impl ToJson for BatchMirror {
         w.field("size", &self.size());
         w.field("open", &self.open());
         w.key("tasks");
-        w.out.push('[');
+        w.out.push_str("[");
         for (i, task) in self.tasks().iter().filter_map(Mirror::task).enumerate() {
             if i > 0 {
-                w.out.push(',');
+                w.out.push_str(",");
             }
             w.out
                 .push_str("{\"mode\":\"snapshot\",\"events\":[],\"task\":");
             task.write_json(w);
-            w.out.push('}');
+            w.out.push_str("}");
         }
-        w.out.push(']');
+        w.out.push_str("]");
         if let Some(epoch) = self.epoch() {
             w.field("epoch", epoch);
         }

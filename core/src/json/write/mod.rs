@@ -32,19 +32,19 @@ impl Writer {
     }
 
     fn open(&mut self) {
-        self.out.push('{');
+        self.out.push_str("{");
     }
 
     fn close(&mut self) {
-        self.out.push('}');
+        self.out.push_str("}");
     }
 
     /// `"key":` after a `,` unless it is the first of its object.
     fn key(&mut self, key: &str) {
-        if !self.out.ends_with('{') {
-            self.out.push(',');
+        if !self.out.ends_with("{") {
+            self.out.push_str(",");
         }
-        self.out.push('"');
+        self.out.push_str("\"");
         self.out.push_str(key);
         self.out.push_str("\":");
     }
@@ -112,14 +112,14 @@ impl<T: ToJson> ToJson for Option<T> {
 
 impl<T: ToJson> ToJson for [T] {
     fn write_json(&self, w: &mut Writer) {
-        w.out.push('[');
+        w.out.push_str("[");
         for (i, item) in self.iter().enumerate() {
             if i > 0 {
-                w.out.push(',');
+                w.out.push_str(",");
             }
             item.write_json(w);
         }
-        w.out.push(']');
+        w.out.push_str("]");
     }
 }
 
