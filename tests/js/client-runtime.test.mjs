@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { TaskClient, TaskwireError } from "../../dist/client/node.js";
 import { startServer } from "./server.mjs";
 import { installStorage } from "./storage.mjs";
+import { installNetwork } from "./network.mjs";
 
 let server;
 before(async () => {
@@ -17,26 +18,6 @@ after(async () => {
 });
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-/** navigator.onLine and window-like online/offline events. */
-function installNetwork(online) {
-  const target = new EventTarget();
-  const nav = { onLine: online };
-  Object.defineProperty(globalThis, "navigator", { value: nav, configurable: true, writable: true });
-  globalThis.addEventListener = target.addEventListener.bind(target);
-  globalThis.removeEventListener = target.removeEventListener.bind(target);
-  return {
-    set(value) {
-      nav.onLine = value;
-      target.dispatchEvent(new Event(value ? "online" : "offline"));
-    },
-    uninstall() {
-      delete globalThis.addEventListener;
-      delete globalThis.removeEventListener;
-      nav.onLine = true;
-    },
-  };
-}
 
 /** fetch that records every URL. */
 function recording() {

@@ -9,6 +9,7 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { TaskClient } from "../../dist/client/node.js";
+import { installNetwork } from "./network.mjs";
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -35,25 +36,8 @@ function scripted(steps) {
   return { fetch, calls };
 }
 
-/** navigator.onLine and window-like online/offline events. */
-const network = (() => {
-  const target = new EventTarget();
-  const nav = { onLine: true };
-  Object.defineProperty(globalThis, "navigator", { value: nav, configurable: true, writable: true });
-  globalThis.addEventListener = target.addEventListener.bind(target);
-  globalThis.removeEventListener = target.removeEventListener.bind(target);
-  return {
-    nav,
-    set(value) {
-      nav.onLine = value;
-      target.dispatchEvent(new Event(value ? "online" : "offline"));
-    },
-  };
-})();
-after(() => {
-  delete globalThis.addEventListener;
-  delete globalThis.removeEventListener;
-});
+const network = installNetwork(true);
+after(() => network.uninstall());
 
 /** Waits until `done()` holds (at most 5 s: a loaded machine delays every timer); the ms waited. */
 async function until(done) {
