@@ -39,7 +39,11 @@ test("tools/bindgen writes exactly what the wasm-bindgen CLI writes for --target
   t.after(() => rmSync(scratch, { recursive: true, force: true }));
   const fromCli = join(scratch, "cli");
   const fromTool = join(scratch, "tool");
-  execFileSync("wasm-bindgen", ["--target", "web", "--no-typescript", "--out-dir", fromCli, "--out-name", "taskwire_wasm", module]);
+  try {
+    execFileSync("wasm-bindgen", ["--target", "web", "--no-typescript", "--out-dir", fromCli, "--out-name", "taskwire_wasm", module]);
+  } catch (error) {
+    assert.fail(`the wasm-bindgen CLI did not run (${error.code ?? error.message}): bash scripts/setup.sh wasm-pack installs it`);
+  }
   execFileSync(tool, [module, fromTool, "taskwire_wasm"]);
 
   const expected = files(fromCli);
