@@ -147,13 +147,13 @@ fn mirror_merge_1000(bencher: Bencher) {
 #[divan::bench]
 fn mirror_merge_1000_from_json(bencher: Bencher) {
     let book = book_with(10_000, 1_000);
-    let text = taskwire_core::wire::to_json(&book.resume("t", 9_000).unwrap());
+    let text = taskwire_wire::to_json(&book.resume("t", 9_000).unwrap());
     let base = Mirror::from_snapshot(book_with(9_000, 8).get("t").unwrap().view().clone());
     bencher
         .counter(ItemsCount::new(1_000usize))
         .with_inputs(|| base.clone())
         .bench_local_values(|mut mirror| {
-            let answer: ResumeAnswer = taskwire_core::wire::from_json(&text, "answer").unwrap();
+            let answer: ResumeAnswer = taskwire_wire::from_json(&text, "answer").unwrap();
             mirror.merge(&answer);
             mirror
         });
@@ -164,6 +164,6 @@ fn mirror_merge_1000_from_json(bencher: Bencher) {
 fn parse_event(bencher: Bencher) {
     let text = r#"{"type":"succeed","atMs":24300,"resultRef":"blob://summaries/doc-1","resultHash":"sha256:ab12"}"#;
     bencher
-        .bench_local(|| taskwire_core::wire::from_json::<Event>(black_box(text), "event").unwrap());
+        .bench_local(|| taskwire_wire::from_json::<Event>(black_box(text), "event").unwrap());
     let _ = NonBlank::new("x", "x");
 }

@@ -66,26 +66,9 @@ impl Error {
     }
 }
 
-/// `parts` joined: how messages on the page's paths are built, without
-/// `format!` (the client build carries no `core::fmt`) or `concat`'s
-/// generic join (0.2 KB more in the page).
-pub fn join(parts: &[&str]) -> String {
-    let mut out = String::new();
-    for part in parts {
-        out.push_str(part);
-    }
-    out
-}
-
-/// Quotes a user-supplied string for a message, cut to a readable length so
-/// that a megabyte id does not become a megabyte error message.
-pub fn quoted(s: &str) -> String {
-    const MAX_CHARS: usize = 64;
-    match s.char_indices().nth(MAX_CHARS) {
-        Some((cut, _)) => join(&["\"", s.get(..cut).unwrap_or(s), "…\""]),
-        None => join(&["\"", s, "\""]),
-    }
-}
+/// The message builders (without `format!`), from the leaf module
+/// [`crate::text`].
+pub use crate::text::{join, quoted};
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -161,7 +161,7 @@ mod tests {
 
     #[test]
     fn the_wire_form_names_bad_fields() {
-        use crate::wire::{from_json, to_json};
+        use crate::json::testing::{from_json, to_json};
         let json = r#"{"attempt":2,"expiresAtMs":41000,"leaseMs":30000}"#;
         let lease: Lease = from_json(json, "lease").unwrap();
         assert_eq!(to_json(&lease), json);

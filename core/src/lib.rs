@@ -26,7 +26,11 @@
 //! - [`Follow`]: a client's watch loop (requests, backoff, SSE fallback,
 //!   status) as a sans-IO state machine over a [`Mirror`] or a
 //!   [`BatchMirror`].
-//! - [`wire`]: JSON text in and out, with errors that name the field.
+//! - [`json`]: the JSON tree, its readers (errors name the field) and the
+//!   page's writers; the text parser and the serde bridge are the
+//!   `taskwire-wire` crate, built on this one.
+//! - [`js`], [`text`]: JavaScript's number rules and messages built
+//!   without `core::fmt`, the two leaves everything else uses.
 //!
 //! ## Deliberate fixes to the seed design
 //! The seed (`AsyncBook` in TypeScript) is ported rule for rule, except
@@ -147,14 +151,15 @@ pub mod event;
 pub mod follow;
 #[cfg(feature = "std")]
 mod hash;
+pub mod js;
 pub mod json;
 pub mod lease;
 pub mod mirror;
 pub mod resume;
 pub mod task;
 pub mod transition;
+pub mod text;
 pub mod value;
-pub mod wire;
 
 pub use batch::{BatchAnswer, BatchMirror};
 #[cfg(feature = "std")]

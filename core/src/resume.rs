@@ -262,7 +262,7 @@ json::impl_deserialize!(ResumeMode, ResumeAnswer, EpochAnswer);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::{from_json, to_json};
+    use crate::json::testing::{from_json, to_json};
 
     #[test]
     fn plans_every_mode() {

@@ -14,11 +14,9 @@ use serde::{Serialize, Serializer};
 use crate::json::{self, FromJson, Path, Value};
 use crate::Error;
 
-mod float;
-pub use float::{is_integral, round};
-
-/// The largest integer JavaScript represents exactly (`Number.MAX_SAFE_INTEGER`).
-pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+// JavaScript's number rules are a leaf module of their own; re-exported
+// here, with the types built on them.
+pub use crate::js::{exact_integer, is_integral, number, round, to_safe_u64, MAX_SAFE_INTEGER};
 
 /// True for the characters JavaScript's `String.prototype.trim` removes.
 ///
@@ -205,21 +203,6 @@ impl FromJson for NonBlank {
 
 json::impl_deserialize!(Millis, Percent, NonBlank);
 
-/// A number as text for messages: `NaN`, `Infinity` and `-Infinity` as
-/// JavaScript spells them, others in their shortest form. (`{}` on an f64
-/// would pull float formatting, ~17 KB, into the wasm bundle.)
-pub fn number(v: f64) -> String {
-    if v.is_nan() {
-        String::from("NaN")
-    } else if v.is_infinite() {
-        String::from(if v > 0.0 { "Infinity" } else { "-Infinity" })
-    } else {
-        let mut out = String::new();
-        crate::json::write_number(&mut out, v);
-        out
-    }
-}
-
 /// Serde helpers for f64 milliseconds: integral values encode as JSON
 /// integers (`1200`, not `1200.0`), as `JSON.stringify` writes them.
 pub mod ms {
@@ -231,26 +214,6 @@ pub mod ms {
             Some(n) => s.serialize_i64(n),
             None => s.serialize_f64(*v),
         }
-    }
-}
-
-/// `Some(n)` when `v` is an integer JavaScript holds exactly
-/// (`|v| <= MAX_SAFE_INTEGER`), to be written without a fraction, as
-/// `JSON.stringify` writes it (`-0` gives `0`).
-pub fn exact_integer(v: f64) -> Option<i64> {
-    if is_integral(v) && (-(MAX_SAFE_INTEGER as f64)..=MAX_SAFE_INTEGER as f64).contains(&v) {
-        Some(v as i64)
-    } else {
-        None
-    }
-}
-
-/// `Some(n)` when `v` is an integer in `0..=MAX_SAFE_INTEGER`.
-pub fn to_safe_u64(v: f64) -> Option<u64> {
-    if is_integral(v) && (0.0..=MAX_SAFE_INTEGER as f64).contains(&v) {
-        Some(v as u64)
-    } else {
-        None
     }
 }
 
@@ -311,22 +274,12 @@ mod tests {
                 ms::serialize(&self.0, s)
             }
         }
-        let enc = |v: f64| crate::json::to_string(&M(v)).unwrap();
+        let enc = |v: f64| crate::json::testing::to_json(&M(v));
         assert_eq!(enc(1200.0), "1200");
         assert_eq!(enc(-0.0), "0");
         assert_eq!(enc(0.5), "0.5");
         assert_eq!(enc(1e300), "1e300"); // JSON.stringify: 1e+300, same value
         assert_eq!(number(f64::NAN), "NaN");
         assert_eq!(number(-1.5), "-1.5");
-    }
-
-    #[test]
-    fn safe_integers() {
-        assert_eq!(to_safe_u64(5.0), Some(5));
-        assert_eq!(to_safe_u64(MAX_SAFE_INTEGER as f64), Some(MAX_SAFE_INTEGER));
-        assert_eq!(to_safe_u64(2f64.powi(60)), None);
-        assert_eq!(to_safe_u64(1.5), None);
-        assert_eq!(to_safe_u64(-1.0), None);
-        assert_eq!(to_safe_u64(f64::NAN), None);
     }
 }

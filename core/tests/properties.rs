@@ -188,7 +188,7 @@ fn mangle(answer: ResumeAnswer, cut: proptest::sample::Index, how: u8) -> Resume
 
 #[test]
 fn mirror_persistence_round_trips_and_rejects_foreign_values() {
-    use taskwire_core::wire::{from_json, to_json};
+    use taskwire_wire::{from_json, to_json};
     let mut book = book_with_tasks(1);
     book.apply(
         "t0",
@@ -286,7 +286,7 @@ proptest! {
     /// invalid-request error that names where the problem is.
     #[test]
     fn parsers_never_panic(value in json_strategy(), junk in ".{0,40}") {
-        use taskwire_core::wire::from_json;
+        use taskwire_wire::from_json;
         use taskwire_core::{CreateTask, ErrorCode, Task};
         let text = value.to_string();
         for t in [text.as_str(), junk.as_str()] {
@@ -331,7 +331,7 @@ proptest! {
         odd in "[\"\\\\\u{0}-\u{1f}a-z\u{e9}\u{1F600}]{0,12}",
         fraction in 0.0f64..1e6,
     ) {
-        use taskwire_core::wire::{from_json, to_json};
+        use taskwire_wire::{from_json, to_json};
         use taskwire_core::Task;
         let mut book = book_with_tasks(1);
         let worker = odd.clone();
@@ -370,7 +370,7 @@ proptest! {
         if let Some(f) = &frac { text.push('.'); text.push_str(f); }
         if let Some(e) = exp { text.push_str(&format!("e{e}")); }
         let std = text.parse::<f64>().unwrap();
-        let ours = taskwire_core::json::from_str::<f64>(&text);
+        let ours = taskwire_wire::from_str::<f64>(&text);
         if std.is_finite() {
             prop_assert_eq!(ours.map(f64::to_bits).ok(), Some(std.to_bits()), "{}", text);
         } else {
@@ -380,7 +380,7 @@ proptest! {
         let v = f64::from_bits(bits);
         if v.is_finite() {
             let shortest = format!("{v:e}");
-            let back = taskwire_core::json::from_str::<f64>(&shortest).unwrap();
+            let back = taskwire_wire::from_str::<f64>(&shortest).unwrap();
             prop_assert_eq!(back.to_bits(), v.to_bits(), "{}", shortest);
         }
     }

@@ -9,7 +9,7 @@
 
 use proptest::prelude::*;
 use serde_json::Value;
-use taskwire_core::wire::to_json;
+use taskwire_wire::to_json;
 use taskwire_core::{create_task, CreateTask, Event, Millis, NonBlank, Percent, Task};
 
 const TTL: f64 = 1_000.0;

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use serde_json::{json, Value};
-use taskwire_core::wire::{from_json, to_json};
+use taskwire_wire::{from_json, to_json};
 use taskwire_core::{
     apply_event, expire_task, Book, CreateTask, Error, Event, Mirror, ResumeAnswer, Task,
 };

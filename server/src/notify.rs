@@ -33,7 +33,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use taskwire_core::wire::to_json;
+use taskwire_wire::to_json;
 use tokio::task::JoinSet;
 use tokio_rustls::TlsConnector;
 

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use serde_json::{json, Value};
-use taskwire_core::wire::from_json;
+use taskwire_wire::from_json;
 use taskwire_core::{Mirror, ResumeAnswer, ResumeMode};
 use taskwire_server::client::Conn;
 

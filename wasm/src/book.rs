@@ -1,7 +1,7 @@
 //! `TaskBook`: many tasks kept inside wasm, O(1) per event.
 
 use taskwire_core as tw;
-use tw::wire::{from_json, to_json};
+use taskwire_wire::{from_json, to_json};
 use wasm_bindgen::prelude::wasm_bindgen;
 
 use crate::{safe_int, throw, Result};

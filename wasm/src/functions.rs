@@ -5,7 +5,7 @@
 //! calls. `TaskBook` keeps tasks inside wasm and is O(1) per event.
 
 use taskwire_core as tw;
-use tw::wire::{from_json, to_json};
+use taskwire_wire::{from_json, to_json};
 use wasm_bindgen::prelude::wasm_bindgen;
 
 use crate::{throw, Result};

@@ -27,5 +27,5 @@ fn write(out: &mut String, n: f64) {
 /// Registers the printer when the module starts.
 #[wasm_bindgen(start)]
 fn start() {
-    taskwire_core::json::set_float_writer(write);
+    taskwire_core::js::set_float_writer(write);
 }

@@ -100,7 +100,7 @@ impl Book {
 
 #[cfg(test)]
 mod tests {
-    use crate::wire::from_json;
+    use crate::json::testing::from_json;
     use crate::{Book, CreateTask, Event, Reason, State};
 
     fn event(json: &str) -> Event {

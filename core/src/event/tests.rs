@@ -1,5 +1,5 @@
 use super::*;
-use crate::wire::from_json;
+use crate::json::testing::from_json;
 use crate::Error;
 
 fn parse(json: &str) -> Result<Event, Error> {
@@ -37,7 +37,7 @@ fn round_trips_every_kind() {
         let event = parse(json).unwrap();
         kinds.insert(event.kind());
         assert_eq!(serde_json::to_string(&event).unwrap(), json);
-        assert_eq!(crate::wire::to_json(&event), json);
+        assert_eq!(crate::json::testing::to_json(&event), json);
     }
     assert_eq!(kinds.len(), EventKind::ALL.len(), "every kind is covered");
 }
@@ -164,7 +164,7 @@ fn unknown_fields_are_ignored_for_forward_compatibility() {
 fn kinds_know_who_sends_them() {
     for kind in EventKind::ALL {
         assert!(!(kind.is_system() && kind.is_personal()), "{kind:?}");
-        let text = crate::wire::to_json(&kind);
+        let text = crate::json::testing::to_json(&kind);
         assert_eq!(text, format!("\"{}\"", kind.as_str()));
     }
     assert!(EventKind::Lapse.is_system());

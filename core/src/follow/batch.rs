@@ -16,10 +16,6 @@ use alloc::vec::Vec;
 /// Reads a batch answer from JSON text; errors name the field.
 pub type BatchReader = fn(&str) -> Result<BatchAnswer, Error>;
 
-pub(super) fn read_batch(text: &str) -> Result<BatchAnswer, Error> {
-    crate::wire::from_json(text, "answer")
-}
-
 /// A batch: its mirror, and the aggregate the page last heard.
 #[derive(Debug)]
 pub(super) struct BatchTarget {

@@ -65,7 +65,7 @@ pub use output::{
     RequestKind, Status, Transport, Update,
 };
 pub use request::{decimal, encode_segment, trim_slashes};
-pub(crate) use request::{push_ascii, push_u64};
+pub(crate) use request::push_u64;
 
 use crate::batch::BatchMirror;
 use crate::mirror::Mirror;
@@ -121,12 +121,13 @@ pub struct FollowConfig {
 /// field.
 pub type AnswerReader = fn(&str) -> Result<EpochAnswer, crate::Error>;
 
-fn read_answer(text: &str) -> Result<EpochAnswer, crate::Error> {
-    crate::wire::from_json(text, "answer")
-}
-
-impl Default for FollowConfig {
-    fn default() -> Self {
+impl FollowConfig {
+    /// The default settings (long-poll, a 25 s wait, the default
+    /// backoff, seed 0, RFC 9110 dates) with the embedder's readers of
+    /// answer text. Core has no text parser: `taskwire-wire` brings one
+    /// (`taskwire_wire::follow_config()`), and the browser page reads
+    /// through `JSON.parse` so that it carries none.
+    pub fn new(read_answer: AnswerReader, read_batch: BatchReader) -> Self {
         FollowConfig {
             backoff: Backoff::default(),
             transport: Transport::LongPoll,
@@ -134,7 +135,7 @@ impl Default for FollowConfig {
             seed: 0,
             read_date: http_date_ms,
             read_answer,
-            read_batch: batch::read_batch,
+            read_batch,
         }
     }
 }

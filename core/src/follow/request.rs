@@ -79,31 +79,6 @@ impl Follow {
     }
 }
 
-/// `n` in decimal, without `core::fmt`.
-pub fn decimal(n: u64) -> String {
-    let mut s = String::new();
-    push_u64(&mut s, n);
-    s
-}
-
-/// Appends `n` in decimal (without `core::fmt`, whose integer formatting
-/// the page would otherwise pay for).
-pub(crate) fn push_u64(out: &mut String, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        if let Some(d) = digits.get_mut(i) {
-            *d = b'0' + (n % 10) as u8;
-        }
-        n /= 10;
-        if n == 0 || i == 0 {
-            break;
-        }
-    }
-    push_ascii(out, digits.get(i..).unwrap_or_default());
-}
-
 /// `s` without its trailing slashes. By byte: a `char` pattern
 /// (`trim_end_matches('/')`) encodes its char at each use, which brought
 /// UTF-8 encoding into the page; ASCII patterns are given as `&str`
@@ -116,12 +91,8 @@ pub fn trim_slashes(s: &str) -> &str {
     s.get(..end).unwrap_or(s)
 }
 
-/// Appends ASCII bytes. `push_str`, never `String::push` of a `char`,
-/// on the page's paths: a `char` is encoded as UTF-8 at each push, and
-/// that code cost the page 0.3 KB of wasm.
-pub(crate) fn push_ascii(out: &mut String, bytes: &[u8]) {
-    out.push_str(core::str::from_utf8(bytes).unwrap_or_default());
-}
+pub use crate::text::decimal;
+pub(crate) use crate::text::{push_ascii, push_u64};
 
 /// Percent-encodes everything but RFC 3986's unreserved characters onto
 /// `out`, so an id with `/`, `?`, `#` or spaces stays one path segment.

@@ -9,7 +9,7 @@ use core::fmt::{self, Display};
 
 use serde::de::{self, Expected, Unexpected};
 
-use super::de::Path;
+use super::Path;
 
 /// A JSON codec error.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,7 +21,8 @@ pub struct Error {
 }
 
 impl Error {
-    pub(crate) fn syntax(message: String) -> Self {
+    /// Malformed JSON text (the parser's errors; `taskwire-wire`).
+    pub fn syntax(message: String) -> Self {
         Error {
             message,
             path: Some(String::new()),
@@ -46,7 +47,13 @@ impl Error {
         }
     }
 
-    /// Stamps the path, unless a deeper frame already did.
+    /// Stamps `path` on the error, unless a deeper frame already did
+    /// (the serde bridge's frames, in `taskwire-wire`).
+    pub fn stamped(self, path: &Path<'_>) -> Self {
+        self.at(path)
+    }
+
+    /// [`Error::stamped`], for this crate (see [`crate::text`] for why).
     pub(crate) fn at(mut self, path: &Path<'_>) -> Self {
         if self.path.is_none() {
             self.path = Some(path.text());
@@ -68,6 +75,34 @@ impl Error {
     /// the wrong shape).
     pub fn is_syntax(&self) -> bool {
         self.syntax
+    }
+}
+
+impl Error {
+    /// As a core [`crate::Error`] (`invalid-request`): `what`, the path
+    /// and the message, e.g. `event.progress: must be an integer from 0
+    /// to 100, got 101`.
+    pub fn to_error(&self, what: &str) -> crate::Error {
+        self.locate(what)
+    }
+
+    /// [`Error::to_error`], for this crate (see [`crate::text`] for why).
+    pub(crate) fn locate(&self, what: &str) -> crate::Error {
+        let mut place = String::from(what);
+        let path = self.path();
+        if !path.is_empty() {
+            if !path.starts_with("[") {
+                place.push_str(".");
+            }
+            place.push_str(path);
+        }
+        // Messages that name a sub-field start with '.' (".retryable: …")
+        // and join the path directly.
+        if !self.message.starts_with(".") {
+            place.push_str(": ");
+        }
+        place.push_str(&self.message);
+        crate::Error::invalid(place)
     }
 }
 
@@ -131,7 +166,7 @@ impl de::Error for Error {
     fn unknown_variant(variant: &str, expected: &'static [&'static str]) -> Self {
         let mut message = format!(
             "unknown value {}, expected one of ",
-            crate::error::quoted(variant)
+            crate::text::quoted(variant)
         );
         for (i, name) in expected.iter().enumerate() {
             if i > 0 {
@@ -143,7 +178,7 @@ impl de::Error for Error {
     }
 
     fn unknown_field(field: &str, _expected: &'static [&'static str]) -> Self {
-        Error::new(format!("unknown field {}", crate::error::quoted(field)))
+        Error::new(format!("unknown field {}", crate::text::quoted(field)))
     }
 
     fn missing_field(field: &'static str) -> Self {

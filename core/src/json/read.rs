@@ -13,10 +13,8 @@ use core::fmt::{self, Display};
 
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 
-use super::de::Path;
-use super::parse::Value;
-use super::Error;
-use crate::value::MAX_SAFE_INTEGER;
+use super::{Error, Path, Value};
+use crate::js::MAX_SAFE_INTEGER;
 
 /// A type read from JSON; `at` is where the value sits (for errors).
 pub trait FromJson: Sized {
@@ -215,9 +213,9 @@ impl FromJson for u64 {
     /// A counter: an integer from 0 to 2^53 − 1 (`5.0` is accepted).
     fn from_json(value: &Value<'_>, at: Path<'_>) -> Result<Self, Error> {
         let n = f64::from_json(value, at)?;
-        crate::value::to_safe_u64(n).ok_or_else(|| {
-            let max = crate::follow::decimal(MAX_SAFE_INTEGER);
-            let got = crate::value::number(n);
+        crate::js::to_safe_u64(n).ok_or_else(|| {
+            let max = crate::text::decimal(MAX_SAFE_INTEGER);
+            let got = crate::js::number(n);
             invalid(
                 crate::error::join(&["must be an integer from 0 to ", &max, ", got ", &got]),
                 at,

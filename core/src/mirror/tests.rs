@@ -5,7 +5,7 @@
 use super::*;
 use crate::book::Book;
 use crate::resume::{EpochAnswer, ResumeMode};
-use crate::wire::from_json;
+use crate::json::testing::from_json;
 
 /// A book whose task `t` went through `starts` start/fail rounds: each
 /// round is two versions (a retryable failure re-queues it).
@@ -143,7 +143,7 @@ fn a_mirror_without_an_epoch_learns_it_only_from_an_answer_it_accepts() {
 #[test]
 fn the_epoch_is_persisted_and_read_back() {
     let mirror = mirror_at(&book_at(1), "e1");
-    let text = crate::wire::to_json(&mirror);
+    let text = crate::json::testing::to_json(&mirror);
     assert!(text.ends_with(r#","epoch":"e1"}"#), "{text}");
     let back: Mirror = from_json(&text, "mirror").unwrap();
     assert_eq!(back, mirror);
@@ -161,7 +161,7 @@ fn an_answer_reads_and_writes_its_epoch() {
     let text = r#"{"mode":"caught-up","events":[],"epoch":"e1"}"#;
     let answer: EpochAnswer = from_json(text, "answer").unwrap();
     assert_eq!(answer.epoch.as_deref(), Some("e1"));
-    assert_eq!(crate::wire::to_json(&answer), text);
+    assert_eq!(crate::json::testing::to_json(&answer), text);
     let answer: EpochAnswer = from_json(r#"{"mode":"caught-up"}"#, "answer").unwrap();
     assert_eq!(answer.epoch, None);
     let err = from_json::<EpochAnswer>(r#"{"mode":"caught-up","epoch":7}"#, "answer").unwrap_err();

@@ -147,9 +147,9 @@ mod tests {
     #[test]
     fn spellings_match_serde_and_parse_back() {
         for state in State::ALL {
-            let text = crate::wire::to_json(&state);
+            let text = crate::json::testing::to_json(&state);
             assert_eq!(text, format!("\"{}\"", state.as_str()));
-            assert_eq!(crate::wire::from_json::<State>(&text, "s").unwrap(), state);
+            assert_eq!(crate::json::testing::from_json::<State>(&text, "s").unwrap(), state);
         }
     }
 

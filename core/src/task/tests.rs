@@ -1,5 +1,5 @@
 use super::*;
-use crate::wire::{from_json, to_json};
+use crate::json::testing::{from_json, to_json};
 use crate::ErrorCode;
 
 fn input(id: &str, now_ms: f64, ttl_ms: f64, max_attempts: u64) -> CreateTask {

@@ -201,7 +201,7 @@ mod tests {
         let mut seen = std::collections::HashSet::new();
         for reason in Reason::ALL {
             assert_eq!(
-                crate::wire::to_json(&reason),
+                crate::json::testing::to_json(&reason),
                 format!("\"{}\"", reason.as_str())
             );
             assert!(seen.insert(reason.as_str()), "{reason:?}");

@@ -5,7 +5,7 @@
 //! streams with `BatchAnswer`s: per-task resume answers of the tasks that
 //! changed after the cursor, each from the version it had at that cursor.
 
-use taskwire_core::wire::{from_json, from_json_bytes, to_json};
+use taskwire_wire::{from_json, from_json_bytes, to_json};
 use taskwire_core::{
     BatchAnswer, BatchMirror, Book, CreateTask, Event, ResumeAnswer, ResumeMode, TaskView,
 };

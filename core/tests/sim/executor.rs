@@ -4,7 +4,7 @@
 
 use taskwire_core::follow::{FollowEvent, Request, RequestKind};
 use taskwire_core::json::write;
-use taskwire_core::wire::to_json;
+use taskwire_wire::to_json;
 
 use super::{Ev, Served, World};
 

@@ -1,7 +1,7 @@
 //! The simulated server: a core `Book` with one task, answering resume
 //! requests (held long-polls included) and SSE streams as PROTOCOL.md says.
 
-use taskwire_core::wire::{from_json, from_json_bytes, to_json};
+use taskwire_wire::{from_json, from_json_bytes, to_json};
 use taskwire_core::{Book, CreateTask, Event, ResumeAnswer, TaskView};
 
 use super::{Rng, Served};

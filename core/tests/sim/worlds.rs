@@ -24,7 +24,7 @@ fn config(rng: &mut Rng) -> FollowConfig {
         },
         wait_ms: rng.range(2_000.0, 30_000.0) as u32,
         seed: rng.next(),
-        ..FollowConfig::default()
+        ..taskwire_wire::follow_config()
     }
 }
 

@@ -38,7 +38,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{json, Value};
-use taskwire_core::wire::from_json_serde_bytes;
+use taskwire_wire::from_json_serde_bytes;
 
 use self::executor::Job;
 pub use self::limits::Demo;

@@ -13,7 +13,7 @@ use axum::http::request::Parts;
 use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use taskwire_core::wire::from_json_serde_bytes;
+use taskwire_wire::from_json_serde_bytes;
 
 use crate::auth::keys::MAX_TASKS;
 use crate::auth::{MintScope, Right, Tenant};

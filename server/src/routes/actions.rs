@@ -20,7 +20,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Serialize;
 use serde_json::{Map, Value};
-use taskwire_core::wire::from_json;
+use taskwire_wire::from_json;
 use taskwire_core::{Event, EventKind, Reason, TaskView};
 
 use super::{body, now_ms, TaskId};

@@ -7,7 +7,7 @@ use axum::extract::{FromRequestParts, Path, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use taskwire_core::wire::from_json_serde_bytes;
+use taskwire_wire::from_json_serde_bytes;
 
 use super::tasks::{count_open_task_refusal, json_text, new_task_view, parse_create};
 use super::{body_within, check_id, idempotency_key, now_ms};

@@ -28,7 +28,7 @@ use axum::Json;
 use futures_util::StreamExt;
 use taskwire_core::check_callback_id;
 use taskwire_core::json::{Fields, FromJson, Path as JsonPath, Value};
-use taskwire_core::wire::from_json_bytes;
+use taskwire_wire::from_json_bytes;
 use taskwire_core::{Event, EventKind, Millis};
 use tokio::time::Instant;
 

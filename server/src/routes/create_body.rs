@@ -5,7 +5,7 @@
 
 use serde::Deserialize;
 use serde_json::{json, Value};
-use taskwire_core::wire::from_json_serde_bytes;
+use taskwire_wire::from_json_serde_bytes;
 
 use crate::error::ApiError;
 use crate::exact_json::{self, RawJson};

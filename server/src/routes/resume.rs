@@ -13,7 +13,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
 use axum::response::Response;
-use taskwire_core::wire::to_json;
+use taskwire_wire::to_json;
 use taskwire_core::{EpochAnswer, ResumeAnswer, ResumeMode, MAX_SAFE_INTEGER};
 
 use super::{no_store_json, Query, TaskId};

@@ -13,7 +13,7 @@
 //! writes the row's `lease` and `due_at_ms` alone, no version, nothing
 //! published.
 
-use taskwire_core::wire::{from_json, to_json};
+use taskwire_wire::{from_json, to_json};
 use taskwire_core::{Event, Lease, LeaseChange, Millis, Outcome, Step, TaskView};
 
 use super::{StoreError, TaskRecord};

@@ -7,7 +7,7 @@
 //! function judges a due row ([`step_due_row`]); each store only fetches
 //! the rows, writes what moved and quarantines what did not.
 
-use taskwire_core::wire::from_json;
+use taskwire_wire::from_json;
 use taskwire_core::{Millis, TaskView};
 
 use super::lifecycle::{judge_expiry, judge_sweep, parse_lease, Judged};
@@ -156,7 +156,7 @@ pub struct PendingWebhooks {
 
 #[cfg(test)]
 mod tests {
-    use taskwire_core::wire::to_json;
+    use taskwire_wire::to_json;
     use taskwire_core::{create_task, CreateTask};
 
     use super::{step_due_row, DueRow, LIFECYCLE, TTL};

@@ -2,7 +2,7 @@
 //! the validated request ([`NewTask`]), its `Idempotency-Key`
 //! ([`Idempotency`]) and the answer ([`Created`]).
 
-use taskwire_core::wire::to_json;
+use taskwire_wire::to_json;
 use taskwire_core::TaskView;
 
 use crate::exact_json::RawJson;

@@ -14,7 +14,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
 use serde_json::{json, Value};
-use taskwire_core::wire::from_json;
+use taskwire_wire::from_json;
 use taskwire_core::ResumeAnswer;
 use taskwire_server::client::{self, Conn, Reply};
 use taskwire_server::signature::{callback_body, Secret, SignedHeaders, DEV_SECRET};

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::book::Book;
-use crate::wire::{from_json, to_json};
+use crate::json::testing::{from_json, to_json};
 
 const IDS: [&str; 3] = ["t0", "t1", "t2"];
 

@@ -6,7 +6,7 @@ mod batch;
 mod stream;
 
 use super::*;
-use crate::wire::to_json;
+use crate::json::testing::{from_json, to_json};
 use crate::{Mirror, ResumeAnswer, TaskView};
 
 pub(super) fn view(version: u64, state: &str, progress: u8) -> TaskView {
@@ -16,7 +16,7 @@ pub(super) fn view(version: u64, state: &str, progress: u8) -> TaskView {
         ""
     };
     let attempts = u8::from(version > 0);
-    crate::wire::from_json(
+    from_json(
         &format!(
             r#"{{"id":"t","state":"{state}","expiresAtMs":1e12,"attempts":{attempts},"maxAttempts":3,"progress":{progress},"version":{version}{extra}}}"#
         ),
@@ -57,7 +57,7 @@ pub(super) fn config(transport: Transport) -> FollowConfig {
         transport,
         wait_ms: 25_000,
         seed: 1,
-        ..FollowConfig::default()
+        ..FollowConfig::new(|t| from_json(t, "answer"), |t| from_json(t, "answer"))
     }
 }
 

@@ -7,11 +7,48 @@
 //! byte for byte the serde writers' (the follow simulation checks every
 //! event it sees both ways).
 
-use super::ser::{write_f64, write_str};
+use crate::js::write_f64;
 use crate::event::Event;
 use crate::mirror::{MergeOutcome, Mirror, Next, Rejection};
 use crate::task::{HistoryEntry, TaskView};
 use alloc::{string::String, vec::Vec};
+
+/// Appends `s` as a JSON string literal, with JavaScript's escapes.
+pub fn write_string(out: &mut String, s: &str) {
+    write_str(out, s);
+}
+
+/// [`write_string`], for this crate's writers (kept `pub(crate)`: see
+/// [`crate::text`]).
+pub(crate) fn write_str(out: &mut String, s: &str) {
+    out.push_str("\"");
+    let mut start = 0;
+    for (i, b) in s.bytes().enumerate() {
+        let escape = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            0..=0x1f => "",
+            _ => continue,
+        };
+        out.push_str(s.get(start..i).unwrap_or_default());
+        if escape.is_empty() {
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            out.push_str("\\u00");
+            crate::text::push_ascii(out, &[HEX[usize::from(b >> 4)], HEX[usize::from(b & 0xf)]]);
+        } else {
+            out.push_str(escape);
+        }
+        start = i + 1;
+    }
+    out.push_str(s.get(start..).unwrap_or_default());
+    out.push_str("\"");
+}
+
 
 /// A value that writes itself as JSON.
 pub trait ToJson {
@@ -85,7 +122,7 @@ impl ToJson for f64 {
 
 impl ToJson for u64 {
     fn write_json(&self, w: &mut Writer) {
-        crate::follow::push_u64(&mut w.out, *self);
+        crate::text::push_u64(&mut w.out, *self);
     }
 }
 
@@ -332,5 +369,3 @@ pub fn write<T: ToJson + ?Sized>(value: &T) -> String {
 }
 
 mod follow;
-#[cfg(test)]
-mod tests;

@@ -1,4 +1,4 @@
-use taskwire_core::wire::from_json;
+use taskwire_wire::from_json;
 use taskwire_core::{create_task, CreateTask, Event, State};
 
 use super::*;

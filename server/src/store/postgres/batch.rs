@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use deadpool_postgres::Transaction;
-use taskwire_core::wire::to_json;
+use taskwire_wire::to_json;
 use taskwire_core::{notification_key, Event, Receipt};
 use tokio_postgres::types::ToSql;
 

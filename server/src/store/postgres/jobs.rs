@@ -2,7 +2,7 @@
 //! (idempotent under its key), a person's request, a delivery.
 
 use deadpool_postgres::Transaction;
-use taskwire_core::wire::from_json;
+use taskwire_wire::from_json;
 use taskwire_core::{Delivery, Receipt};
 
 use super::batch::Batch;

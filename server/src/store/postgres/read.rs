@@ -3,7 +3,7 @@
 //! and the listener share.
 
 use deadpool_postgres::{GenericClient, Transaction};
-use taskwire_core::wire::from_json;
+use taskwire_wire::from_json;
 use taskwire_core::{HistoryEntry, ResumeAnswer, TaskView};
 use tokio_postgres::Row;
 

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 use rusqlite::{params, Connection, OptionalExtension};
-use taskwire_core::wire::from_json;
+use taskwire_wire::from_json;
 use taskwire_core::{HistoryEntry, TaskView};
 
 use crate::store::decide::{check_key, replayed, KeyCheck};

@@ -1,6 +1,10 @@
-use super::*;
-use crate::wire::{from_json, to_json};
-use crate::{Mirror, ResumeAnswer};
+//! The page's writers (`ToJson`, in core) write what the serde writer
+//! (this crate's `to_json`) writes, byte for byte, for every type the
+//! page emits.
+
+use taskwire_core::json::{object, write};
+use taskwire_core::{Event, Mirror, ResumeAnswer, TaskView};
+use taskwire_wire::{from_json, to_json};
 
 #[test]
 fn writes_what_serde_writes() {

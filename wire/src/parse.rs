@@ -6,30 +6,11 @@
 use alloc::borrow::Cow;
 use alloc::{format, string::String, vec::Vec};
 
-use super::Error;
+use taskwire_core::json::{Error, Value};
 
 /// Nesting deeper than this is refused: a stack overflow is a trap in
 /// WebAssembly, and no wire type nests beyond 4 levels.
 pub(crate) const MAX_DEPTH: usize = 64;
-
-/// A parsed JSON value. Strings borrow from the text when they hold no
-/// escapes.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Value<'a> {
-    /// `null`
-    Null,
-    /// `true` or `false`
-    Bool(bool),
-    /// A number (finite: overflow is a parse error).
-    Number(f64),
-    /// A string.
-    String(Cow<'a, str>),
-    /// An array.
-    Array(Vec<Value<'a>>),
-    /// An object's entries in document order (duplicates kept; readers
-    /// take the last, as `JSON.parse` does).
-    Object(Vec<(Cow<'a, str>, Value<'a>)>),
-}
 
 /// Parses one JSON document; whitespace around it is allowed, anything
 /// else after it is an error.

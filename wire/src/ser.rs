@@ -5,68 +5,11 @@
 use alloc::string::String;
 use serde::ser::{self, Impossible, Serialize};
 
-use super::Error;
-use crate::value::exact_integer;
+use taskwire_core::js::write_number as write_f64;
+use taskwire_core::json::{write_string as write_str, Error};
 
 pub(crate) struct Ser<'a> {
     pub(crate) out: &'a mut String,
-}
-
-/// Writes `s` as a JSON string literal with JavaScript's escapes.
-pub(crate) fn write_str(out: &mut String, s: &str) {
-    out.push_str("\"");
-    let mut start = 0;
-    for (i, b) in s.bytes().enumerate() {
-        let escape = match b {
-            b'"' => "\\\"",
-            b'\\' => "\\\\",
-            b'\n' => "\\n",
-            b'\r' => "\\r",
-            b'\t' => "\\t",
-            0x08 => "\\b",
-            0x0c => "\\f",
-            0..=0x1f => "",
-            _ => continue,
-        };
-        out.push_str(s.get(start..i).unwrap_or_default());
-        if escape.is_empty() {
-            const HEX: &[u8; 16] = b"0123456789abcdef";
-            out.push_str("\\u00");
-            crate::follow::push_ascii(out, &[HEX[usize::from(b >> 4)], HEX[usize::from(b & 0xf)]]);
-        } else {
-            out.push_str(escape);
-        }
-        start = i + 1;
-    }
-    out.push_str(s.get(start..).unwrap_or_default());
-    out.push_str("\"");
-}
-
-/// The follow's writer (no index that could panic: its bounds check
-/// and the panic's location cost the page bytes).
-fn write_u64(out: &mut String, n: u64) {
-    crate::follow::push_u64(out, n);
-}
-
-fn write_i64(out: &mut String, n: i64) {
-    if n < 0 {
-        out.push_str("-");
-    }
-    write_u64(out, n.unsigned_abs());
-}
-
-/// Integers as integers; other finite numbers in their shortest
-/// round-trip form (ryu's, `float.rs`; a few digits of exponent syntax
-/// may differ from JavaScript's, the value never does); non-finite as
-/// `null`.
-pub(crate) fn write_f64(out: &mut String, n: f64) {
-    if !n.is_finite() {
-        out.push_str("null");
-    } else if let Some(i) = exact_integer(n) {
-        write_i64(out, i);
-    } else {
-        super::float::write(out, n);
-    }
 }
 
 impl<'a> ser::Serializer for Ser<'a> {
@@ -94,7 +37,7 @@ impl<'a> ser::Serializer for Ser<'a> {
         self.serialize_i64(i64::from(v))
     }
     fn serialize_i64(self, v: i64) -> Result<(), Error> {
-        write_i64(self.out, v);
+        write_integer(self.out, v);
         Ok(())
     }
     fn serialize_u8(self, v: u8) -> Result<(), Error> {
@@ -107,7 +50,7 @@ impl<'a> ser::Serializer for Ser<'a> {
         self.serialize_u64(u64::from(v))
     }
     fn serialize_u64(self, v: u64) -> Result<(), Error> {
-        write_u64(self.out, v);
+        write_integer(self.out, v);
         Ok(())
     }
     fn serialize_f32(self, v: f32) -> Result<(), Error> {
@@ -448,4 +391,12 @@ impl ser::Serializer for KeySer<'_> {
     ) -> Result<Self::SerializeStructVariant, Error> {
         Err(not_a_key())
     }
+}
+
+/// Appends an integer in decimal (this crate is not on the page, so
+/// `core::fmt` costs nothing here).
+fn write_integer(out: &mut String, n: impl core::fmt::Display) {
+    use core::fmt::Write;
+    // Writing to a `String` cannot fail.
+    let _ = write!(out, "{n}");
 }

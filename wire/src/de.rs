@@ -4,63 +4,13 @@
 //! when a visitor fails, the innermost frame stamps the path on the error,
 //! so every message names its field without a second parse.
 
-use alloc::string::String;
-use core::fmt;
 
 use serde::de::{
     self, DeserializeSeed, EnumAccess, IntoDeserializer, MapAccess, SeqAccess, Unexpected, Visitor,
 };
 
-use super::parse::Value;
-use super::Error;
-use crate::value::exact_integer;
-
-/// Where a value sits in the document (`history[3].event.atMs`).
-#[derive(Debug, Clone, Copy)]
-pub enum Path<'p> {
-    /// The document itself.
-    Root,
-    /// A field of an object.
-    Key(&'p Path<'p>, &'p str),
-    /// An element of an array.
-    Index(&'p Path<'p>, usize),
-}
-
-impl Path<'_> {
-    /// The path as text (`history[3].event.atMs`; empty at the root),
-    /// written without `core::fmt`: error paths reach the page, and
-    /// formatting machinery there costs ~2 KB gzip (docs/package.md).
-    pub fn text(&self) -> String {
-        let mut out = String::new();
-        self.push_to(&mut out);
-        out
-    }
-
-    fn push_to(&self, out: &mut String) {
-        match self {
-            Path::Root => {}
-            Path::Key(parent, key) => {
-                parent.push_to(out);
-                if !matches!(parent, Path::Root) {
-                    out.push_str(".");
-                }
-                out.push_str(key);
-            }
-            Path::Index(parent, i) => {
-                parent.push_to(out);
-                out.push_str("[");
-                crate::follow::push_u64(out, *i as u64);
-                out.push_str("]");
-            }
-        }
-    }
-}
-
-impl fmt::Display for Path<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.text())
-    }
-}
+use taskwire_core::js::exact_integer;
+use taskwire_core::json::{Error, Path, Value};
 
 /// Deserializes `value`; errors carry the path of the failing field.
 pub(crate) struct De<'v, 'de, 'p> {
@@ -70,7 +20,7 @@ pub(crate) struct De<'v, 'de, 'p> {
 
 impl<'v, 'de, 'p> De<'v, 'de, 'p> {
     fn locate(&self, e: Error) -> Error {
-        e.at(&self.path)
+        e.stamped(&self.path)
     }
 }
 
@@ -86,7 +36,7 @@ fn wrong_kind(value: &Value<'_>, path: &Path<'_>, expected: &dyn de::Expected) -
         Value::Array(_) => Unexpected::Seq,
         Value::Object(_) => Unexpected::Map,
     };
-    <Error as de::Error>::invalid_type(unexpected, expected).at(path)
+    <Error as de::Error>::invalid_type(unexpected, expected).stamped(path)
 }
 
 impl<'de> de::Deserializer<'de> for De<'_, 'de, '_> {
@@ -279,7 +229,7 @@ impl<'de> SeqAccess<'de> for Seq<'_, 'de, '_> {
         self.index += 1;
         seed.deserialize(De { value, path })
             .map(Some)
-            .map_err(|e| e.at(&path))
+            .map_err(|e| e.stamped(&path))
     }
 
     fn size_hint(&self) -> Option<usize> {
@@ -314,7 +264,7 @@ impl<'de> MapAccess<'de> for Map<'_, 'de, '_> {
         };
         let path = Path::Key(&self.path, key);
         seed.deserialize(De { value, path })
-            .map_err(|e| e.at(&path))
+            .map_err(|e| e.stamped(&path))
     }
 
     fn size_hint(&self) -> Option<usize> {
