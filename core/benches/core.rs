@@ -163,7 +163,6 @@ fn mirror_merge_1000_from_json(bencher: Bencher) {
 #[divan::bench]
 fn parse_event(bencher: Bencher) {
     let text = r#"{"type":"succeed","atMs":24300,"resultRef":"blob://summaries/doc-1","resultHash":"sha256:ab12"}"#;
-    bencher
-        .bench_local(|| taskwire_wire::from_json::<Event>(black_box(text), "event").unwrap());
+    bencher.bench_local(|| taskwire_wire::from_json::<Event>(black_box(text), "event").unwrap());
     let _ = NonBlank::new("x", "x");
 }

@@ -157,8 +157,8 @@ pub mod lease;
 pub mod mirror;
 pub mod resume;
 pub mod task;
-pub mod transition;
 pub mod text;
+pub mod transition;
 pub mod value;
 
 pub use batch::{BatchAnswer, BatchMirror};

@@ -265,21 +265,4 @@ mod tests {
         assert!(NonBlank::new("\u{FEFF} ", "k").is_err());
         assert_eq!(&*NonBlank::new("k1", "k").unwrap(), "k1");
     }
-
-    #[test]
-    fn times_encode_like_json_stringify() {
-        struct M(f64);
-        impl Serialize for M {
-            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                ms::serialize(&self.0, s)
-            }
-        }
-        let enc = |v: f64| crate::json::testing::to_json(&M(v));
-        assert_eq!(enc(1200.0), "1200");
-        assert_eq!(enc(-0.0), "0");
-        assert_eq!(enc(0.5), "0.5");
-        assert_eq!(enc(1e300), "1e300"); // JSON.stringify: 1e+300, same value
-        assert_eq!(number(f64::NAN), "NaN");
-        assert_eq!(number(-1.5), "-1.5");
-    }
 }

@@ -9,8 +9,8 @@
 
 use proptest::prelude::*;
 use serde_json::Value;
-use taskwire_wire::to_json;
 use taskwire_core::{create_task, CreateTask, Event, Millis, NonBlank, Percent, Task};
+use taskwire_wire::to_json;
 
 const TTL: f64 = 1_000.0;
 

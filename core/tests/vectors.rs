@@ -6,10 +6,10 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use serde_json::{json, Value};
-use taskwire_wire::{from_json, to_json};
 use taskwire_core::{
     apply_event, expire_task, Book, CreateTask, Error, Event, Mirror, ResumeAnswer, Task,
 };
+use taskwire_wire::{from_json, to_json};
 
 fn vector_files() -> Vec<PathBuf> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/vectors");

@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use serde_json::{json, Value};
-use taskwire_wire::from_json;
 use taskwire_core::{Mirror, ResumeAnswer, ResumeMode};
 use taskwire_server::client::Conn;
+use taskwire_wire::from_json;
 
 struct Acked {
     task: String,

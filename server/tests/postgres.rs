@@ -12,10 +12,10 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use serde_json::{json, Value};
-use taskwire_wire::from_json;
 use taskwire_core::{Mirror, ResumeAnswer, ResumeMode};
 use taskwire_server::client::{self, Conn};
 use taskwire_server::Config;
+use taskwire_wire::from_json;
 
 /// Instances on one fresh database (`None`: no PostgreSQL, skip).
 async fn cluster(n: usize, tweak: impl Fn(&mut Config)) -> Option<(Vec<Harness>, String)> {

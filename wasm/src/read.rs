@@ -45,7 +45,8 @@ fn parse(text: &str, what: &str) -> Result<tw::json::Value<'static>, tw::Error> 
         why.push_str(")");
         return Err(failed(&why));
     }
-    tw::json::host::decode(&tree).ok_or_else(|| failed(": nested too deeply, or a number out of range"))
+    tw::json::host::decode(&tree)
+        .ok_or_else(|| failed(": nested too deeply, or a number out of range"))
 }
 
 #[cfg(not(feature = "book"))]

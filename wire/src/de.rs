@@ -4,7 +4,6 @@
 //! when a visitor fails, the innermost frame stamps the path on the error,
 //! so every message names its field without a second parse.
 
-
 use serde::de::{
     self, DeserializeSeed, EnumAccess, IntoDeserializer, MapAccess, SeqAccess, Unexpected, Visitor,
 };

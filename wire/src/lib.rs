@@ -31,7 +31,7 @@ mod ser;
 use alloc::string::String;
 use serde::{Deserialize, Serialize};
 
-use taskwire_core::follow::{BatchReader, AnswerReader, FollowConfig};
+use taskwire_core::follow::{AnswerReader, BatchReader, FollowConfig};
 use taskwire_core::json::{self, FromJson, Path, Value};
 use taskwire_core::Error;
 
@@ -94,8 +94,12 @@ pub fn from_json_serde_bytes<'a, T: Deserialize<'a>>(
 }
 
 fn utf8<'a>(bytes: &'a [u8], what: &str) -> Result<&'a str, Error> {
-    core::str::from_utf8(bytes)
-        .map_err(|_| Error::invalid(taskwire_core::text::join(&[what, ": body is not valid UTF-8"])))
+    core::str::from_utf8(bytes).map_err(|_| {
+        Error::invalid(taskwire_core::text::join(&[
+            what,
+            ": body is not valid UTF-8",
+        ]))
+    })
 }
 
 /// Serializes a wire value. None of core's types can fail to serialize,

@@ -88,3 +88,19 @@ fn writes_the_lifecycle_as_serde_writes_it() {
     assert_eq!(write(&task), to_json(&task));
     assert!(write(&task).contains(r#""decisionReason":"shorter""#));
 }
+
+#[test]
+fn times_encode_like_json_stringify() {
+    use serde::{Serialize, Serializer};
+    struct M(f64);
+    impl Serialize for M {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            taskwire_core::value::ms::serialize(&self.0, s)
+        }
+    }
+    let enc = |v: f64| to_json(&M(v));
+    assert_eq!(enc(1200.0), "1200");
+    assert_eq!(enc(-0.0), "0");
+    assert_eq!(enc(0.5), "0.5");
+    assert_eq!(enc(1e300), "1e300"); // JSON.stringify: 1e+300, same value
+}

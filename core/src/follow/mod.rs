@@ -64,8 +64,8 @@ pub use output::{
     BatchProgress, ConnState, Fail, FailCode, Failure, FollowEvent, Reject, Request, RequestId,
     RequestKind, Status, Transport, Update,
 };
-pub use request::{decimal, encode_segment, trim_slashes};
 pub(crate) use request::push_u64;
+pub use request::{decimal, encode_segment, trim_slashes};
 
 use crate::batch::BatchMirror;
 use crate::mirror::Mirror;

@@ -101,3 +101,35 @@ impl Reader<'_> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decodes_every_kind() {
+        // What jsonTree writes for
+        // {"a":[null,true,false,1.5],"é😀":"x😀y"}: 1.5 is 0x3ff8000000000000.
+        let text = "{1:a[ntfd3ff8000000000000;]3:é😀s4:x😀y}";
+        let expected = Value::Object(Vec::from([
+            (
+                Cow::Borrowed("a"),
+                Value::Array(Vec::from([
+                    Value::Null,
+                    Value::Bool(true),
+                    Value::Bool(false),
+                    Value::Number(1.5),
+                ])),
+            ),
+            (Cow::Borrowed("é😀"), Value::String(Cow::Borrowed("x😀y"))),
+        ]));
+        assert_eq!(decode(text), Some(expected));
+    }
+
+    #[test]
+    fn refuses_what_it_does_not_expect() {
+        for text in ["~", "", "[", "{1:a", "s9:short", "d12", "x"] {
+            assert_eq!(decode(text), None, "{text:?}");
+        }
+    }
+}

@@ -4,8 +4,8 @@
 
 use super::*;
 use crate::book::Book;
-use crate::resume::{EpochAnswer, ResumeMode};
 use crate::json::testing::from_json;
+use crate::resume::{EpochAnswer, ResumeMode};
 
 /// A book whose task `t` went through `starts` start/fail rounds: each
 /// round is two versions (a retryable failure re-queues it).

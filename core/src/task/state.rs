@@ -149,7 +149,10 @@ mod tests {
         for state in State::ALL {
             let text = crate::json::testing::to_json(&state);
             assert_eq!(text, format!("\"{}\"", state.as_str()));
-            assert_eq!(crate::json::testing::from_json::<State>(&text, "s").unwrap(), state);
+            assert_eq!(
+                crate::json::testing::from_json::<State>(&text, "s").unwrap(),
+                state
+            );
         }
     }
 

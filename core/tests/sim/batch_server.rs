@@ -5,10 +5,10 @@
 //! streams with `BatchAnswer`s: per-task resume answers of the tasks that
 //! changed after the cursor, each from the version it had at that cursor.
 
-use taskwire_wire::{from_json, from_json_bytes, to_json};
 use taskwire_core::{
     BatchAnswer, BatchMirror, Book, CreateTask, Event, ResumeAnswer, ResumeMode, TaskView,
 };
+use taskwire_wire::{from_json, from_json_bytes, to_json};
 
 use super::{Rng, Served};
 

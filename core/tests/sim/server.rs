@@ -1,8 +1,8 @@
 //! The simulated server: a core `Book` with one task, answering resume
 //! requests (held long-polls included) and SSE streams as PROTOCOL.md says.
 
-use taskwire_wire::{from_json, from_json_bytes, to_json};
 use taskwire_core::{Book, CreateTask, Event, ResumeAnswer, TaskView};
+use taskwire_wire::{from_json, from_json_bytes, to_json};
 
 use super::{Rng, Served};
 

@@ -20,8 +20,8 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Serialize;
 use serde_json::{Map, Value};
-use taskwire_wire::from_json;
 use taskwire_core::{Event, EventKind, Reason, TaskView};
+use taskwire_wire::from_json;
 
 use super::{body, now_ms, TaskId};
 use crate::auth::{Credential, Right};

@@ -28,8 +28,8 @@ use axum::Json;
 use futures_util::StreamExt;
 use taskwire_core::check_callback_id;
 use taskwire_core::json::{Fields, FromJson, Path as JsonPath, Value};
-use taskwire_wire::from_json_bytes;
 use taskwire_core::{Event, EventKind, Millis};
+use taskwire_wire::from_json_bytes;
 use tokio::time::Instant;
 
 use super::{check_id, now_secs, task_id, BODY_LIMIT};

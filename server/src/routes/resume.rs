@@ -13,8 +13,8 @@ use axum::body::{Body, Bytes};
 use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
 use axum::response::Response;
-use taskwire_wire::to_json;
 use taskwire_core::{EpochAnswer, ResumeAnswer, ResumeMode, MAX_SAFE_INTEGER};
+use taskwire_wire::to_json;
 
 use super::{no_store_json, Query, TaskId};
 use crate::auth::{Right, WatchCredential};

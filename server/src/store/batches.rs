@@ -13,8 +13,8 @@
 //! Writes that append nothing (a heartbeat renewing a lease) do not raise
 //! it: nothing a client sees changed.
 
-use taskwire_wire::to_json;
 use taskwire_core::{plan_resume, HistoryEntry, ResumeAnswer, ResumeMode, TaskView};
+use taskwire_wire::to_json;
 
 use super::{Idempotency, NewTask, TaskRecord};
 

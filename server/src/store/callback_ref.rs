@@ -10,8 +10,8 @@
 //! the callback's own event. Reading joins the two, and a repeated id is
 //! judged (`check_callback`) against exactly the event it first carried.
 
-use taskwire_wire::{from_json, to_json};
 use taskwire_core::{Event, HistoryEntry};
+use taskwire_wire::{from_json, to_json};
 
 use super::StoreError;
 

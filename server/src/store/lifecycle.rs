@@ -13,8 +13,8 @@
 //! writes the row's `lease` and `due_at_ms` alone, no version, nothing
 //! published.
 
-use taskwire_wire::{from_json, to_json};
 use taskwire_core::{Event, Lease, LeaseChange, Millis, Outcome, Step, TaskView};
+use taskwire_wire::{from_json, to_json};
 
 use super::{StoreError, TaskRecord};
 

@@ -2,8 +2,8 @@
 //! databases' 64-bit integers, history rows back to entries, and the one
 //! error for a stored row that does not parse.
 
-use taskwire_wire::from_json;
 use taskwire_core::HistoryEntry;
+use taskwire_wire::from_json;
 
 use super::StoreError;
 

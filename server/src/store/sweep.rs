@@ -7,8 +7,8 @@
 //! function judges a due row ([`step_due_row`]); each store only fetches
 //! the rows, writes what moved and quarantines what did not.
 
-use taskwire_wire::from_json;
 use taskwire_core::{Millis, TaskView};
+use taskwire_wire::from_json;
 
 use super::lifecycle::{judge_expiry, judge_sweep, parse_lease, Judged};
 use super::{OutboxEntry, Quarantined, TaskRecord};
@@ -156,8 +156,8 @@ pub struct PendingWebhooks {
 
 #[cfg(test)]
 mod tests {
-    use taskwire_wire::to_json;
     use taskwire_core::{create_task, CreateTask};
+    use taskwire_wire::to_json;
 
     use super::{step_due_row, DueRow, LIFECYCLE, TTL};
 

@@ -2,8 +2,8 @@
 //! the validated request ([`NewTask`]), its `Idempotency-Key`
 //! ([`Idempotency`]) and the answer ([`Created`]).
 
-use taskwire_wire::to_json;
 use taskwire_core::TaskView;
+use taskwire_wire::to_json;
 
 use crate::exact_json::RawJson;
 

@@ -14,11 +14,11 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
 use serde_json::{json, Value};
-use taskwire_wire::from_json;
 use taskwire_core::ResumeAnswer;
 use taskwire_server::client::{self, Conn, Reply};
 use taskwire_server::signature::{callback_body, Secret, SignedHeaders, DEV_SECRET};
 use taskwire_server::{start, Config, Server};
+use taskwire_wire::from_json;
 
 pub struct Harness {
     pub server: Option<Server>,

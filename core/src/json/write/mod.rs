@@ -7,8 +7,8 @@
 //! byte for byte the serde writers' (the follow simulation checks every
 //! event it sees both ways).
 
-use crate::js::write_f64;
 use crate::event::Event;
+use crate::js::write_f64;
 use crate::mirror::{MergeOutcome, Mirror, Next, Rejection};
 use crate::task::{HistoryEntry, TaskView};
 use alloc::{string::String, vec::Vec};
@@ -48,7 +48,6 @@ pub(crate) fn write_str(out: &mut String, s: &str) {
     out.push_str(s.get(start..).unwrap_or_default());
     out.push_str("\"");
 }
-
 
 /// A value that writes itself as JSON.
 pub trait ToJson {

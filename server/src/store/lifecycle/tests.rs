@@ -1,5 +1,5 @@
-use taskwire_wire::from_json;
 use taskwire_core::{create_task, CreateTask, Event, Millis};
+use taskwire_wire::from_json;
 
 use super::*;
 

@@ -8,8 +8,8 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use deadpool_postgres::Transaction;
-use taskwire_wire::to_json;
 use taskwire_core::{notification_key, Event, Receipt};
+use taskwire_wire::to_json;
 use tokio_postgres::types::ToSql;
 
 use super::batches::{raise_cursors, NewBatchRow};

@@ -2,8 +2,8 @@
 //! (idempotent under its key), a person's request, a delivery.
 
 use deadpool_postgres::Transaction;
-use taskwire_wire::from_json;
 use taskwire_core::{Delivery, Receipt};
+use taskwire_wire::from_json;
 
 use super::batch::Batch;
 use super::read::{load_own, record};

@@ -3,8 +3,8 @@
 //! and the listener share.
 
 use deadpool_postgres::{GenericClient, Transaction};
-use taskwire_wire::from_json;
 use taskwire_core::{HistoryEntry, ResumeAnswer, TaskView};
+use taskwire_wire::from_json;
 use tokio_postgres::Row;
 
 use super::writer::Sql;

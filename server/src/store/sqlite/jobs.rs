@@ -4,8 +4,8 @@
 //! savepoint of its own.
 
 use rusqlite::{params, Connection, OptionalExtension};
-use taskwire_wire::{from_json, to_json};
 use taskwire_core::{notification_key, Delivery, Receipt};
+use taskwire_wire::{from_json, to_json};
 
 use super::read::{check_open_tasks, load_own_task, load_task, replay};
 use crate::hub::{BatchMark, Change};

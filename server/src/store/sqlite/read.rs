@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 use rusqlite::{params, Connection, OptionalExtension};
-use taskwire_wire::from_json;
 use taskwire_core::{HistoryEntry, TaskView};
+use taskwire_wire::from_json;
 
 use crate::store::decide::{check_key, replayed, KeyCheck};
 use crate::store::lifecycle::parse_lease;
