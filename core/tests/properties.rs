@@ -322,7 +322,7 @@ proptest! {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
-    /// The compact codec (core/src/json) agrees with serde_json, the
+    /// The compact codec (taskwire-wire and core/src/json) agrees with serde_json, the
     /// reference: what it writes, serde_json reads as the same value, and
     /// what serde_json writes, it reads back to the same Rust value.
     #[test]
@@ -354,7 +354,7 @@ proptest! {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(5000))]
 
-    /// The codec's number parser (no lookup tables, see core/src/json/
+    /// The codec's number parser (no lookup tables, see wire/src/
     /// number.rs) rounds exactly as Rust's (and JavaScript's) does.
     #[test]
     fn numbers_parse_exactly(

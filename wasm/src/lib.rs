@@ -15,7 +15,7 @@
 //! A failed call throws a `TaskwireError` (an `Error` with `.code`),
 //! constructed here through the JS class itself (`error.rs`), whose codes
 //! are one Rust enum that the TypeScript union is checked against. No
-//! export can panic: every input is parsed with `taskwire_core::wire`, and
+//! export can panic: every input is read by core's readers (`taskwire_core::json`), and
 //! release builds abort on panic, so a panic path would be a trap.
 
 //!
