@@ -10,7 +10,9 @@
 //!   exact decimal-to-double conversion in `number.rs`), read by core's
 //!   readers ([`from_json`]);
 //! - a serde bridge over the same tree and writer, for a server's own
-//!   request and answer types ([`from_json_serde`], [`to_json`]).
+//!   request and answer types ([`from_json_serde`], [`to_json`]);
+//! - [`exact`]: JSON kept as it was sent (a client's `input`), and the
+//!   canonical form two requests are compared in, on the same parser.
 //!
 //! The browser page carries none of this: it lets `JSON.parse` build the
 //! tree and reads it with core's readers, which is why the readers stay
@@ -24,6 +26,7 @@
 extern crate alloc;
 
 mod de;
+pub mod exact;
 mod number;
 mod parse;
 mod ser;

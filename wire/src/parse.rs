@@ -1,4 +1,6 @@
-//! JSON text → [`Value`] tree, strict RFC 8259 grammar.
+//! JSON text → a tree, strict RFC 8259 grammar: core's [`Value`] for the
+//! readers, or the exact tree of [`crate::exact`] (numbers as written,
+//! each value's text). One grammar for both, in one place.
 //!
 //! Strings without escapes borrow from the input, so a typical event
 //! allocates only for what its fields keep.
@@ -12,9 +14,52 @@ use taskwire_core::json::{Error, Value};
 /// WebAssembly, and no wire type nests beyond 4 levels.
 pub(crate) const MAX_DEPTH: usize = 64;
 
-/// Parses one JSON document; whitespace around it is allowed, anything
-/// else after it is an error.
+/// What the parser builds each value into.
+pub(crate) trait Tree<'a>: Sized {
+    fn null() -> Self;
+    fn boolean(b: bool) -> Self;
+    /// A number from its text (already checked against the grammar);
+    /// `None` when it is out of range for this tree.
+    fn number(text: &'a str) -> Option<Self>;
+    fn string(s: Cow<'a, str>) -> Self;
+    fn array(items: Vec<Self>) -> Self;
+    fn object(entries: Vec<(Cow<'a, str>, Self)>) -> Self;
+    /// The value, told the exact text it was read from.
+    fn with_text(self, _text: &'a str) -> Self {
+        self
+    }
+}
+
+impl<'a> Tree<'a> for Value<'a> {
+    fn null() -> Self {
+        Value::Null
+    }
+    fn boolean(b: bool) -> Self {
+        Value::Bool(b)
+    }
+    /// Rounds exactly as JavaScript's `Number()` does; `None` past f64.
+    fn number(text: &'a str) -> Option<Self> {
+        super::number::parse_f64(text).map(Value::Number)
+    }
+    fn string(s: Cow<'a, str>) -> Self {
+        Value::String(s)
+    }
+    fn array(items: Vec<Self>) -> Self {
+        Value::Array(items)
+    }
+    fn object(entries: Vec<(Cow<'a, str>, Self)>) -> Self {
+        Value::Object(entries)
+    }
+}
+
+/// Parses one JSON document into core's tree; whitespace around it is
+/// allowed, anything else after it is an error.
 pub(crate) fn parse(text: &str) -> Result<Value<'_>, Error> {
+    parse_as(text)
+}
+
+/// Parses one JSON document into any [`Tree`].
+pub(crate) fn parse_as<'a, T: Tree<'a>>(text: &'a str) -> Result<T, Error> {
     let mut p = Parser {
         text,
         bytes: text.as_bytes(),
@@ -65,7 +110,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn expect_word(&mut self, word: &str, value: Value<'a>) -> Result<Value<'a>, Error> {
+    fn expect_word<T>(&mut self, word: &str, value: T) -> Result<T, Error> {
         if self.rest().starts_with(word.as_bytes()) {
             self.pos += word.len();
             Ok(value)
@@ -74,18 +119,20 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn value(&mut self, depth: usize) -> Result<Value<'a>, Error> {
-        match self.peek() {
+    fn value<T: Tree<'a>>(&mut self, depth: usize) -> Result<T, Error> {
+        let start = self.pos;
+        let value = match self.peek() {
             None => Err(self.error("unexpected end")),
-            Some(b'n') => self.expect_word("null", Value::Null),
-            Some(b't') => self.expect_word("true", Value::Bool(true)),
-            Some(b'f') => self.expect_word("false", Value::Bool(false)),
-            Some(b'"') => self.string().map(Value::String),
+            Some(b'n') => self.expect_word("null", T::null()),
+            Some(b't') => self.expect_word("true", T::boolean(true)),
+            Some(b'f') => self.expect_word("false", T::boolean(false)),
+            Some(b'"') => self.string().map(T::string),
             Some(b'[') => self.array(depth + 1),
             Some(b'{') => self.object(depth + 1),
             Some(b'-' | b'0'..=b'9') => self.number(),
             Some(_) => Err(self.error("unexpected character")),
-        }
+        }?;
+        Ok(value.with_text(self.since(start)))
     }
 
     fn enter(&self, depth: usize) -> Result<(), Error> {
@@ -96,14 +143,14 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn array(&mut self, depth: usize) -> Result<Value<'a>, Error> {
+    fn array<T: Tree<'a>>(&mut self, depth: usize) -> Result<T, Error> {
         self.enter(depth)?;
         self.pos += 1;
         let mut items = Vec::new();
         self.skip_ws();
         if self.peek() == Some(b']') {
             self.pos += 1;
-            return Ok(Value::Array(items));
+            return Ok(T::array(items));
         }
         loop {
             self.skip_ws();
@@ -113,21 +160,21 @@ impl<'a> Parser<'a> {
                 Some(b',') => self.pos += 1,
                 Some(b']') => {
                     self.pos += 1;
-                    return Ok(Value::Array(items));
+                    return Ok(T::array(items));
                 }
                 _ => return Err(self.error("expected ',' or ']'")),
             }
         }
     }
 
-    fn object(&mut self, depth: usize) -> Result<Value<'a>, Error> {
+    fn object<T: Tree<'a>>(&mut self, depth: usize) -> Result<T, Error> {
         self.enter(depth)?;
         self.pos += 1;
         let mut entries = Vec::new();
         self.skip_ws();
         if self.peek() == Some(b'}') {
             self.pos += 1;
-            return Ok(Value::Object(entries));
+            return Ok(T::object(entries));
         }
         loop {
             self.skip_ws();
@@ -148,14 +195,14 @@ impl<'a> Parser<'a> {
                 Some(b',') => self.pos += 1,
                 Some(b'}') => {
                     self.pos += 1;
-                    return Ok(Value::Object(entries));
+                    return Ok(T::object(entries));
                 }
                 _ => return Err(self.error("expected ',' or '}'")),
             }
         }
     }
 
-    fn number(&mut self) -> Result<Value<'a>, Error> {
+    fn number<T: Tree<'a>>(&mut self) -> Result<T, Error> {
         let start = self.pos;
         let digits = |p: &mut Self| {
             let from = p.pos;
@@ -187,12 +234,8 @@ impl<'a> Parser<'a> {
                 return Err(self.error("invalid number"));
             }
         }
-        // The grammar is checked above; the conversion rounds exactly as
-        // JavaScript's `Number()` does.
-        match super::number::parse_f64(self.since(start)) {
-            Some(n) => Ok(Value::Number(n)),
-            None => Err(self.error("number out of range")),
-        }
+        // The grammar is checked above.
+        T::number(self.since(start)).ok_or_else(|| self.error("number out of range"))
     }
 
     fn string(&mut self) -> Result<Cow<'a, str>, Error> {
