@@ -20,6 +20,8 @@
 //! - [`metrics`]: `GET /metrics` for operators, on `--metrics-listen`.
 //! - [`notify`]: posts outbox rows to `--notify-url` / `--tenant-notify-url`.
 //! - [`client`]: a small HTTP client (tests, load tool, webhook).
+//! - [`wire_json`]: JSON answers written by core's codec, the server's one
+//!   JSON writer and reader.
 //! - [`exact_json`]: `input` kept and compared as the exact JSON sent.
 //! - [`demo`]: `--demo`'s page, in-server executor and endpoints.
 
@@ -43,6 +45,7 @@ pub mod signature;
 pub mod stats;
 pub mod store;
 pub mod sweeper;
+pub mod wire_json;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;

@@ -9,7 +9,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use taskwire_core::wire::from_json_serde_bytes;
 
-use super::tasks::{count_open_task_refusal, json_text, new_task_view, parse_create};
+use super::tasks::{count_open_task_refusal, new_task_view, parse_create};
 use super::{body_within, check_id, idempotency_key, now_ms};
 use crate::auth::Credential;
 use crate::error::ApiError;
@@ -17,6 +17,7 @@ use crate::exact_json;
 use crate::quotas;
 use crate::store::batches::{new_batch_id, MAX_ITEMS};
 use crate::store::{BatchCreated, Idempotency, NewBatch, NewTask, EXACT_REQUEST};
+use crate::wire_json::json_text;
 use crate::AppState;
 
 /// A batch body may be this large (500 items of a few hundred bytes each
