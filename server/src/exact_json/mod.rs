@@ -1,14 +1,15 @@
 //! JSON kept exactly as it was sent: the create body's `input`.
 //!
-//! Why not `serde_json::Value`: it holds numbers as `f64` (or 64-bit
-//! integers), so `{"n": 9007199254740993}` came back as
-//! `9007199254740992`, and two bodies that differ only beyond double
-//! precision compared equal under one `Idempotency-Key`. serde_json's
-//! `arbitrary_precision` feature would fix the numbers, but it is unified
-//! into every crate of the workspace that uses serde_json (core's tests
-//! compare vectors as `Value`s, where `1` and `1.0` would stop being
-//! equal). So the server keeps `input` as text, and this module does the
-//! two things it needs on text:
+//! Why not a parsed tree (core's `Value`, or a general JSON library's):
+//! it holds numbers as `f64` (or 64-bit integers), so
+//! `{"n": 9007199254740993}` came back as `9007199254740992`, and two
+//! bodies that differ only beyond double precision compared equal under
+//! one `Idempotency-Key`. A library's arbitrary-precision numbers would
+//! fix the numbers, but such a switch is a cargo feature, unified into
+//! every crate of the workspace that uses the library (core's tests
+//! compare vectors as trees, where `1` and `1.0` would stop being equal).
+//! So the server keeps `input` as text, and this module does the two
+//! things it needs on text:
 //!
 //! - [`members`]: the raw text of each top-level member of an object
 //!   (`input` is stored and answered byte for byte as it arrived);

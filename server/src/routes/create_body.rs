@@ -3,10 +3,11 @@
 //! item. Errors name their field under the body's own name (`body`, or
 //! `body.items[3]`).
 
+use serde::de::IgnoredAny;
 use serde::Deserialize;
-use serde_json::{json, Value};
 use taskwire_core::wire::from_json_serde_bytes;
 
+use super::legacy_request::legacy_request;
 use crate::error::ApiError;
 use crate::exact_json::{self, RawJson};
 use crate::store::EXACT_REQUEST;
@@ -14,8 +15,7 @@ use crate::store::EXACT_REQUEST;
 /// The create body. Unknown fields are ignored (PROTOCOL.md).
 ///
 /// Read by core's codec for the checks and their errors; `input` is then
-/// taken from the body as text (see [`exact_body`]), so its `Value` here
-/// only serves the comparison with rows of earlier servers.
+/// taken from the body as text (see [`exact_body`]).
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct CreateBody {
@@ -23,7 +23,10 @@ struct CreateBody {
     /// A counter: checked to be a safe integer below.
     max_attempts: f64,
     kind: Option<String>,
-    input: Option<Value>,
+    /// Skipped here (its text is taken as sent), but declared so that a
+    /// second `input` is refused like any repeated field.
+    #[serde(rename = "input")]
+    _input: Option<IgnoredAny>,
     deadline_ms: Option<f64>,
     unknown_grace_ms: Option<f64>,
     auto_requeue: Option<bool>,
@@ -71,15 +74,15 @@ pub fn parse_create(raw: &[u8], field: &str) -> Result<ParsedCreate, ApiError> {
     let text =
         std::str::from_utf8(raw).map_err(|_| ApiError::invalid(format!("{field}: not UTF-8")))?;
     let exact = exact_body(text, field)?;
-    // Earlier servers compared bodies as serde_json values: numbers as
+    // Earlier servers compared bodies as parsed trees: numbers as
     // doubles, `null` kind or input as absent.
-    let legacy_request = json!({
-        "ttlMs": req.ttl_ms,
-        "maxAttempts": max_attempts,
-        "kind": req.kind,
-        "input": req.input,
-    })
-    .to_string();
+    let legacy_request = legacy_request(
+        req.ttl_ms,
+        max_attempts,
+        req.kind.as_deref(),
+        exact.input.as_ref().map(RawJson::as_str),
+    )
+    .map_err(|e| ApiError::invalid(format!("{field}.input: {e}")))?;
     Ok(ParsedCreate {
         ttl_ms: req.ttl_ms,
         max_attempts,

@@ -9,6 +9,7 @@ mod callbacks;
 pub(crate) mod cors;
 mod create_body;
 mod events;
+mod legacy_request;
 mod notifications;
 mod resume;
 pub(crate) mod tasks;
