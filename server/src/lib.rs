@@ -19,7 +19,8 @@
 //! - [`sweeper`]: expires tasks at their TTL.
 //! - [`metrics`]: `GET /metrics` for operators, on `--metrics-listen`.
 //! - [`notify`]: posts outbox rows to `--notify-url` / `--tenant-notify-url`.
-//! - [`client`]: a small HTTP client (tests, load tool, webhook).
+//! - [`client`]: a small HTTP client (tests, load tool, webhook), and
+//!   [`executor_event`]: the events the demo and the load tool send.
 //! - [`wire_json`]: JSON answers written by core's codec, the server's one
 //!   JSON writer and reader.
 //! - [`exact_json`]: `input` kept and compared as the exact JSON sent.
@@ -33,6 +34,7 @@ pub mod config;
 pub mod demo;
 pub mod error;
 pub mod exact_json;
+pub mod executor_event;
 pub mod hub;
 pub mod keyring;
 pub mod limits;

@@ -14,7 +14,8 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde::Serialize;
+use taskwire_core::wire::to_json;
 
 use super::executor;
 use super::plans::{self, Step, EXPIRING_TTL_MS};
@@ -61,6 +62,15 @@ fn item(index: usize, speed: f64) -> Item {
     }
 }
 
+/// An item's input: `{"item","scenario","workload"}` (name order, as its
+/// tasks have always stored it).
+#[derive(Serialize)]
+struct ItemInput {
+    item: usize,
+    scenario: &'static str,
+    workload: &'static str,
+}
+
 /// How long each worker runs (real time): the items go, in order, to the
 /// worker that is free first, as the pool plays them (what a refused
 /// start's `Retry-After` is estimated from).
@@ -103,13 +113,17 @@ pub async fn start(
         let kind = Some("moderation".to_string());
         let field = format!("items[{i}]");
         let view = new_task_view(state, &field, (it.ttl_ms, 3), lifecycle, &kind)?;
-        let input: Value = json!({"workload": "batch", "item": i + 1, "scenario": it.scenario});
+        let input = to_json(&ItemInput {
+            item: i + 1,
+            scenario: it.scenario,
+            workload: "batch",
+        });
         tasks.push(NewTask {
             tenant: tenant.clone(),
             view,
             kind,
             input: Some(
-                RawJson::parse(input.to_string())
+                RawJson::parse(input)
                     .map_err(|e| ApiError::internal(format!("demo input: {e}")))?,
             ),
             idempotency: None,
