@@ -36,11 +36,6 @@ impl Reply {
         from_json_serde_bytes(&self.body, what)
     }
 
-    /// The body as JSON (`Null` when it is not JSON).
-    pub fn json(&self) -> serde_json::Value {
-        serde_json::from_slice(&self.body).unwrap_or(serde_json::Value::Null)
-    }
-
     /// The body as text, for messages (invalid UTF-8 replaced).
     pub fn text(&self) -> std::borrow::Cow<'_, str> {
         String::from_utf8_lossy(&self.body)
