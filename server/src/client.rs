@@ -12,6 +12,8 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
+use serde::Deserialize;
+use taskwire_wire::from_json_serde_bytes;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
@@ -27,9 +29,16 @@ pub struct Reply {
 }
 
 impl Reply {
-    /// The body as JSON (`Null` when it is not JSON).
-    pub fn json(&self) -> serde_json::Value {
-        serde_json::from_slice(&self.body).unwrap_or(serde_json::Value::Null)
+    /// The body read as `T` by taskwire's codec; an error names the field
+    /// under `what` (`answer.task.version: expected u64, got a string`).
+    /// Fields of the body that `T` does not declare are skipped.
+    pub fn read<'a, T: Deserialize<'a>>(&'a self, what: &str) -> Result<T, taskwire_core::Error> {
+        from_json_serde_bytes(&self.body, what)
+    }
+
+    /// The body as text, for messages (invalid UTF-8 replaced).
+    pub fn text(&self) -> std::borrow::Cow<'_, str> {
+        String::from_utf8_lossy(&self.body)
     }
 
     /// A header as text.

@@ -8,10 +8,12 @@
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
+use serde::Serialize;
 use taskwire_core::{Error as CoreError, ErrorCode};
+use taskwire_wire::to_json;
 
 use crate::store::StoreError;
+use crate::wire_json::json_text;
 
 /// `Retry-After` of a `storage-unavailable` answer. Longer than
 /// `overloaded`'s 1 s: a full or read-only disk rarely clears within a
@@ -226,16 +228,33 @@ impl From<StoreError> for ApiError {
     }
 }
 
+/// The error body: `{"error":{"code":…,"message":…}}`.
+#[derive(Serialize)]
+struct ErrorBody<'a> {
+    error: ErrorFields<'a>,
+}
+
+#[derive(Serialize)]
+struct ErrorFields<'a> {
+    code: &'a str,
+    message: &'a str,
+}
+
 impl ApiError {
-    /// The JSON body.
-    fn body(&self) -> serde_json::Value {
-        json!({"error": {"code": self.code, "message": self.message}})
+    /// The JSON body (two strings: the codec cannot fail on them).
+    fn body(&self) -> String {
+        to_json(&ErrorBody {
+            error: ErrorFields {
+                code: self.code,
+                message: &self.message,
+            },
+        })
     }
 
     /// The whole HTTP/1.1 response, `Connection: close`, for a socket the
     /// server answers without reading a request (past the connection cap).
     pub fn to_http(&self) -> Vec<u8> {
-        let body = self.body().to_string();
+        let body = self.body();
         let mut head = format!(
             "HTTP/1.1 {} {}\r\ncontent-type: application/json\r\ncache-control: no-store\r\n",
             self.status.as_u16(),
@@ -256,7 +275,7 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let mut res = (self.status, axum::Json(self.body())).into_response();
+        let mut res = json_text(self.status, self.body());
         // An error must not be replayed from a cache either (a 404 before a
         // create, a 503 during a burst).
         res.headers_mut()

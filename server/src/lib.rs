@@ -19,8 +19,10 @@
 //! - [`sweeper`]: expires tasks at their TTL.
 //! - [`metrics`]: `GET /metrics` for operators, on `--metrics-listen`.
 //! - [`notify`]: posts outbox rows to `--notify-url` / `--tenant-notify-url`.
-//! - [`client`]: a small HTTP client (tests, load tool, webhook).
-//! - [`exact_json`]: `input` kept and compared as the exact JSON sent.
+//! - [`client`]: a small HTTP client (tests, load tool, webhook), and
+//!   [`executor_event`]: the events the demo and the load tool send.
+//! - [`wire_json`]: JSON answers written by taskwire-wire, the server's one
+//!   JSON writer and reader.
 //! - [`demo`]: `--demo`'s page, in-server executor and endpoints.
 
 #![forbid(unsafe_code)]
@@ -30,7 +32,7 @@ pub mod client;
 pub mod config;
 pub mod demo;
 pub mod error;
-pub mod exact_json;
+pub mod executor_event;
 pub mod hub;
 pub mod keyring;
 pub mod limits;
@@ -43,6 +45,7 @@ pub mod signature;
 pub mod stats;
 pub mod store;
 pub mod sweeper;
+pub mod wire_json;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;

@@ -19,8 +19,9 @@ use axum::http::HeaderMap;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use hmac::{Hmac, Mac};
-use serde_json::Value;
+use serde::Serialize;
 use sha2::Sha256;
+use taskwire_wire::to_json;
 
 type HmacSha256 = Hmac<Sha256>;
 
@@ -132,18 +133,20 @@ pub fn signed_headers(
     ]
 }
 
-/// The body an executor signs for `task_id`: the event's fields plus
-/// `taskId` (PROTOCOL.md §Executor callback), so that the signature holds
-/// only for that task. (Key order does not matter to the server.)
-pub fn callback_body(task_id: &str, event: &Value) -> String {
-    let mut body = serde_json::Map::new();
-    body.insert("taskId".into(), Value::String(task_id.to_string()));
-    if let Value::Object(fields) = event {
-        for (k, v) in fields {
-            body.entry(k.clone()).or_insert_with(|| v.clone());
-        }
-    }
-    Value::Object(body).to_string()
+/// The body an executor signs for `task_id`: `taskId`, then the event's
+/// fields (PROTOCOL.md §Executor callback), so that the signature holds
+/// only for that task. An `event` that does not serialize as a JSON
+/// object gives `null`, which the server refuses (400).
+pub fn callback_body<E: Serialize + ?Sized>(task_id: &str, event: &E) -> String {
+    to_json(&CallbackBody { task_id, event })
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CallbackBody<'a, E: ?Sized> {
+    task_id: &'a str,
+    #[serde(flatten)]
+    event: &'a E,
 }
 
 /// The signature headers of a callback, checked before its body is read.
@@ -385,12 +388,13 @@ mod tests {
 
     #[test]
     fn callback_bodies_name_their_task() {
-        let event = serde_json::json!({"type": "start", "atMs": 1, "worker": "w"});
-        let body: Value = serde_json::from_str(&callback_body("tsk_1", &event)).unwrap();
+        let event: taskwire_core::Event =
+            taskwire_wire::from_json(r#"{"type":"start","atMs":1,"worker":"w"}"#, "e").unwrap();
         assert_eq!(
-            body,
-            serde_json::json!({"taskId": "tsk_1", "type": "start", "atMs": 1, "worker": "w"})
+            callback_body("tsk_1", &event),
+            r#"{"taskId":"tsk_1","type":"start","atMs":1,"worker":"w"}"#
         );
+        assert_eq!(callback_body("tsk_1", &1), "null", "not an object");
     }
 
     #[test]

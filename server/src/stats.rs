@@ -6,9 +6,10 @@
 //! `demo::limits`). Cheap enough (one relaxed atomic add per callback) to
 //! keep on always.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use serde_json::{json, Map, Value};
+use serde::Serialize;
 use taskwire_core::Reason;
 
 use crate::store::Quarantined;
@@ -109,36 +110,23 @@ impl Stats {
     }
 
     /// Every counter (the server-wide set).
-    pub fn to_json(&self) -> Value {
-        let mut v = self.callbacks_json();
-        if let Value::Object(map) = &mut v {
-            map.insert(
-                "rejectedSignatures".into(),
-                self.rejected_signatures.load(Ordering::Relaxed).into(),
-            );
-            map.insert(
-                "expiredBySweeper".into(),
-                self.expired_by_sweeper.load(Ordering::Relaxed).into(),
-            );
-            map.insert(
-                "quarantinedRows".into(),
-                self.quarantined_rows.load(Ordering::Relaxed).into(),
-            );
+    pub fn totals(&self) -> Totals {
+        Totals {
+            callbacks: self.callback_counts(),
+            expired_by_sweeper: self.expired_by_sweeper.load(Ordering::Relaxed),
+            quarantined_rows: self.quarantined_rows.load(Ordering::Relaxed),
+            rejected_signatures: self.rejected_signatures.load(Ordering::Relaxed),
         }
-        v
     }
 
-    /// The callback counters only: `callbacks`, `deduplicated`,
-    /// `byReason` (what `/v1/demo/stats` shows a tenant of its own).
-    pub fn callbacks_json(&self) -> Value {
-        let mut reasons = Map::new();
-        for (reason, counter) in REASONS.iter().zip(&self.by_reason) {
-            reasons.insert(
-                reason.as_str().into(),
-                counter.load(Ordering::Relaxed).into(),
-            );
-        }
-        let get = |r: Reason| reasons.get(r.as_str()).and_then(Value::as_u64).unwrap_or(0);
+    /// The callback counters only (what `/v1/demo/stats` shows a tenant
+    /// of its own).
+    pub fn callback_counts(&self) -> CallbackCounts {
+        let by_reason: BTreeMap<&'static str, u64> = self
+            .by_reason()
+            .map(|(reason, n)| (reason.as_str(), n))
+            .collect();
+        let get = |r: Reason| by_reason.get(r.as_str()).copied().unwrap_or(0);
         let deduplicated = [
             Reason::DuplicateCallback,
             Reason::DuplicateResult,
@@ -149,10 +137,38 @@ impl Stats {
         .into_iter()
         .map(get)
         .sum::<u64>();
-        json!({
-            "callbacks": self.callbacks.load(Ordering::Relaxed),
-            "deduplicated": deduplicated,
-            "byReason": reasons,
-        })
+        CallbackCounts {
+            by_reason,
+            callbacks: self.callbacks.load(Ordering::Relaxed),
+            deduplicated,
+        }
     }
+}
+
+/// Callback counters. Fields in name order, and `byReason` a sorted map:
+/// the order these bodies have always had.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallbackCounts {
+    /// Judged callbacks by reason's wire name, every reason core gives.
+    pub by_reason: BTreeMap<&'static str, u64>,
+    /// Judged callbacks.
+    pub callbacks: u64,
+    /// Those a duplicate reason absorbed (`duplicate-callback`,
+    /// `duplicate-result`, `duplicate-progress`, `already-running`,
+    /// `duplicate-expire`).
+    pub deduplicated: u64,
+}
+
+/// Every counter of the server-wide set (for tests and operators).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Totals {
+    /// The callback counters.
+    pub callbacks: CallbackCounts,
+    /// Tasks the sweeper expired.
+    pub expired_by_sweeper: u64,
+    /// Rows a sweep set aside.
+    pub quarantined_rows: u64,
+    /// Callbacks refused with 401.
+    pub rejected_signatures: u64,
 }

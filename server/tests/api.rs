@@ -312,8 +312,8 @@ async fn callbacks_need_a_fresh_valid_signature_and_touch_nothing_otherwise() {
     let ok = send(signed.to_vec(), body.clone()).await;
     assert_eq!(ok.status, 200);
     assert_eq!(ok.json()["reason"], "started");
-    let stats = h.state().stats.to_json();
-    assert_eq!(stats["rejectedSignatures"], 10, "{stats}");
+    let stats = h.state().stats.totals();
+    assert_eq!(stats.rejected_signatures, 10, "{stats:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -110,3 +110,63 @@ async fn idempotency_rows_of_earlier_servers_still_match() {
     let r = h.post("demo", "/v1/tasks", &k, &other.to_string()).await;
     assert_error(&r, 422, "idempotency-key-reused", "Idempotency-Key");
 }
+
+/// The create body as servers before exact comparison read it: core's
+/// codec into a general JSON tree.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct EarlierRead {
+    ttl_ms: f64,
+    max_attempts: f64,
+    kind: Option<String>,
+    input: Option<serde_json::Value>,
+}
+
+/// The server writes the legacy form itself now; for any input it must be
+/// the bytes earlier servers stored (computed here as they computed them),
+/// or a genuine replay after an upgrade would be refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn legacy_rows_match_whatever_the_input() {
+    let h = harness(|_| {}).await;
+    let conn = rusqlite::Connection::open(h.dir.path().join("taskwire.sqlite3")).unwrap();
+    conn.busy_timeout(std::time::Duration::from_secs(5))
+        .unwrap();
+    let cases = [
+        (
+            "60000",
+            r#"{"b":1,"a":{"d":[1.0,-0,-3,2.5e-7,1e21,0.1],"c":"\u00e9\n\u0001/\"\\"},"b":4,"":[]}"#,
+        ),
+        (
+            "1.5e3",
+            "[9007199254740993, 1e16, 123456789012345678901234567890, -0.0, 1E+2, true, null]",
+        ),
+        ("3600000", r#""just a string""#),
+        ("60000", "null"),
+        ("0.5", "{}"),
+    ];
+    for (i, (ttl, input)) in cases.iter().enumerate() {
+        let k = [(KEY, format!("legacy-any-{i}"))];
+        let k = [(k[0].0, k[0].1.as_str())];
+        let body = format!(r#"{{"ttlMs":{ttl},"maxAttempts":2,"kind":"k","input":{input}}}"#);
+        let first = h.post("demo", "/v1/tasks", &k, &body).await;
+        assert_eq!(first.status, 201, "{body}: {}", text(&first));
+        let read: EarlierRead = taskwire_wire::from_json_serde(&body, "body").unwrap();
+        let legacy = json!({
+            "ttlMs": read.ttl_ms,
+            "maxAttempts": read.max_attempts as u64,
+            "kind": read.kind,
+            "input": read.input,
+        })
+        .to_string();
+        let n = conn
+            .execute(
+                "UPDATE idempotency SET request = ?1 WHERE key = ?2",
+                [legacy.as_str(), k[0].1],
+            )
+            .unwrap();
+        assert_eq!(n, 1);
+        let replay = h.post("demo", "/v1/tasks", &k, &body).await;
+        assert_eq!(replay.status, 200, "{legacy}: {}", text(&replay));
+        assert_eq!(replay.json()["id"], first.json()["id"]);
+    }
+}

@@ -270,7 +270,7 @@ async fn an_unparseable_outbox_row_is_quarantined_once_and_the_others_are_posted
     let mut want = want;
     want.sort();
     assert_eq!(posted, want);
-    assert_eq!(h.state().stats.to_json()["quarantinedRows"], 1);
+    assert_eq!(h.state().stats.totals().quarantined_rows, 1);
     let q = quarantine_rows(&conn);
     assert_eq!(q.len(), 1, "{q:?}");
     assert_eq!(

@@ -447,11 +447,7 @@ async fn sweepers_racing_on_three_instances_expire_each_task_once() {
     // Each expiry counted by exactly one instance's sweeper.
     let swept: u64 = hs
         .iter()
-        .map(|h| {
-            h.state().stats.to_json()["expiredBySweeper"]
-                .as_u64()
-                .unwrap()
-        })
+        .map(|h| h.state().stats.totals().expired_by_sweeper)
         .sum();
     assert_eq!(swept, ids.len() as u64);
 }

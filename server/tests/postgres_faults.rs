@@ -41,11 +41,7 @@ async fn state_of(h: &Harness, id: &str) -> (String, u64) {
 
 fn quarantined_rows(hs: &[Harness]) -> u64 {
     hs.iter()
-        .map(|h| {
-            h.state().stats.to_json()["quarantinedRows"]
-                .as_u64()
-                .unwrap()
-        })
+        .map(|h| h.state().stats.totals().quarantined_rows)
         .sum()
 }
 

@@ -68,9 +68,8 @@ impl std::fmt::Debug for BrowserKeys {
 pub struct Claims {
     /// The end user: the actor of what the token does.
     pub sub: String,
-    /// The audience: a string or an array of them (checked by
-    /// jsonwebtoken).
-    pub aud: serde_json::Value,
+    /// The audience (checked by jsonwebtoken).
+    pub aud: Audience,
     /// Expiry, seconds since the epoch.
     pub exp: u64,
     /// Not before, seconds since the epoch.
@@ -84,6 +83,18 @@ pub struct Claims {
     pub batch: Option<String>,
     /// The rights granted: `watch`, `cancel`, `decide`, `deliver`.
     pub rights: Vec<String>,
+}
+
+/// A token's `aud`: one string or an array of them (RFC 7519 §4.1.3).
+/// Typed, so a token with another kind of `aud` is refused as malformed
+/// claims; jsonwebtoken checks that it names `--browser-token-audience`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Audience {
+    /// `"aud": "taskwire"`.
+    One(String),
+    /// `"aud": ["taskwire", …]`.
+    Many(Vec<String>),
 }
 
 fn unauthorized(message: impl Into<String>) -> ApiError {

@@ -4,7 +4,7 @@
 
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header};
 
-use super::keys::{Claims, Key, DEMO_KID};
+use super::keys::{Audience, Claims, Key, DEMO_KID};
 use super::Right;
 use crate::error::ApiError;
 
@@ -53,7 +53,7 @@ impl Minter {
         };
         let claims = Claims {
             sub: subject.to_string(),
-            aud: self.audience.clone().into(),
+            aud: Audience::One(self.audience.clone()),
             exp,
             nbf: None,
             tasks,

@@ -265,10 +265,10 @@ async fn create_task(addr: SocketAddr, auth: &str) -> Res<String> {
             tokio::time::sleep(Duration::from_secs(1)).await;
             continue;
         }
-        return r.json()["id"]
-            .as_str()
-            .map(String::from)
-            .ok_or_else(|| format!("create: {} {:?}", r.status, r.json()).into());
+        return r
+            .read::<taskwire_core::TaskView>("answer")
+            .map(|c| c.id)
+            .map_err(|_| format!("create: {} {}", r.status, r.text()).into());
     }
 }
 

@@ -31,9 +31,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand};
-use serde_json::json;
 use taskwire_server::client::Conn;
-use taskwire_server::signature::{callback_body, Secret, DEV_SECRET};
+use taskwire_server::signature::{Secret, DEV_SECRET};
+use wire::{progress, resumed, start};
 
 #[path = "load/slow_body.rs"]
 mod slow_body;
@@ -48,6 +48,8 @@ mod fill;
 mod quota;
 #[path = "taskwire-load/soak.rs"]
 mod soak;
+#[path = "taskwire-load/wire.rs"]
+mod wire;
 
 #[derive(Parser)]
 #[command(
@@ -180,52 +182,6 @@ struct Ctx {
     secret: Secret,
 }
 
-impl Ctx {
-    async fn create(&self, conn: &mut Conn) -> Res<String> {
-        let r = conn
-            .send(
-                "POST",
-                "/v1/tasks",
-                &[("authorization", &self.auth)],
-                r#"{"ttlMs":3600000,"maxAttempts":1}"#,
-            )
-            .await?;
-        r.json()["id"]
-            .as_str()
-            .map(String::from)
-            .ok_or_else(|| format!("create: {}", r.status).into())
-    }
-
-    async fn callback(
-        &self,
-        conn: &mut Conn,
-        task: &str,
-        id: &str,
-        event: &serde_json::Value,
-    ) -> Res<()> {
-        let body = callback_body(task, event);
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)?
-            .as_secs() as i64;
-        // A tenant's callback id is refused on its other tasks: make each
-        // scenario's ids ("start", "p1", …) the task's own.
-        let id = format!("{task}-{id}");
-        let signed = self.secret.headers(&id, now, body.as_bytes());
-        let hs: Vec<(&str, &str)> = signed.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let r = conn
-            .send("POST", &format!("/v1/tasks/{task}/callbacks"), &hs, body)
-            .await?;
-        if r.status != 200 {
-            return Err(format!("callback: {} {:?}", r.status, r.json()).into());
-        }
-        Ok(())
-    }
-}
-
-fn progress(p: u64) -> serde_json::Value {
-    json!({"type":"progress","atMs":p + 1,"progress":p,"cursor":format!("c{p}")})
-}
-
 fn rss_kib(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
@@ -256,9 +212,9 @@ async fn hold(ctx: Arc<Ctx>, n: usize, tasks: usize, pid: Option<u32>, again: bo
                     .send("GET", &path, &[("authorization", &ctx.auth)], "")
                     .await?;
                 returned.fetch_add(1, Ordering::Relaxed);
-                let answer = r.json();
-                woken &= answer["mode"] == "delta";
-                cursor = answer["task"]["version"].as_u64().unwrap_or(cursor);
+                let answer = resumed(&r);
+                woken &= answer.mode == "delta";
+                cursor = answer.task.and_then(|t| t.version).unwrap_or(cursor);
             }
             Res::Ok(woken)
         }));
@@ -281,13 +237,7 @@ async fn hold(ctx: Arc<Ctx>, n: usize, tasks: usize, pid: Option<u32>, again: bo
     // Release them all with one callback per task.
     let mut t = Instant::now();
     for id in &ids {
-        ctx.callback(
-            &mut conn,
-            id,
-            "start",
-            &json!({"type":"start","atMs":1,"worker":"load"}),
-        )
-        .await?;
+        ctx.callback(&mut conn, id, "start", &start()).await?;
     }
     if again {
         // Every connection is held again once its first answer arrived.
@@ -328,13 +278,7 @@ async fn fanout(ctx: Arc<Ctx>, watchers: usize, trials: usize) -> Res<()> {
     let commit_addr = ctx.addrs.last().unwrap_or(&ctx.addr).clone();
     let mut conn = Conn::open(&commit_addr).await?;
     let id = ctx.create(&mut conn).await?;
-    ctx.callback(
-        &mut conn,
-        &id,
-        "start",
-        &json!({"type":"start","atMs":1,"worker":"load"}),
-    )
-    .await?;
+    ctx.callback(&mut conn, &id, "start", &start()).await?;
     let mut conns = Vec::with_capacity(watchers);
     for _ in 0..watchers {
         conns.push(Conn::open(&ctx.addr).await?);
@@ -402,13 +346,7 @@ async fn callbacks(ctx: Arc<Ctx>, conns: usize, seconds: u64) -> Res<()> {
             let mut conn = Conn::open(&addr).await?;
             while Instant::now() < until {
                 let id = ctx.create(&mut conn).await?;
-                ctx.callback(
-                    &mut conn,
-                    &id,
-                    "s",
-                    &json!({"type":"start","atMs":1,"worker":"load"}),
-                )
-                .await?;
+                ctx.callback(&mut conn, &id, "s", &start()).await?;
                 done.fetch_add(1, Ordering::Relaxed);
                 for p in 1..=100 {
                     if Instant::now() >= until {

@@ -14,16 +14,17 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde::Serialize;
+use taskwire_wire::to_json;
 
 use super::executor;
 use super::plans::{self, Step, EXPIRING_TTL_MS};
 use crate::error::ApiError;
-use crate::exact_json::RawJson;
 use crate::routes::tasks::{count_open_task_refusal, new_task_view, LifecycleOptions};
 use crate::store::batches::new_batch_id;
 use crate::store::{BatchCreated, NewBatch, NewTask};
 use crate::AppState;
+use taskwire_wire::exact::RawJson;
 
 /// Items of the page's batch (and the most a demo batch may have).
 pub const MAX_ITEMS: usize = 500;
@@ -59,6 +60,15 @@ fn item(index: usize, speed: f64) -> Item {
         i if i % 40 == 13 => seed("refused", 3_600_000.0, plans::moderation_refused(i)),
         i => seed("classified", 3_600_000.0, plans::moderation_item(i)),
     }
+}
+
+/// An item's input: `{"item","scenario","workload"}` (name order, as its
+/// tasks have always stored it).
+#[derive(Serialize)]
+struct ItemInput {
+    item: usize,
+    scenario: &'static str,
+    workload: &'static str,
 }
 
 /// How long each worker runs (real time): the items go, in order, to the
@@ -103,13 +113,17 @@ pub async fn start(
         let kind = Some("moderation".to_string());
         let field = format!("items[{i}]");
         let view = new_task_view(state, &field, (it.ttl_ms, 3), lifecycle, &kind)?;
-        let input: Value = json!({"workload": "batch", "item": i + 1, "scenario": it.scenario});
+        let input = to_json(&ItemInput {
+            item: i + 1,
+            scenario: it.scenario,
+            workload: "batch",
+        });
         tasks.push(NewTask {
             tenant: tenant.clone(),
             view,
             kind,
             input: Some(
-                RawJson::parse(input.to_string())
+                RawJson::parse(input)
                     .map_err(|e| ApiError::internal(format!("demo input: {e}")))?,
             ),
             idempotency: None,

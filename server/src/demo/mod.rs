@@ -35,21 +35,23 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::{Json, Router};
-use serde::Deserialize;
-use serde_json::{json, Value};
-use taskwire_wire::from_json_serde_bytes;
+use axum::Router;
+use serde::{Deserialize, Serialize};
+use taskwire_wire::{from_json_serde_bytes, to_json};
 
 use self::executor::Job;
 pub use self::limits::Demo;
 use self::limits::{MAX_SPEED, MIN_SPEED, TENANT_RUNNING};
 use self::plans::Step;
 use self::tokens::DemoCaller;
+use self::workers::Note;
 use crate::error::ApiError;
-use crate::exact_json::RawJson;
 use crate::routes::tasks::{create_for, LifecycleOptions};
 use crate::routes::{body, check_id, limited};
+use crate::stats::CallbackCounts;
+use crate::wire_json::WireJson;
 use crate::AppState;
+use taskwire_wire::exact::RawJson;
 
 /// Adds the demo routes and the static-file fallback.
 pub fn routes(app: Router<AppState>) -> Router<AppState> {
@@ -97,12 +99,82 @@ fn scaled(ms: u64, speed: f64) -> f64 {
     ms as f64 / speed
 }
 
-/// One task of a workload: its kind, TTL (ms), input and plan.
+/// One task of a workload: its kind, TTL (ms), input (JSON text) and
+/// plan.
 struct Scripted {
     kind: &'static str,
     ttl_ms: f64,
-    input: Value,
+    input: String,
     plan: Vec<Step>,
+}
+
+// The bodies below keep their keys in name order: the order the page and
+// the stored inputs have always had.
+
+/// A summary task's input.
+#[derive(Serialize)]
+struct SummaryInput {
+    approval: bool,
+    doc: &'static str,
+    workload: &'static str,
+}
+
+/// The long job's input.
+#[derive(Serialize)]
+struct LongInput {
+    steps: u32,
+    workload: &'static str,
+}
+
+/// A started workload of single tasks.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TaskIds {
+    task_ids: Vec<String>,
+}
+
+/// A started batch workload.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct BatchStarted<'a> {
+    batch_id: &'a str,
+    cursor: u64,
+    scenarios: Vec<&'static str>,
+    task_ids: Vec<&'a str>,
+}
+
+/// A killed worker: which attempt and worker went silent.
+#[derive(Serialize)]
+struct Killed {
+    attempt: u64,
+    killed: bool,
+    worker: String,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Dropped {
+    dropped: bool,
+    held_requests: usize,
+}
+
+/// `GET /v1/demo/stats`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DemoStats {
+    /// `byReason`, `callbacks`, `deduplicated`.
+    #[serde(flatten)]
+    callbacks: CallbackCounts,
+    held_requests: usize,
+    notes: Vec<Note>,
+    retention: u64,
+    workloads: Workloads,
+}
+
+#[derive(Serialize)]
+struct Workloads {
+    limit: usize,
+    running: usize,
 }
 
 /// Admits a workload (all of its tasks or none, see [`limits`]), creates
@@ -120,7 +192,7 @@ async fn start_workload(
     let slots = state.demo.admit(&tenant, &runs)?;
     let mut ids = Vec::with_capacity(tasks.len());
     for (task, slot) in tasks.into_iter().zip(slots) {
-        let input = RawJson::parse(task.input.to_string())
+        let input = RawJson::parse(task.input)
             .map_err(|e| ApiError::internal(format!("demo input: {e}")))?;
         let (record, _) = create_for(
             state,
@@ -162,7 +234,11 @@ async fn summary(
     let task = Scripted {
         kind: "summary",
         ttl_ms: 3_600_000.0,
-        input: json!({"doc": "doc-1", "workload": "summary", "approval": approval}),
+        input: to_json(&SummaryInput {
+            approval,
+            doc: "doc-1",
+            workload: "summary",
+        }),
         plan: if approval {
             plans::summary_plan()
         } else {
@@ -170,7 +246,7 @@ async fn summary(
         },
     };
     let ids = start_workload(&state, tenant, speed, vec![task]).await?;
-    Ok(created(json!({"taskIds": ids})))
+    Ok(created(TaskIds { task_ids: ids }))
 }
 
 /// The moderation batch: `{"speed", "items"}` (1 to 500 items, 500 when
@@ -199,12 +275,12 @@ async fn batch(
         .iter()
         .map(|t| t.view.id.as_str())
         .collect();
-    Ok(created(json!({
-        "batchId": started.batch.id,
-        "cursor": started.batch.cursor,
-        "taskIds": ids,
-        "scenarios": started.scenarios,
-    })))
+    Ok(created(BatchStarted {
+        batch_id: &started.batch.id,
+        cursor: started.batch.cursor,
+        scenarios: started.scenarios,
+        task_ids: ids,
+    }))
 }
 
 async fn long(
@@ -216,11 +292,14 @@ async fn long(
     let task = Scripted {
         kind: "long",
         ttl_ms: 3_600_000.0,
-        input: json!({"workload": "long", "steps": 40}),
+        input: to_json(&LongInput {
+            steps: 40,
+            workload: "long",
+        }),
         plan: plans::long_plan(),
     };
     let ids = start_workload(&state, tenant, speed, vec![task]).await?;
-    Ok(created(json!({"taskIds": ids})))
+    Ok(created(TaskIds { task_ids: ids }))
 }
 
 /// Kills the worker holding one of the caller's demo tasks: it goes
@@ -230,42 +309,49 @@ async fn kill_worker(
     State(state): State<AppState>,
     DemoCaller(tenant): DemoCaller,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<WireJson<Killed>, ApiError> {
     check_id("path.id", &id)?;
     let (attempt, worker) = state.demo.workers.kill(&tenant, &id)?;
-    Ok(Json(
-        json!({"killed": true, "attempt": attempt, "worker": worker}),
-    ))
+    Ok(WireJson(Killed {
+        attempt,
+        killed: true,
+        worker,
+    }))
 }
 
 /// Cuts the caller's held long-polls and SSE streams, and only theirs.
 async fn drop_connections(
     State(state): State<AppState>,
     DemoCaller(tenant): DemoCaller,
-) -> Json<Value> {
+) -> WireJson<Dropped> {
     let held = state.hub.drop_connections_of(&tenant);
-    Json(json!({"dropped": true, "heldRequests": held}))
+    WireJson(Dropped {
+        dropped: true,
+        held_requests: held,
+    })
 }
 
 /// The caller's own counters: its workloads' callbacks by reason, its
 /// held requests and demo tasks, and the server's resume window.
-async fn stats(State(state): State<AppState>, DemoCaller(tenant): DemoCaller) -> Json<Value> {
-    let mut v = state.demo.stats(&tenant).callbacks_json();
-    if let Value::Object(map) = &mut v {
-        map.insert("heldRequests".into(), state.hub.held_by(&tenant).into());
-        map.insert(
-            "workloads".into(),
-            json!({"running": state.demo.running(&tenant), "limit": TENANT_RUNNING}),
-        );
-        // The page explains a snapshot as "gap N > retention".
-        map.insert("retention".into(), state.retention.into());
+async fn stats(
+    State(state): State<AppState>,
+    DemoCaller(tenant): DemoCaller,
+) -> WireJson<DemoStats> {
+    WireJson(DemoStats {
+        callbacks: state.demo.stats(&tenant).callback_counts(),
+        held_requests: state.hub.held_by(&tenant),
         // What the executors did that no task history shows (a zombie
         // fenced off, a cancel that could not take effect).
-        map.insert("notes".into(), state.demo.workers.notes(&tenant));
-    }
-    Json(v)
+        notes: state.demo.workers.notes(&tenant),
+        // The page explains a snapshot as "gap N > retention".
+        retention: state.retention,
+        workloads: Workloads {
+            limit: TENANT_RUNNING,
+            running: state.demo.running(&tenant),
+        },
+    })
 }
 
-fn created(body: Value) -> Response {
-    (StatusCode::CREATED, Json(body)).into_response()
+fn created(body: impl Serialize) -> Response {
+    (StatusCode::CREATED, WireJson(body)).into_response()
 }

@@ -4,7 +4,9 @@
 //! [`publish_plan`] (approved) or [`revision_plan`] (changes requested);
 //! see `executor`.
 
-use serde_json::{json, Value};
+use taskwire_core::EventKind;
+
+use crate::executor_event::ExecutorEvent;
 
 /// One scheduled callback: when (ms of demo time), which id, what event.
 #[derive(Debug, Clone, PartialEq)]
@@ -14,14 +16,14 @@ pub struct Step {
     /// The `webhook-id`.
     pub callback_id: String,
     /// The event, without `atMs` (stamped when sent).
-    pub event: Value,
+    pub event: ExecutorEvent,
     /// Whether the work can still stop here: a cancel request met before
     /// this step is acknowledged (`ack_cancel`), else answered
     /// `cannot_cancel` and the plan goes on.
     pub cancellable: bool,
 }
 
-fn step(at: u64, callback_id: &str, event: Value) -> Step {
+fn step(at: u64, callback_id: &str, event: ExecutorEvent) -> Step {
     Step {
         at,
         callback_id: callback_id.to_string(),
@@ -31,27 +33,27 @@ fn step(at: u64, callback_id: &str, event: Value) -> Step {
 }
 
 /// A step past the point of no return (see [`Step::cancellable`]).
-fn committed(at: u64, callback_id: &str, event: Value) -> Step {
+fn committed(at: u64, callback_id: &str, event: ExecutorEvent) -> Step {
     Step {
         cancellable: false,
         ..step(at, callback_id, event)
     }
 }
 
-fn start(worker: &str) -> Value {
-    json!({"type": "start", "worker": worker})
+fn start(worker: &str) -> ExecutorEvent {
+    ExecutorEvent::start(worker)
 }
 
-fn progress(p: u64) -> Value {
-    json!({"type": "progress", "progress": p, "cursor": format!("c{p}")})
+fn progress(p: u64) -> ExecutorEvent {
+    ExecutorEvent::progress(p, &format!("c{p}"))
 }
 
-fn succeed(result_ref: &str, hash: &str) -> Value {
-    json!({"type": "succeed", "resultRef": result_ref, "resultHash": hash})
+fn succeed(result_ref: &str, hash: &str) -> ExecutorEvent {
+    ExecutorEvent::succeed(result_ref, hash)
 }
 
-fn fail(error: &str, retryable: bool) -> Value {
-    json!({"type": "fail", "error": error, "retryable": retryable})
+fn fail(error: &str, retryable: bool) -> ExecutorEvent {
+    ExecutorEvent::fail(error, retryable)
 }
 
 /// How long a plan runs, in demo milliseconds (its last step).
@@ -92,13 +94,13 @@ fn summary_drafting() -> Vec<Step> {
 }
 
 /// Draft `n` of the summary, held for approval.
-fn hold(n: u32) -> Value {
-    json!({
-        "type": "hold",
-        "artifactRef": format!("blob://drafts/doc-1/v{n}"),
-        "artifactHash": draft_hash(n),
-        "question": format!("Publish draft {n} of the summary?"),
-    })
+fn hold(n: u32) -> ExecutorEvent {
+    ExecutorEvent {
+        artifact_ref: Some(format!("blob://drafts/doc-1/v{n}")),
+        artifact_hash: Some(draft_hash(n)),
+        question: Some(format!("Publish draft {n} of the summary?")),
+        ..ExecutorEvent::new(EventKind::Hold)
+    }
 }
 
 /// The content hash of draft `n`.
@@ -264,8 +266,8 @@ mod tests {
         let ats: Vec<u64> = s.iter().map(|st| st.at).collect();
         assert!(ats.windows(2).all(|w| w[0] <= w[1]));
         assert_eq!(
-            s.last().map(|st| st.event["resultHash"].clone()),
-            Some(json!("sha256:ab12"))
+            s.last().and_then(|st| st.event.result_hash.as_deref()),
+            Some("sha256:ab12")
         );
         assert_eq!(long_plan().len(), 42);
         assert!(expiring_plan().last().map(|s| s.at).unwrap_or(0) > EXPIRING_TTL_MS);
@@ -276,14 +278,18 @@ mod tests {
     #[test]
     fn the_summary_holds_its_draft_and_each_revision_is_a_new_artifact() {
         let held = summary_plan();
-        let last = held.last().map(|s| s.event.clone()).unwrap_or_default();
-        assert_eq!(last["type"], "hold");
-        assert_eq!(last["artifactHash"], json!(draft_hash(1)));
+        let last = &held.last().expect("a hold").event;
+        assert_eq!(last.kind, EventKind::Hold);
+        assert_eq!(last.artifact_hash, Some(draft_hash(1)));
         let revised = revision_plan(2);
-        assert_eq!(revised[0].event["type"], "start", "a new attempt first");
-        assert_eq!(revised[2].event["artifactHash"], json!(draft_hash(2)));
+        assert_eq!(
+            revised[0].event.kind,
+            EventKind::Start,
+            "a new attempt first"
+        );
+        assert_eq!(revised[2].event.artifact_hash, Some(draft_hash(2)));
         assert_ne!(draft_hash(1), draft_hash(2));
-        assert_eq!(publish_plan()[0].event["type"], "start");
+        assert_eq!(publish_plan()[0].event.kind, EventKind::Start);
         assert!(publish_plan()[1..].iter().all(|s| !s.cancellable));
     }
 
@@ -292,7 +298,7 @@ mod tests {
         let plan = long_plan();
         let stoppable = |p: u64| {
             plan.iter()
-                .find(|s| s.event["progress"] == json!(p))
+                .find(|s| s.event.progress == Some(p))
                 .map(|s| s.cancellable)
         };
         assert_eq!(stoppable(LONG_POINT_OF_NO_RETURN), Some(true));

@@ -10,15 +10,14 @@ use axum::extract::rejection::BytesRejection;
 use axum::extract::{FromRequestParts, State};
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
-use axum::Json;
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
 use taskwire_wire::from_json_serde_bytes;
 
 use crate::auth::keys::MAX_TASKS;
 use crate::auth::{MintScope, Right, Tenant};
 use crate::error::ApiError;
 use crate::routes::{body, check_id, now_secs};
+use crate::wire_json::WireJson;
 use crate::AppState;
 
 /// How long a page token lives (at most `--browser-token-max-ttl-secs`):
@@ -54,6 +53,15 @@ struct TokenRequest {
     batch_id: Option<String>,
 }
 
+/// A minted token: `{"expiresAt","token"}` (name order, as the page has
+/// always had it); `expiresAt` in seconds since the epoch.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Minted {
+    expires_at: u64,
+    token: String,
+}
+
 /// `POST /v1/demo/tokens {"taskIds": [...]}`: a browser token for those
 /// tasks (`watch`, `deliver`, `cancel` and `decide`, [`PAGE_TOKEN_SECS`]),
 /// if each is a demo task of the demo tenant (404 naming the first that is
@@ -63,7 +71,7 @@ pub async fn mint(
     State(state): State<AppState>,
     DemoCaller(tenant): DemoCaller,
     raw: Result<Bytes, BytesRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<WireJson<Minted>, ApiError> {
     let raw = body(raw)?;
     let req: TokenRequest = from_json_serde_bytes(&raw, "body")?;
     let minter = state
@@ -103,7 +111,10 @@ pub async fn mint(
             ))
         }
     };
-    Ok(Json(json!({"token": token, "expiresAt": exp})))
+    Ok(WireJson(Minted {
+        expires_at: exp,
+        token,
+    }))
 }
 
 /// Each of `tasks` is a demo task of `tenant` (404 naming the first that

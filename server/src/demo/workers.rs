@@ -11,7 +11,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use serde_json::{json, Value};
+use serde::Serialize;
 use tokio::sync::watch;
 
 use crate::error::{quoted, ApiError};
@@ -29,8 +29,23 @@ pub struct Workers {
 struct WorkersState {
     /// Task id → its executor's control.
     running: HashMap<String, Arc<Control>>,
-    notes: HashMap<String, VecDeque<Value>>,
+    notes: HashMap<String, VecDeque<Note>>,
     next_note: u64,
+}
+
+/// A note for the page: `{"kind","seq","taskId","text"}` (in name order,
+/// as the page has always had it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Note {
+    /// Stable: `killed`, `fenced`, `replaced`, `cannot-cancel`, …
+    pub kind: String,
+    /// Increases with every note of the server.
+    pub seq: u64,
+    /// The task it is about.
+    pub task_id: String,
+    /// For people.
+    pub text: String,
 }
 
 /// One executor's side of a kill: which attempt its worker holds now, and
@@ -140,7 +155,12 @@ impl Workers {
     pub fn note(&self, tenant: &str, task: &str, kind: &str, text: String) {
         let mut st = self.state();
         st.next_note += 1;
-        let note = json!({"seq": st.next_note, "taskId": task, "kind": kind, "text": text});
+        let note = Note {
+            kind: kind.to_string(),
+            seq: st.next_note,
+            task_id: task.to_string(),
+            text,
+        };
         let notes = st.notes.entry(tenant.to_string()).or_default();
         if notes.len() == NOTES_KEPT {
             notes.pop_front();
@@ -149,14 +169,12 @@ impl Workers {
     }
 
     /// The tenant's last notes, oldest first.
-    pub fn notes(&self, tenant: &str) -> Value {
+    pub fn notes(&self, tenant: &str) -> Vec<Note> {
         let st = self.state();
-        let notes: Vec<Value> = st
-            .notes
+        st.notes
             .get(tenant)
             .map(|n| n.iter().cloned().collect())
-            .unwrap_or_default();
-        Value::Array(notes)
+            .unwrap_or_default()
     }
 }
 
@@ -191,11 +209,10 @@ mod tests {
         }
         workers.note("b", "t2", "killed", "theirs".into());
         let mine = workers.notes("a");
-        let mine = mine.as_array().unwrap();
         assert_eq!(mine.len(), NOTES_KEPT);
-        assert_eq!(mine[0]["text"], "note 5");
-        assert!(mine.iter().all(|n| n["taskId"] == "t1"));
-        assert_eq!(workers.notes("b")[0]["seq"], json!(NOTES_KEPT as u64 + 6));
-        assert_eq!(workers.notes("c"), json!([]));
+        assert_eq!(mine[0].text, "note 5");
+        assert!(mine.iter().all(|n| n.task_id == "t1"));
+        assert_eq!(workers.notes("b")[0].seq, NOTES_KEPT as u64 + 6);
+        assert_eq!(workers.notes("c"), []);
     }
 }

@@ -12,22 +12,27 @@
 //! is answered 200 with core's reason and the task as it is now, so a
 //! retry after a lost answer is safe and says what happened.
 
+use std::borrow::Cow;
+
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
-use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::Json;
 use serde::Serialize;
-use serde_json::{Map, Value};
+use taskwire_core::json::{from_value, Value};
 use taskwire_core::{Event, EventKind, Reason, TaskView};
-use taskwire_wire::from_json;
+use taskwire_wire::parse_value;
 
 use super::{body, now_ms, TaskId};
 use crate::auth::{Credential, Right};
 use crate::error::ApiError;
 use crate::store::Action;
+use crate::wire_json::WireJson;
 use crate::AppState;
+
+/// An object's members as core's parser gives them: in document order,
+/// duplicates kept (core's reader takes the last, as `JSON.parse` does).
+type Members<'a> = Vec<(Cow<'a, str>, Value<'a>)>;
 
 /// The answer to a person's request.
 #[derive(Debug, Serialize)]
@@ -56,7 +61,7 @@ pub async fn cancel(
 ) -> Result<Response, ApiError> {
     let raw = body(raw)?;
     let fields = if raw.iter().all(u8::is_ascii_whitespace) {
-        Map::new()
+        Members::new()
     } else {
         request_fields(&raw)?
     };
@@ -78,9 +83,11 @@ pub async fn decide(
 }
 
 /// The body's fields, refusing those the server fills in itself.
-fn request_fields(raw: &[u8]) -> Result<Map<String, Value>, ApiError> {
-    let value: Value = serde_json::from_slice(raw)
-        .map_err(|e| ApiError::invalid(format!("body: not JSON ({e})")))?;
+fn request_fields(raw: &[u8]) -> Result<Members<'_>, ApiError> {
+    // The same words as the routes whose body taskwire-wire reads whole.
+    let text =
+        std::str::from_utf8(raw).map_err(|_| ApiError::invalid("body: body is not valid UTF-8"))?;
+    let value = parse_value(text).map_err(|e| ApiError::invalid(format!("body: {e}")))?;
     let Value::Object(fields) = value else {
         return Err(ApiError::invalid("body: must be a JSON object"));
     };
@@ -89,7 +96,7 @@ fn request_fields(raw: &[u8]) -> Result<Map<String, Value>, ApiError> {
         ("atMs", "the server's clock says when"),
         ("actor", "the caller's credential says who"),
     ] {
-        if fields.contains_key(name) {
+        if fields.iter().any(|(key, _)| key == name) {
             return Err(ApiError::invalid(format!(
                 "body.{name}: must not be sent ({why})"
             )));
@@ -106,12 +113,15 @@ async fn act(
     credential: Credential,
     task_id: String,
     kind: EventKind,
-    mut fields: Map<String, Value>,
+    mut fields: Members<'_>,
 ) -> Result<Response, ApiError> {
-    fields.insert("type".into(), kind.as_str().into());
-    fields.insert("atMs".into(), now_ms().into());
-    fields.insert("actor".into(), credential.actor().into());
-    let event: Event = from_json(&Value::Object(fields).to_string(), "body")?;
+    // Read from the tree as it is: no text is written and parsed again.
+    fields.extend([
+        (Cow::Borrowed("type"), string(kind.as_str())),
+        (Cow::Borrowed("atMs"), Value::Number(now_ms())),
+        (Cow::Borrowed("actor"), string(credential.actor())),
+    ]);
+    let event: Event = from_value(&Value::Object(fields), "body")?;
     let right = match kind {
         EventKind::Cancel => Right::Cancel,
         _ => Right::Decide,
@@ -132,5 +142,9 @@ async fn act(
         task: acted.task,
         epoch: state.store.epoch().to_string(),
     };
-    Ok((StatusCode::OK, Json(answer)).into_response())
+    Ok(WireJson(answer).into_response())
+}
+
+fn string<'a>(s: impl Into<Cow<'a, str>>) -> Value<'a> {
+    Value::String(s.into())
 }

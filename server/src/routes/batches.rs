@@ -9,15 +9,16 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use taskwire_wire::from_json_serde_bytes;
 
-use super::tasks::{count_open_task_refusal, json_text, new_task_view, parse_create};
+use super::tasks::{count_open_task_refusal, new_task_view, parse_create};
 use super::{body_within, check_id, idempotency_key, now_ms};
 use crate::auth::Credential;
 use crate::error::ApiError;
-use crate::exact_json;
 use crate::quotas;
 use crate::store::batches::{new_batch_id, MAX_ITEMS};
 use crate::store::{BatchCreated, Idempotency, NewBatch, NewTask, EXACT_REQUEST};
+use crate::wire_json::json_text;
 use crate::AppState;
+use taskwire_wire::exact;
 
 /// A batch body may be this large (500 items of a few hundred bytes each
 /// fit in a fifth of it); other routes keep [`super::BODY_LIMIT`].
@@ -131,17 +132,17 @@ fn read_items(
     tenant: &str,
     raw: &[u8],
 ) -> Result<(Vec<NewTask>, String), ApiError> {
-    // Core's codec first: malformed JSON gets its errors, as everywhere.
+    // taskwire-wire first: malformed JSON gets its errors, as everywhere.
     let _: serde::de::IgnoredAny = from_json_serde_bytes(raw, "body")?;
     let text = std::str::from_utf8(raw).map_err(|_| ApiError::invalid("body: not UTF-8"))?;
-    let members = exact_json::members(text).map_err(|e| ApiError::invalid(format!("body: {e}")))?;
+    let members = exact::members(text).map_err(|e| ApiError::invalid(format!("body: {e}")))?;
     let items = members
         .iter()
         .rev()
         .find(|(k, _)| k == "items")
         .map(|(_, v)| *v)
         .ok_or_else(|| ApiError::invalid("body.items: is required"))?;
-    let items = exact_json::elements(items)
+    let items = exact::elements(items)
         .map_err(|e| ApiError::invalid(format!("body.items: {e}")))?
         .ok_or_else(|| ApiError::invalid("body.items: must be an array of create bodies"))?;
     if items.is_empty() || items.len() > MAX_ITEMS {

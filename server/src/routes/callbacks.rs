@@ -24,7 +24,6 @@ use axum::body::{Body, Bytes};
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap};
-use axum::Json;
 use futures_util::StreamExt;
 use taskwire_core::check_callback_id;
 use taskwire_core::json::{Fields, FromJson, Path as JsonPath, Value};
@@ -37,6 +36,7 @@ use crate::error::{quoted, ApiError};
 use crate::serve::{body_timed_out, BodyTimedOut};
 use crate::signature::{SignedHeaders, Verifier};
 use crate::store::{Callback, CallbackAnswer};
+use crate::wire_json::WireJson;
 use crate::AppState;
 
 /// Judges one callback; the answer goes out after its commit.
@@ -45,7 +45,7 @@ pub async fn callback(
     path: Result<Path<String>, PathRejection>,
     headers: HeaderMap,
     body: Body,
-) -> Result<Json<EpochCallbackAnswer>, ApiError> {
+) -> Result<WireJson<EpochCallbackAnswer>, ApiError> {
     let refuse = |message: String| {
         state.stats.rejected_signature();
         ApiError::unauthorized(message)
@@ -103,7 +103,7 @@ pub async fn callback(
         })
         .await?;
     state.stats.callback(answer.reason);
-    Ok(Json(EpochCallbackAnswer {
+    Ok(WireJson(EpochCallbackAnswer {
         answer,
         epoch: state.store.epoch().to_string(),
     }))

@@ -3,19 +3,19 @@
 //! item. Errors name their field under the body's own name (`body`, or
 //! `body.items[3]`).
 
+use serde::de::IgnoredAny;
 use serde::Deserialize;
-use serde_json::{json, Value};
 use taskwire_wire::from_json_serde_bytes;
 
+use super::legacy_request::legacy_request;
 use crate::error::ApiError;
-use crate::exact_json::{self, RawJson};
 use crate::store::EXACT_REQUEST;
+use taskwire_wire::exact::{self, RawJson};
 
 /// The create body. Unknown fields are ignored (PROTOCOL.md).
 ///
-/// Read by core's codec for the checks and their errors; `input` is then
-/// taken from the body as text (see [`exact_body`]), so its `Value` here
-/// only serves the comparison with rows of earlier servers.
+/// Read by taskwire-wire for the checks and their errors; `input` is then
+/// taken from the body as text (see [`exact_body`]).
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct CreateBody {
@@ -23,7 +23,10 @@ struct CreateBody {
     /// A counter: checked to be a safe integer below.
     max_attempts: f64,
     kind: Option<String>,
-    input: Option<Value>,
+    /// Skipped here (its text is taken as sent), but declared so that a
+    /// second `input` is refused like any repeated field.
+    #[serde(rename = "input")]
+    _input: Option<IgnoredAny>,
     deadline_ms: Option<f64>,
     unknown_grace_ms: Option<f64>,
     auto_requeue: Option<bool>,
@@ -67,19 +70,19 @@ pub fn parse_create(raw: &[u8], field: &str) -> Result<ParsedCreate, ApiError> {
             taskwire_core::value::number(req.max_attempts)
         ))
     })?;
-    // Core's codec accepted the body, so it is UTF-8 JSON.
+    // taskwire-wire accepted the body, so it is UTF-8 JSON.
     let text =
         std::str::from_utf8(raw).map_err(|_| ApiError::invalid(format!("{field}: not UTF-8")))?;
     let exact = exact_body(text, field)?;
-    // Earlier servers compared bodies as serde_json values: numbers as
+    // Earlier servers compared bodies as parsed trees: numbers as
     // doubles, `null` kind or input as absent.
-    let legacy_request = json!({
-        "ttlMs": req.ttl_ms,
-        "maxAttempts": max_attempts,
-        "kind": req.kind,
-        "input": req.input,
-    })
-    .to_string();
+    let legacy_request = legacy_request(
+        req.ttl_ms,
+        max_attempts,
+        req.kind.as_deref(),
+        exact.input.as_ref().map(RawJson::as_str),
+    )
+    .map_err(|e| ApiError::invalid(format!("{field}.input: {e}")))?;
     Ok(ParsedCreate {
         ttl_ms: req.ttl_ms,
         max_attempts,
@@ -107,9 +110,8 @@ struct ExactBody {
 /// with numbers compared exactly (PROTOCOL.md, "Create a task"); a `null`
 /// `kind` or `input` is the same as none, and other fields do not count.
 fn exact_body(text: &str, field: &str) -> Result<ExactBody, ApiError> {
-    let members =
-        exact_json::members(text).map_err(|e| ApiError::invalid(format!("{field}: {e}")))?;
-    // Core's codec already refused duplicates of these four (serde's
+    let members = exact::members(text).map_err(|e| ApiError::invalid(format!("{field}: {e}")))?;
+    // taskwire-wire already refused duplicates of these four (serde's
     // derive does); `rev` keeps to JSON.parse's last-wins all the same.
     let member = |name: &str| {
         members
@@ -122,7 +124,7 @@ fn exact_body(text: &str, field: &str) -> Result<ExactBody, ApiError> {
     let mut request = String::from(EXACT_REQUEST);
     for name in ["input", "kind", "maxAttempts", "ttlMs"] {
         let canonical = match member(name) {
-            Some(v) => exact_json::canonical(v)
+            Some(v) => exact::canonical(v)
                 .map_err(|e| ApiError::invalid(format!("{field}.{name}: {e}")))?,
             None => "null".to_string(),
         };
@@ -133,7 +135,7 @@ fn exact_body(text: &str, field: &str) -> Result<ExactBody, ApiError> {
     // them is the same request, in the same form, as before they existed.
     for name in ["autoRequeue", "deadlineMs", "unknownGraceMs"] {
         if let Some(v) = member(name) {
-            let canonical = exact_json::canonical(v)
+            let canonical = exact::canonical(v)
                 .map_err(|e| ApiError::invalid(format!("{field}.{name}: {e}")))?;
             request.push_str(&format!("{name}={canonical}\n"));
         }

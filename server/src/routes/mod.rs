@@ -9,6 +9,7 @@ mod callbacks;
 pub(crate) mod cors;
 mod create_body;
 mod events;
+mod legacy_request;
 mod notifications;
 mod resume;
 pub(crate) mod tasks;
@@ -20,7 +21,7 @@ use axum::extract::rejection::{BytesRejection, PathRejection};
 use axum::extract::{DefaultBodyLimit, FromRequestParts, Path};
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::{get, post, MethodRouter};
 use axum::Router;
 use taskwire_core::value::is_blank;
@@ -272,14 +273,7 @@ pub fn parse_int(name: &str, text: &str, max: u64) -> Result<u64, ApiError> {
 /// A JSON response with `Cache-Control: no-store` (resume answers must
 /// never be replayed from a cache).
 pub fn no_store_json(body: String) -> Response {
-    let mut res = (
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        )],
-        body,
-    )
-        .into_response();
+    let mut res = crate::wire_json::json_text(StatusCode::OK, body);
     res.headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     res

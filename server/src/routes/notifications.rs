@@ -1,13 +1,14 @@
 //! `GET /v1/notifications?after=SEQ&limit=N`: the tenant's outbox.
 
 use axum::extract::{RawQuery, State};
-use axum::Json;
-use serde_json::{json, Value};
+use serde::Serialize;
 use taskwire_core::MAX_SAFE_INTEGER;
 
 use super::Query;
 use crate::auth::Credential;
 use crate::error::ApiError;
+use crate::store::OutboxEntry;
+use crate::wire_json::WireJson;
 use crate::AppState;
 
 /// Most entries one page returns.
@@ -18,7 +19,7 @@ pub async fn list(
     State(state): State<AppState>,
     credential: Credential,
     RawQuery(raw): RawQuery,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<WireJson<Page>, ApiError> {
     credential.require_tenant_token("the notifications feed")?;
     let tenant = credential.into_tenant();
     let q = Query::parse(raw.as_deref());
@@ -34,5 +35,42 @@ pub async fn list(
         .notifications(tenant, after, u32::try_from(limit).unwrap_or(1_000))
         .await?;
     let next = rows.last().map_or(after, |r| r.seq);
-    Ok(Json(json!({"notifications": rows, "next": next})))
+    let notifications = rows.into_iter().map(Entry::from).collect();
+    Ok(WireJson(Page {
+        next,
+        notifications,
+    }))
+}
+
+/// A page of the feed: `{"next":7,"notifications":[…]}`. Keys in name
+/// order, here and in each entry: the order this body has always had
+/// (the webhook's body, the same entry, keeps its fields' own order).
+#[derive(Debug, Serialize)]
+pub struct Page {
+    next: u64,
+    notifications: Vec<Entry>,
+}
+
+/// One entry: `{"atMs","key","seq","state","taskId"}`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Entry {
+    #[serde(serialize_with = "taskwire_core::value::ms::serialize")]
+    at_ms: f64,
+    key: String,
+    seq: u64,
+    state: taskwire_core::State,
+    task_id: String,
+}
+
+impl From<OutboxEntry> for Entry {
+    fn from(row: OutboxEntry) -> Self {
+        Entry {
+            at_ms: row.notification.at_ms,
+            key: row.key,
+            seq: row.seq,
+            state: row.notification.state,
+            task_id: row.notification.task_id,
+        }
+    }
 }

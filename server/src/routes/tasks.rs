@@ -3,19 +3,19 @@
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, PathRejection};
 use axum::extract::{Path, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::Json;
 use taskwire_core::{create_task, CreateTask, DeliveryReason};
 
 pub use super::create_body::{parse_create, LifecycleOptions};
 use super::{body, idempotency_key, now_ms, task_id};
 use crate::auth::{Credential, Right};
 use crate::error::ApiError;
-use crate::exact_json::RawJson;
 use crate::quotas;
 use crate::store::{Idempotency, NewTask, StoreError, TaskRecord};
+use crate::wire_json::{json_text, WireJson};
 use crate::AppState;
+use taskwire_wire::exact::RawJson;
 
 /// `kind` is a short label, not a payload.
 const MAX_KIND_BYTES: usize = 64;
@@ -187,19 +187,6 @@ pub fn new_task_view(
     Ok(task.view().clone())
 }
 
-/// A JSON answer from text already serialized.
-pub fn json_text(status: StatusCode, body: String) -> Response {
-    (
-        status,
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        )],
-        body,
-    )
-        .into_response()
-}
-
 /// The caller's task.
 pub async fn get(
     State(state): State<AppState>,
@@ -235,8 +222,8 @@ pub async fn deliver(
         .deliver(tenant, id.clone(), key.clone(), now_ms())
         .await?;
     match delivery.reason {
-        DeliveryReason::Delivered => Ok((StatusCode::CREATED, Json(delivery)).into_response()),
-        DeliveryReason::DuplicateDelivery => Ok((StatusCode::OK, Json(delivery)).into_response()),
+        DeliveryReason::Delivered => Ok((StatusCode::CREATED, WireJson(delivery)).into_response()),
+        DeliveryReason::DuplicateDelivery => Ok(WireJson(delivery).into_response()),
         DeliveryReason::NotSucceeded => Err(ApiError::not_succeeded(&id)),
         DeliveryReason::KeyReusedForOtherTask => Err(ApiError::unprocessable(
             "key-reused-for-other-task",

@@ -54,10 +54,10 @@ pub use task::{Created, Idempotency, NewTask, TaskRecord, EXACT_REQUEST};
 use taskwire_core::{Delivery, ResumeAnswer};
 pub(crate) use write_done::WriteDone;
 
-pub use crate::exact_json::RawJson;
 /// Defined by the hub, which hands changes to waiters; still importable
 /// from here, where the stores make them.
 pub use crate::hub::Change;
+pub use taskwire_wire::exact::RawJson;
 
 /// Opens the store `config.data` names: a `postgres://` (or
 /// `postgresql://`) URL selects PostgreSQL, anything else is the SQLite

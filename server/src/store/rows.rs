@@ -2,7 +2,10 @@
 //! databases' 64-bit integers, history rows back to entries, and the one
 //! error for a stored row that does not parse.
 
-use taskwire_core::HistoryEntry;
+use std::borrow::Cow;
+
+use taskwire_core::json::{from_value, Value};
+use taskwire_core::{HistoryEntry, State};
 use taskwire_wire::from_json;
 
 use super::StoreError;
@@ -26,6 +29,14 @@ pub(crate) fn history_entry(version: i64, event: &str) -> Result<HistoryEntry, S
             .map_err(|_| StoreError::Internal("history.version < 0".into()))?,
         event: from_json(event, "history.event").map_err(corrupt)?,
     })
+}
+
+/// A state column (`outbox.state`): its wire name, read by core's reader
+/// for the state's JSON string, so a name core does not know is
+/// corruption naming the column (`outbox.state: unknown value "x", …`).
+pub(crate) fn state_column(name: &str, column: &str) -> Result<State, StoreError> {
+    from_value::<State>(&Value::String(Cow::Borrowed(name)), column)
+        .map_err(|e| StoreError::Corrupt(e.message))
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 use taskwire_core::TaskView;
 use taskwire_wire::to_json;
 
-use crate::exact_json::RawJson;
+use taskwire_wire::exact::RawJson;
 
 /// A task as stored: its view plus what the creator attached.
 #[derive(Debug, Clone, PartialEq)]

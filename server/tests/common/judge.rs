@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use super::Harness;
+use super::{Harness, ReplyJson};
 
 /// The event with `atMs` moved by `by`: one field off.
 pub fn bump_at(event: &Value, by: f64) -> Value {

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 
-use super::{assert_error, Harness};
+use super::{assert_error, Harness, ReplyJson};
 
 pub fn now_ms() -> u64 {
     SystemTime::now()

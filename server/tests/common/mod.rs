@@ -2,6 +2,7 @@
 //! SQLite file in a temp dir, driven over real HTTP.
 #![allow(dead_code)]
 
+pub mod json;
 pub mod judge;
 pub mod lifecycle;
 pub mod pg;
@@ -19,6 +20,8 @@ use taskwire_server::client::{self, Conn, Reply};
 use taskwire_server::signature::{callback_body, Secret, SignedHeaders, DEV_SECRET};
 use taskwire_server::{start, Config, Server};
 use taskwire_wire::from_json;
+
+pub use self::json::ReplyJson;
 
 pub struct Harness {
     pub server: Option<Server>,

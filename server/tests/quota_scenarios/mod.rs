@@ -6,7 +6,7 @@
 use serde_json::{json, Value};
 use taskwire_server::client::Reply;
 
-use super::common::{assert_error, Harness};
+use super::common::{assert_error, Harness, ReplyJson};
 
 pub const BODY: &str = r#"{"ttlMs":3600000,"maxAttempts":1}"#;
 

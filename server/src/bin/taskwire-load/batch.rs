@@ -12,10 +12,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::json;
+use serde::Serialize;
 use taskwire_server::client::Conn;
+use taskwire_wire::to_json;
 
-use super::{rss_kib, Ctx, Res};
+use super::{rss_kib, wire, Ctx, Res};
 
 #[derive(clap::Args)]
 pub struct BatchArgs {
@@ -39,33 +40,48 @@ pub struct BatchArgs {
     changed: usize,
 }
 
+/// `POST /v1/batches`: `{"items":[{"ttlMs","maxAttempts","input":{"i"}}]}`.
+#[derive(Serialize)]
+struct NewBatch {
+    items: Vec<NewItem>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct NewItem {
+    ttl_ms: u64,
+    max_attempts: u64,
+    input: ItemInput,
+}
+
+#[derive(Serialize)]
+struct ItemInput {
+    i: usize,
+}
+
 impl Ctx {
     /// Creates a batch of `n` items; its id and item ids.
     async fn create_batch(&self, conn: &mut Conn, n: usize) -> Res<(String, Vec<String>)> {
-        let items: Vec<_> = (0..n)
-            .map(|i| json!({"ttlMs": 3_600_000, "maxAttempts": 1, "input": {"i": i}}))
+        let items = (0..n)
+            .map(|i| NewItem {
+                ttl_ms: 3_600_000,
+                max_attempts: 1,
+                input: ItemInput { i },
+            })
             .collect();
         let r = conn
             .send(
                 "POST",
                 "/v1/batches",
                 &[("authorization", &self.auth)],
-                json!({ "items": items }).to_string(),
+                to_json(&NewBatch { items }),
             )
             .await?;
-        let body = r.json();
-        let id = body["batchId"]
-            .as_str()
-            .ok_or_else(|| format!("batch create: {} {body}", r.status))?;
-        let tasks = body["tasks"]
-            .as_array()
-            .map(|ts| {
-                ts.iter()
-                    .filter_map(|t| t["id"].as_str().map(String::from))
-                    .collect()
-            })
-            .unwrap_or_default();
-        Ok((id.to_string(), tasks))
+        let batch: wire::Batch = r
+            .read("answer")
+            .map_err(|_| format!("batch create: {} {}", r.status, r.text()))?;
+        let tasks = batch.tasks.into_iter().map(|t| t.id).collect();
+        Ok((batch.batch_id, tasks))
     }
 }
 
@@ -98,7 +114,7 @@ pub async fn batch(ctx: Arc<Ctx>, args: BatchArgs) -> Res<()> {
                     .send("GET", &path, &[("authorization", &ctx.auth)], "")
                     .await?;
                 let answered = Instant::now();
-                Res::Ok((r.json()["mode"] == "delta", answered))
+                Res::Ok((wire::resumed(&r).mode == "delta", answered))
             }),
         ));
         if i % 500 == 499 {
@@ -122,9 +138,9 @@ pub async fn batch(ctx: Arc<Ctx>, args: BatchArgs) -> Res<()> {
     let mut committed = Vec::with_capacity(n);
     for (_, tasks) in &batches {
         let task = tasks.first().ok_or("a batch without items")?;
-        let start = json!({"type": "start", "atMs": 1, "worker": "load"});
         let before = Instant::now();
-        ctx.callback(&mut conn, task, "start", &start).await?;
+        ctx.callback(&mut conn, task, "start", &wire::start())
+            .await?;
         committed.push(before);
     }
     let mut waits = Vec::with_capacity(held.len());
@@ -166,9 +182,8 @@ async fn reconnect(ctx: &Ctx, conn: &mut Conn, args: &BatchArgs) -> Res<()> {
         )
         .await?;
     for task in tasks.iter().take(args.changed) {
-        let start = json!({"type": "start", "atMs": 1, "worker": "load"});
-        ctx.callback(conn, task, "start", &start).await?;
-        ctx.callback(conn, task, "p1", &super::progress(1)).await?;
+        ctx.callback(conn, task, "start", &wire::start()).await?;
+        ctx.callback(conn, task, "p1", &wire::progress(1)).await?;
     }
     let delta = conn
         .send(
@@ -184,7 +199,7 @@ async fn reconnect(ctx: &Ctx, conn: &mut Conn, args: &BatchArgs) -> Res<()> {
         tasks.len(),
         args.changed,
         delta.body.len(),
-        delta.json()["tasks"].as_array().map_or(0, Vec::len),
+        wire::resumed(&delta).tasks.len(),
         snapshot.body.len()
     );
     Ok(())

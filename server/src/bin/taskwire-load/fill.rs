@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use rusqlite::{Connection, OpenFlags};
-use serde_json::json;
 use taskwire_server::client::Conn;
+use taskwire_server::executor_event::ExecutorEvent;
 
 use crate::{Ctx, Res};
 
@@ -52,7 +52,7 @@ pub async fn fill(ctx: Arc<Ctx>, tasks: u64, conns: usize, db: Option<String>) -
 }
 
 /// The five events of one task, timed now.
-pub fn lifecycle(id: &str) -> [serde_json::Value; 5] {
+pub fn lifecycle(id: &str) -> [ExecutorEvent; 5] {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64);
@@ -62,14 +62,17 @@ pub fn lifecycle(id: &str) -> [serde_json::Value; 5] {
         .take(32)
         .map(|b| format!("{b:02x}"))
         .collect();
+    let at = |ms: u64| (now + ms) as f64;
     [
-        json!({"type": "start", "atMs": now, "worker": "worker-7"}),
-        json!({"type": "progress", "atMs": now + 1, "progress": 25, "cursor": "chunk-1"}),
-        json!({"type": "progress", "atMs": now + 2, "progress": 50, "cursor": "chunk-2"}),
-        json!({"type": "progress", "atMs": now + 3, "progress": 75, "cursor": "chunk-3"}),
-        json!({"type": "succeed", "atMs": now + 4,
-               "resultRef": format!("https://results.example.com/{id}.json"),
-               "resultHash": format!("sha256:{hash}")}),
+        ExecutorEvent::start("worker-7").at(at(0)),
+        ExecutorEvent::progress(25, "chunk-1").at(at(1)),
+        ExecutorEvent::progress(50, "chunk-2").at(at(2)),
+        ExecutorEvent::progress(75, "chunk-3").at(at(3)),
+        ExecutorEvent::succeed(
+            &format!("https://results.example.com/{id}.json"),
+            &format!("sha256:{hash}"),
+        )
+        .at(at(4)),
     ]
 }
 

@@ -19,9 +19,9 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use serde_json::json;
 use taskwire_server::client::{Conn, Reply};
 
+use crate::wire::{created_id, error_code, start};
 use crate::{Ctx, Res};
 
 /// The `quota` flags.
@@ -59,9 +59,7 @@ struct Tally {
 
 impl Tally {
     fn add(&mut self, r: &Reply, took: Duration, timed: bool) {
-        let code = r.json()["error"]["code"]
-            .as_str()
-            .map_or(String::new(), |c| format!(" {c}"));
+        let code = error_code(r).map_or(String::new(), |c| format!(" {c}"));
         *self
             .answers
             .entry(format!("{}{code}", r.status))
@@ -147,11 +145,10 @@ async fn run(ctx: &Ctx, args: &QuotaArgs, flood: bool) -> Res<(Tally, Tally, Tal
                 let t0 = Instant::now();
                 let r = conn.send("POST", "/v1/tasks", &h, body).await?;
                 t.add(&r, t0.elapsed(), true);
-                let Some(id) = r.json()["id"].as_str().map(String::from) else {
+                let Ok(id) = created_id(&r) else {
                     continue;
                 };
-                let event = json!({"type":"start","atMs":1,"worker":"load"});
-                let cb = taskwire_server::signature::callback_body(&id, &event);
+                let cb = taskwire_server::signature::callback_body(&id, &start());
                 let now = std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)?
                     .as_secs() as i64;
@@ -184,10 +181,7 @@ async fn run(ctx: &Ctx, args: &QuotaArgs, flood: bool) -> Res<(Tally, Tally, Tal
         let r = setup
             .send("POST", "/v1/tasks", &[("authorization", &auth)], body)
             .await?;
-        let watched = r.json()["id"]
-            .as_str()
-            .map(String::from)
-            .ok_or_else(|| format!("A's first create: {} {}", r.status, r.json()))?;
+        let watched = created_id(&r).map_err(|e| format!("A's first create: {e}"))?;
         for _ in 0..args.a_creators {
             let (addr, auth) = (ctx.addr.clone(), auth.clone());
             creators.push(tokio::spawn(async move {

@@ -25,8 +25,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{json, Value};
-use taskwire_core::State;
+use taskwire_core::{EventKind, State};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
@@ -36,6 +35,7 @@ mod waits;
 use super::limits::Slot;
 use super::plans::{Step, LONG_CANNOT_CANCEL};
 use super::workers::Control;
+use crate::executor_event::ExecutorEvent;
 use crate::routes::now_ms;
 use crate::stats::Stats;
 use crate::AppState;
@@ -141,7 +141,7 @@ struct Executor {
     last_sent: Instant,
     /// Events already sent, by callback id: a redelivery resends the very
     /// same body under the same id.
-    sent: HashMap<String, Value>,
+    sent: HashMap<String, ExecutorEvent>,
 }
 
 /// How playing a stretch of plan ended.
@@ -209,7 +209,7 @@ impl Executor {
             if self.after(&answer, next_cancellable).await {
                 return Flow::Stopped;
             }
-            if event["type"] == "hold" && answer.state == Some(State::WaitingApproval) {
+            if event.kind == EventKind::Hold && answer.state == Some(State::WaitingApproval) {
                 return Flow::Held(draft_of(&event));
             }
         }
@@ -233,7 +233,7 @@ impl Executor {
                 return Waited::Due;
             }
             self.beats += 1;
-            let beat = json!({"type": "heartbeat", "atMs": now_ms(), "attempt": self.attempt});
+            let beat = self.own(EventKind::Heartbeat);
             let id = format!("hb-{}", self.beats);
             if let Some(answer) = self.post(&id, &beat).await {
                 self.track(&beat, &answer);
@@ -247,51 +247,60 @@ impl Executor {
     /// The event of `step` as sent: a redelivery is the very same body;
     /// a new event is stamped with the time and (unless it names its own,
     /// as a zombie's does) the current attempt, a `start` opening the next.
-    fn stamp(&mut self, step: &Step) -> Value {
+    fn stamp(&mut self, step: &Step) -> ExecutorEvent {
         if let Some(event) = self.sent.get(&step.callback_id) {
             return event.clone();
         }
         let mut event = step.event.clone();
-        if let Value::Object(map) = &mut event {
-            if map.get("type") == Some(&json!("start")) {
-                self.attempt += 1;
-                map.insert("leaseMs".into(), json!(self.lease_ms));
-            }
-            map.insert("atMs".into(), json!(now_ms()));
-            if !map.contains_key("attempt") {
-                map.insert("attempt".into(), json!(self.attempt));
-            }
+        if event.kind == EventKind::Start {
+            self.attempt += 1;
+            event.lease_ms = Some(self.lease_ms);
         }
+        event.at_ms = Some(now_ms());
+        event.attempt = event.attempt.or(Some(self.attempt));
         self.sent.insert(step.callback_id.clone(), event.clone());
         event
     }
 
+    /// An event of the current attempt, now (a heartbeat, a cancel's
+    /// answer).
+    fn own(&self, kind: EventKind) -> ExecutorEvent {
+        ExecutorEvent {
+            attempt: Some(self.attempt),
+            ..ExecutorEvent::new(kind).at(now_ms())
+        }
+    }
+
     /// Keeps `holding` in step with what the server made of the event.
-    fn track(&mut self, event: &Value, answer: &Answer) {
-        let own = event["attempt"] == json!(self.attempt);
+    fn track(&mut self, event: &ExecutorEvent, answer: &Answer) {
+        let own = event.attempt == Some(self.attempt);
         let live = answer.state.is_some_and(|s| !s.is_terminal());
-        match event["type"].as_str() {
+        match event.kind {
             // A new start only: a redelivered one (`already-running`)
             // must not take a kill meant for this worker as seen.
-            Some("start") if own && answer.reason == "started" => {
-                self.worker = event["worker"].as_str().unwrap_or("worker").to_string();
+            EventKind::Start if own && answer.reason == "started" => {
+                self.worker = event.worker.as_deref().unwrap_or("worker").to_string();
                 self.holding = true;
                 self.refused_cancel = false;
                 // A kill meant for an earlier worker is not this one's.
                 self.kills.borrow_and_update();
                 self.control.hold(self.attempt, &self.worker);
             }
-            Some("succeed" | "fail" | "hold" | "ack_cancel") if own => self.release(),
+            EventKind::Succeed | EventKind::Fail | EventKind::Hold | EventKind::AckCancel
+                if own =>
+            {
+                self.release()
+            }
             _ if !live => self.release(),
             _ => {}
         }
         if answer.reason == "stale-attempt" {
-            let worker = event["worker"].as_str().unwrap_or("an old worker");
+            let worker = event.worker.as_deref().unwrap_or("an old worker");
             let text = format!(
                 "zombie {worker} (attempt {}) came back late with {}: fenced off \
                  (stale-attempt); attempt {} goes on",
-                event["attempt"],
-                event["type"].as_str().unwrap_or("an event"),
+                event.attempt.unwrap_or(0),
+                event.kind.as_str(),
                 self.attempt
             );
             self.note("fenced", text);
@@ -313,17 +322,17 @@ impl Executor {
             return false;
         }
         if next_cancellable {
-            let ack = json!({"type": "ack_cancel", "atMs": now_ms(), "attempt": self.attempt});
+            let ack = self.own(EventKind::AckCancel);
             self.post("ack-cancel", &ack).await;
             self.release();
             return true;
         }
         if !self.refused_cancel {
             self.refused_cancel = true;
-            let refusal = json!({
-                "type": "cannot_cancel", "atMs": now_ms(), "attempt": self.attempt,
-                "reason": LONG_CANNOT_CANCEL,
-            });
+            let refusal = ExecutorEvent {
+                reason: Some(LONG_CANNOT_CANCEL.to_string()),
+                ..self.own(EventKind::CannotCancel)
+            };
             let id = format!("cannot-cancel-{}", self.attempt);
             self.post(&id, &refusal).await;
             self.note(
@@ -347,9 +356,9 @@ impl Executor {
 }
 
 /// The draft number a hold names (`…/v<n>`).
-fn draft_of(hold: &Value) -> u32 {
-    hold["artifactRef"]
-        .as_str()
+fn draft_of(hold: &ExecutorEvent) -> u32 {
+    hold.artifact_ref
+        .as_deref()
         .and_then(|r| r.rsplit("/v").next())
         .and_then(|n| n.parse().ok())
         .unwrap_or(1)
@@ -370,10 +379,9 @@ mod tests {
 
     #[test]
     fn a_hold_names_its_draft() {
-        assert_eq!(
-            draft_of(&json!({"artifactRef": "blob://drafts/doc-1/v3"})),
-            3
-        );
-        assert_eq!(draft_of(&json!({})), 1);
+        let mut hold = ExecutorEvent::new(EventKind::Hold);
+        assert_eq!(draft_of(&hold), 1);
+        hold.artifact_ref = Some("blob://drafts/doc-1/v3".into());
+        assert_eq!(draft_of(&hold), 3);
     }
 }

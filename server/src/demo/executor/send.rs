@@ -2,30 +2,32 @@
 //! tenant's secrets and posted over loopback HTTP, as an outside executor
 //! posts them.
 
-use serde_json::Value;
+use serde::Deserialize;
 use taskwire_core::State;
 use tokio::time::Instant;
 
 use super::{Answer, Executor};
+use crate::executor_event::ExecutorEvent;
 use crate::routes::now_secs;
 use crate::signature::{callback_body, signed_headers};
 use crate::{client, AppState};
 
 impl Executor {
     /// Posts one callback, counts its answer; `None` if it failed.
-    pub(super) async fn post(&mut self, callback_id: &str, event: &Value) -> Option<Answer> {
+    pub(super) async fn post(
+        &mut self,
+        callback_id: &str,
+        event: &ExecutorEvent,
+    ) -> Option<Answer> {
         self.last_sent = Instant::now();
         let id = format!("{}-{callback_id}", self.task);
         match send_callback(&self.state, &self.tenant, &self.task, &id, event).await {
             Ok(answer) => {
-                let reason = answer["reason"].as_str().unwrap_or("").to_string();
-                self.stats.callback_named(&reason);
+                self.stats.callback_named(&answer.reason);
                 Some(Answer {
-                    reason,
-                    state: State::ALL
-                        .into_iter()
-                        .find(|s| answer["state"] == s.as_str()),
-                    cancel_requested: answer["cancelRequested"] == true,
+                    state: State::ALL.into_iter().find(|s| answer.state == s.as_str()),
+                    reason: answer.reason,
+                    cancel_requested: answer.cancel_requested,
                 })
             }
             Err(e) => {
@@ -36,14 +38,25 @@ impl Executor {
     }
 }
 
+/// The parts of the server's answer the executor reads (PROTOCOL.md
+/// §Executor callback); a part missing is empty, as for an executor that
+/// tolerates answers it does not fully know.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct CallbackReply {
+    reason: String,
+    state: String,
+    cancel_requested: bool,
+}
+
 /// Posts one signed callback; returns the server's answer.
 async fn send_callback(
     state: &AppState,
     tenant: &str,
     task: &str,
     callback_id: &str,
-    event: &Value,
-) -> Result<Value, String> {
+    event: &ExecutorEvent,
+) -> Result<CallbackReply, String> {
     let body = callback_body(task, event);
     let secrets = state.keyring.secrets_of(tenant);
     let signed = signed_headers(secrets, callback_id, now_secs(), body.as_bytes());
@@ -60,7 +73,7 @@ async fn send_callback(
     .await
     .map_err(|e| e.to_string())?;
     if reply.status == 200 {
-        Ok(reply.json())
+        reply.read("answer").map_err(|e| e.message)
     } else {
         Err(format!("callback answered {}", reply.status))
     }

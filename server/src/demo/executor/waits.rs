@@ -6,12 +6,12 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use serde_json::json;
 use taskwire_core::{DecisionKind, State, TaskView};
 use tokio::time::Instant;
 
 use super::{Executor, WAIT_LIMIT};
 use crate::demo::plans::{self, Step};
+use crate::executor_event::ExecutorEvent;
 
 impl Executor {
     /// Waits for the decision on `draft`: the plan that follows it, or
@@ -55,16 +55,17 @@ impl Executor {
             "replaced",
             format!("task re-queued; {replacement} opens attempt {}", dead + 1),
         );
-        let late = json!({
-            "type": "succeed", "worker": zombie, "attempt": dead,
-            "resultRef": format!("blob://zombie/{}", self.task), "resultHash": "sha256:0ld0",
-        });
+        let late = ExecutorEvent {
+            worker: Some(zombie),
+            attempt: Some(dead),
+            ..ExecutorEvent::succeed(&format!("blob://zombie/{}", self.task), "sha256:0ld0")
+        };
         let base = rest.front().map_or(0, |s| s.at);
         let mut plan = vec![
             plans::Step {
                 at: 300,
                 callback_id: format!("restart-{}", dead + 1),
-                event: json!({"type": "start", "worker": replacement}),
+                event: ExecutorEvent::start(&replacement),
                 cancellable: true,
             },
             plans::Step {

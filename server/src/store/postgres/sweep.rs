@@ -12,15 +12,14 @@
 //! that the offending row is found and quarantined.
 
 use deadpool_postgres::{GenericClient, Transaction};
-use serde_json::Value;
-use taskwire_core::{Notification, State};
+use taskwire_core::Notification;
 use tokio_postgres::Row;
 
 use super::batch::{hub_publish, Batch};
 use super::PostgresStore;
 use crate::store::lifecycle::Judged;
 use crate::store::quarantine::not_quarantined;
-use crate::store::rows::to_i64;
+use crate::store::rows::{state_column, to_i64};
 use crate::store::sweep::{step_due_row, DueRow, TaskSweep};
 use crate::store::{
     OutboxEntry, PendingWebhooks, Quarantined, StoreError, Swept, TaskRecord, WebhookClaim,
@@ -258,8 +257,7 @@ pub(super) fn outbox_row(r: &Row) -> Result<OutboxEntry, StoreError> {
     let seq: i64 = r.try_get(0)?;
     let state: String = r.try_get(3)?;
     let attempts: i32 = r.try_get(6)?;
-    let state: State = serde_json::from_value(Value::String(state))
-        .map_err(|e| StoreError::Corrupt(format!("outbox.state: {e}")))?;
+    let state = state_column(&state, "outbox.state")?;
     Ok(OutboxEntry {
         seq: u64::try_from(seq).map_err(|_| StoreError::Corrupt("outbox.seq < 0".into()))?,
         key: r.try_get(1)?,

@@ -6,13 +6,12 @@
 
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{params, Connection};
-use serde_json::Value;
-use taskwire_core::{Notification, State};
+use taskwire_core::Notification;
 
 use super::jobs::write_judged;
 use crate::hub::Change;
 use crate::store::quarantine::not_quarantined;
-use crate::store::rows::to_i64;
+use crate::store::rows::{state_column, to_i64};
 use crate::store::sweep::{step_due_row, DueRow, TaskSweep};
 use crate::store::{OutboxEntry, Quarantined, StoreError, Swept, WebhookClaim};
 
@@ -222,7 +221,8 @@ pub(super) fn pending_webhooks(
 /// A list as a JSON array, for `json_each` (SQLite has no array
 /// parameters).
 fn json_list<T: serde::Serialize>(items: &[T]) -> Result<String, StoreError> {
-    serde_json::to_string(items).map_err(|e| StoreError::Internal(format!("list parameter: {e}")))
+    taskwire_wire::to_string(items)
+        .map_err(|e| StoreError::Internal(format!("list parameter: {e}")))
 }
 
 /// Records a webhook attempt: sent, or when to try again.
@@ -248,8 +248,7 @@ pub(super) fn outbox_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<OutboxRow> {
     let seq: i64 = r.get(0)?;
     let entry = (|| {
         let state: String = r.get(3)?;
-        let state: State = serde_json::from_value(Value::String(state))
-            .map_err(|e| StoreError::Corrupt(format!("outbox.state: {e}")))?;
+        let state = state_column(&state, "outbox.state")?;
         let attempts: i64 = r.get(6)?;
         Ok(OutboxEntry {
             seq: u64::try_from(seq).map_err(|_| StoreError::Corrupt("outbox.seq < 0".into()))?,
