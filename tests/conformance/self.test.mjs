@@ -117,3 +117,32 @@ test('transitions: literal tasks are built with events when some sequence reache
   assert.equal(recipe(task({ state: 'queued', attempts: 2 })), null);
   assert.equal(recipe(task({ state: 'succeeded', attempts: 1, progress: 40 })), null);
 });
+
+test('Http: an idempotent request whose connection closed unanswered is sent once more; a POST is not', async () => {
+  const { createServer } = await import('node:http');
+  const { Http, Transcript } = await import('./lib/http.mjs');
+  const seen = [];
+  // Each method's first request loses its connection before any answer
+  // (as a keep-alive connection the server closes while it is reused).
+  const server = createServer((req, res) => {
+    const first = !seen.includes(req.method);
+    seen.push(req.method);
+    if (first) return req.socket.destroy();
+    res.setHeader('content-type', 'application/json');
+    res.end('{"ok":true}');
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const transcript = new Transcript();
+    const http = new Http(`http://127.0.0.1:${server.address().port}`, { transcript });
+    const res = await http.request('DELETE', '/v1/tasks/t');
+    assert.equal(res.status, 200);
+    assert.deepEqual(seen, ['DELETE', 'DELETE']);
+    assert.equal(transcript.entries.length, 2);
+    assert.match(transcript.entries[0].error, /socket hang up|other side closed|ECONNRESET/);
+    await assert.rejects(http.request('POST', '/v1/tasks', { json: {} }), /POST \/v1\/tasks: request failed/);
+    assert.deepEqual(seen, ['DELETE', 'DELETE', 'POST']);
+  } finally {
+    server.close();
+  }
+});

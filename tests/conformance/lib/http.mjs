@@ -7,11 +7,19 @@
 //   is "never the answer to a client error");
 // - 429/503 must carry Retry-After; the request is retried after it, so an
 //   overloaded backend is slow rather than failing unrelated checks.
+// An idempotent request whose connection closed before any answer came
+// (a pooled keep-alive connection the server closed as it was reused:
+// EPIPE, ECONNRESET) is sent once more, as RFC 9110 §9.2.2 lets a client
+// do; the transcript shows both attempts.
 
 import { AssertionError } from 'node:assert';
 
 const BODY_LIMIT = 1500;
 const MAX_OVERLOAD_RETRIES = 3;
+/** Methods a client may resend after a connection closed unanswered (RFC 9110 §9.2.2). */
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'PUT', 'DELETE', 'OPTIONS']);
+/** Connection errors that mean the request was not answered at all. */
+const CLOSED_UNANSWERED = /EPIPE|ECONNRESET|other side closed/;
 /** How long a stream may take to send its headers. */
 const HEAD_TIMEOUT_MS = 10_000;
 
@@ -117,7 +125,7 @@ export class Http {
    */
   async request(method, path, { json, body, headers = {}, token = this.token } = {}) {
     for (let attempt = 0; ; attempt++) {
-      const res = await this.once(method, path, { json, body, headers, token });
+      const res = await this.onceResent(method, path, { json, body, headers, token });
       if (![429, 503].includes(res.status) || attempt >= MAX_OVERLOAD_RETRIES) {
         return res;
       }
@@ -128,6 +136,17 @@ export class Http {
         });
       }
       await new Promise((r) => setTimeout(r, Math.min(after, 5) * 1000));
+    }
+  }
+
+  /** [`once`], sent again if its connection closed before any answer. */
+  async onceResent(method, path, options) {
+    try {
+      return await this.once(method, path, options);
+    } catch (err) {
+      const replayable = IDEMPOTENT.has(method) && !(options.body instanceof ReadableStream);
+      if (!replayable || !err.closedUnanswered) throw err;
+      return this.once(method, path, options);
     }
   }
 
@@ -165,7 +184,9 @@ export class Http {
       text = await response.text();
     } catch (err) {
       entry.error = err.cause?.message ?? err.message;
-      throw new AssertionError({ message: `${method} ${path}: request failed: ${entry.error}` });
+      const failure = new AssertionError({ message: `${method} ${path}: request failed: ${entry.error}` });
+      failure.closedUnanswered = !controller.signal.aborted && CLOSED_UNANSWERED.test(`${err.cause?.code ?? ''} ${entry.error}`);
+      throw failure;
     } finally {
       clearTimeout(timer);
       untrack();
