@@ -30,6 +30,7 @@ pub mod exact;
 mod number;
 mod parse;
 mod ser;
+mod tree;
 
 use alloc::string::String;
 use serde::{Deserialize, Serialize};
