@@ -21,6 +21,7 @@
 //! replays with), so its spelling must never change.
 
 use alloc::borrow::Cow;
+use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::Write as _;
@@ -154,18 +155,14 @@ fn write_canonical(value: &Exact<'_>, out: &mut String) -> Result<(), Error> {
             out.push(']');
         }
         Kind::Object(entries) => {
-            // Stable sort, then keep the last of equal keys.
-            let mut sorted: Vec<&(Cow<'_, str>, Exact<'_>)> = entries.iter().collect();
-            sorted.sort_by(|a, b| a.0.cmp(&b.0));
-            let mut kept: Vec<&(Cow<'_, str>, Exact<'_>)> = Vec::with_capacity(sorted.len());
-            for entry in sorted {
-                match kept.last_mut() {
-                    Some(last) if last.0 == entry.0 => *last = entry,
-                    _ => kept.push(entry),
-                }
+            // Sorted by key; `insert` keeps the last of duplicate keys, as
+            // `JSON.parse` does.
+            let mut sorted = BTreeMap::new();
+            for (key, item) in entries {
+                sorted.insert(key.as_ref(), item);
             }
             out.push('{');
-            for (i, (key, value)) in kept.into_iter().enumerate() {
+            for (i, (key, value)) in sorted.into_iter().enumerate() {
                 if i > 0 {
                     out.push(',');
                 }
