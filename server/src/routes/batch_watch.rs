@@ -14,16 +14,15 @@ use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::Event as SseEvent;
 use axum::response::{IntoResponse, Response};
-use taskwire_core::{ResumeMode, MAX_SAFE_INTEGER};
+use taskwire_core::ResumeMode;
 
 use super::batches::BatchId;
+use super::events::{open_stream, Item, StreamStart};
+use super::no_store_json;
 use super::resume::{aborted, Params};
-use super::{no_store_json, Query};
 use crate::auth::{Right, WatchCredential};
 use crate::error::ApiError;
 use crate::hub::{BatchSubscription, BatchWake};
-use crate::limits::WatchPermit;
-use crate::metrics::Held;
 use crate::store::{BatchAnswer, StoreError};
 use crate::AppState;
 
@@ -86,10 +85,6 @@ async fn read_after_wake(
 }
 
 struct Stream {
-    /// The stream's slot among the held watches, for as long as it is open.
-    _held: WatchPermit,
-    /// The stream in `/metrics`' held-stream gauge, likewise.
-    _counted: Held,
     state: AppState,
     tenant: String,
     sub: BatchSubscription,
@@ -108,14 +103,14 @@ pub async fn events(
     headers: HeaderMap,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
-    let query_cursor = Query::parse(raw.as_deref()).int("cursor", MAX_SAFE_INTEGER)?;
-    credential.require_batch(Right::Watch, &id)?;
-    let expires_at = credential
-        .expires_at()
-        .map(|exp| exp.saturating_add(state.browser_keys.leeway_secs()));
-    let tenant = credential.into_tenant();
-    let cursor = super::events::start_cursor(&headers, query_cursor)?;
-    super::check_watch_quota(&state, &tenant).await?;
+    let StreamStart {
+        tenant,
+        cursor,
+        expires_at,
+    } = StreamStart::read(&state, credential, &headers, raw, |c| {
+        c.require_batch(Right::Watch, &id)
+    })
+    .await?;
     let sub = state.hub.subscribe_batch(&id, &tenant);
     let first = state
         .store
@@ -125,29 +120,16 @@ pub async fn events(
         // Nothing will ever follow: 204 stops an `EventSource` for good.
         return Ok(StatusCode::NO_CONTENT.into_response());
     }
-    let held = state
-        .watchers
-        .admit(&tenant)
-        .inspect_err(|e| state.hub.metrics.refused(&tenant, e))?;
-    let counted = state.hub.metrics.hold_stream();
-    let heartbeat = Duration::from_millis(state.heartbeat_ms.max(1));
-    let stream = futures_util::stream::unfold(
-        Stream {
-            _held: held,
-            _counted: counted,
-            state,
-            tenant,
-            sub,
-            cursor,
-            pending: Some(Arc::new(first)),
-            done: false,
-        },
-        next,
-    );
-    Ok(super::events::sse_response(stream, expires_at, heartbeat))
+    let stream = Stream {
+        state: state.clone(),
+        tenant: tenant.clone(),
+        sub,
+        cursor,
+        pending: Some(Arc::new(first)),
+        done: false,
+    };
+    open_stream(&state, &tenant, expires_at, stream, next)
 }
-
-type Item = Result<SseEvent, std::io::Error>;
 
 async fn next(mut st: Stream) -> Option<(Item, Stream)> {
     if st.done {

@@ -6,6 +6,7 @@
 //! and a request whose cursor is already the terminal version is answered
 //! 204 No Content, which stops a standard `EventSource` for good.
 
+use std::future::Future;
 use std::time::Duration;
 
 use axum::extract::rejection::PathRejection;
@@ -16,7 +17,7 @@ use axum::response::{IntoResponse, Response};
 use taskwire_core::{ResumeAnswer, ResumeMode, MAX_SAFE_INTEGER};
 
 use super::{parse_int, task_id, Query};
-use crate::auth::{Right, WatchCredential};
+use crate::auth::{Credential, Right, WatchCredential};
 use crate::error::ApiError;
 use crate::hub::{answer_from, Subscription, Wake};
 use crate::limits::WatchPermit;
@@ -24,10 +25,6 @@ use crate::metrics::Held;
 use crate::AppState;
 
 struct Stream {
-    /// The stream's slot among the held watches, for as long as it is open.
-    _held: WatchPermit,
-    /// The stream in `/metrics`' held-stream gauge, likewise.
-    _counted: Held,
     state: AppState,
     tenant: String,
     id: String,
@@ -46,18 +43,14 @@ pub async fn events(
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     let id = task_id(path)?;
-    // `?cursor=` is judged even when `Last-Event-ID` wins over it: a bad
-    // parameter is a 400 whatever else the request carries.
-    let query_cursor = Query::parse(raw.as_deref()).int("cursor", MAX_SAFE_INTEGER)?;
-    credential.require(Right::Watch, &id)?;
-    // A browser token's stream ends when the token stops being accepted:
-    // the client reconnects, with a fresh token.
-    let expires_at = credential
-        .expires_at()
-        .map(|exp| exp.saturating_add(state.browser_keys.leeway_secs()));
-    let tenant = credential.into_tenant();
-    let cursor = start_cursor(&headers, query_cursor)?;
-    super::check_watch_quota(&state, &tenant).await?;
+    let StreamStart {
+        tenant,
+        cursor,
+        expires_at,
+    } = StreamStart::read(&state, credential, &headers, raw, |c| {
+        c.require(Right::Watch, &id)
+    })
+    .await?;
     // Subscribed before the read, so a commit in between still wakes it.
     let sub = state.hub.subscribe(&id, &tenant);
     let first = state
@@ -67,30 +60,103 @@ pub async fn events(
     if is_the_end(&first) {
         return Ok(StatusCode::NO_CONTENT.into_response());
     }
-    // Counted for as long as the stream is open; refused (503
-    // `watch-limit`) past the cap. A 204 is not a held stream.
+    let stream = Stream {
+        state: state.clone(),
+        tenant: tenant.clone(),
+        id,
+        sub,
+        cursor,
+        pending: Some(first),
+        done: false,
+    };
+    open_stream(&state, &tenant, expires_at, stream, next)
+}
+
+/// What a task or batch stream starts from, read from the request in one
+/// order for both: `?cursor` (judged even when `Last-Event-ID` wins over
+/// it: a bad parameter is a 400 whatever else the request carries), the
+/// credential's right (`require`), the starting cursor, the tenant's
+/// watch quota.
+pub(super) struct StreamStart {
+    pub tenant: String,
+    pub cursor: u64,
+    /// When a browser token stops being accepted: the stream ends then,
+    /// and the client reconnects with a fresh token.
+    pub expires_at: Option<u64>,
+}
+
+impl StreamStart {
+    pub(super) async fn read(
+        state: &AppState,
+        credential: Credential,
+        headers: &HeaderMap,
+        raw_query: Option<String>,
+        require: impl FnOnce(&Credential) -> Result<(), ApiError>,
+    ) -> Result<StreamStart, ApiError> {
+        let query_cursor = Query::parse(raw_query.as_deref()).int("cursor", MAX_SAFE_INTEGER)?;
+        require(&credential)?;
+        let expires_at = credential
+            .expires_at()
+            .map(|exp| exp.saturating_add(state.browser_keys.leeway_secs()));
+        let tenant = credential.into_tenant();
+        let cursor = start_cursor(headers, query_cursor)?;
+        super::check_watch_quota(state, &tenant).await?;
+        Ok(StreamStart {
+            tenant,
+            cursor,
+            expires_at,
+        })
+    }
+}
+
+/// The SSE response of a task or batch stream whose first answer is read:
+/// `next` unfolds it from `first`. Counted among the tenant's held
+/// watches for as long as it is open, refused (503 `watch-limit`) past
+/// the cap (a 204 is not a held stream, so this comes after the first
+/// read), and in `/metrics`' held-stream gauge.
+pub(super) fn open_stream<S, F, Fut>(
+    state: &AppState,
+    tenant: &str,
+    expires_at: Option<u64>,
+    first: S,
+    mut next: F,
+) -> Result<Response, ApiError>
+where
+    S: Send + 'static,
+    F: FnMut(S) -> Fut + Send + 'static,
+    Fut: Future<Output = Option<(Item, S)>> + Send + 'static,
+{
     let held = state
         .watchers
-        .admit(&tenant)
-        .inspect_err(|e| state.hub.metrics.refused(&tenant, e))?;
+        .admit(tenant)
+        .inspect_err(|e| state.hub.metrics.refused(tenant, e))?;
     let counted = state.hub.metrics.hold_stream();
     let heartbeat = Duration::from_millis(state.heartbeat_ms.max(1));
     let stream = futures_util::stream::unfold(
-        Stream {
-            _held: held,
-            _counted: counted,
-            state,
-            tenant,
-            id,
-            sub,
-            cursor,
-            pending: Some(first),
-            done: false,
+        (
+            Holding {
+                _held: held,
+                _counted: counted,
+            },
+            first,
+        ),
+        move |(holding, s)| {
+            let step = next(s);
+            async move { step.await.map(|(item, s)| (item, (holding, s))) }
         },
-        next,
     );
     Ok(sse_response(stream, expires_at, heartbeat))
 }
+
+/// A stream's slot among the held watches and its place in the gauge,
+/// released when the stream ends.
+struct Holding {
+    _held: WatchPermit,
+    _counted: Held,
+}
+
+/// An SSE message, or the error that ends the stream.
+pub(super) type Item = Result<SseEvent, std::io::Error>;
 
 /// A stream's starting cursor: `Last-Event-ID` when sent, else `?cursor`,
 /// else 0 (the task and batch streams alike).
@@ -132,8 +198,6 @@ where
 fn is_the_end(first: &ResumeAnswer) -> bool {
     first.mode() == ResumeMode::CaughtUp && first.task().is_some_and(|t| t.state.is_terminal())
 }
-
-type Item = Result<SseEvent, std::io::Error>;
 
 async fn next(mut st: Stream) -> Option<(Item, Stream)> {
     if st.done {
