@@ -36,16 +36,23 @@ export function shared(tabs, kind, id, seed, sink, initial) {
 
 /**
  * The handle of a batch watch run by the leader tab: as [`shared`], plus
- * the batch cursor, which the leader sends with each progress event (a
- * tab that takes over resumes the batch from it, by delta). `start` is
- * the watch's own start (a snapshot answer's JSON), if it was given one.
+ * the batch cursor (a tab that takes over resumes the batch from it, by
+ * delta). The leader marks the end of each answer with `answer` and its
+ * cursor; the answer's events are held until then and delivered at once
+ * with the cursor already moved, as a watch of the tab's own delivers
+ * them (one message each would show a batch half updated at the new
+ * cursor). `start` is the watch's own start (a snapshot answer's JSON),
+ * if it was given one.
  */
 export function sharedBatch(tabs, batchId, start, seed, sink) {
   const initial = start ? JSON.parse(start) : { tasks: [] };
   let cursor = initial.cursor ?? 0;
+  const held = [];
   const track = (ev, data) => {
-    if (ev === "progress" && Number.isSafeInteger(data?.cursor)) cursor = data.cursor;
-    sink(ev, data);
+    if (ev === "answer") cursor = data.cursor;
+    else if (ev !== "status" && ev !== "done" && ev !== "fail") return held.push([ev, data]);
+    for (const [e, d] of held.splice(0)) sink(e, d);
+    if (ev !== "answer") sink(ev, data);
   };
   return { ...shared(tabs, "batch", batchId, seed, track), initial: () => JSON.stringify(initial), cursor: () => cursor };
 }

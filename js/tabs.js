@@ -20,13 +20,14 @@
 //   {t: "ev", kind, id, ev, data, to?}           an event of the leader's watch (to one
 //                                                subscription only: a catch-up)
 // `ev` is a watch event: update, reject, status, done or fail (`data`
-// `{code, message, status}`: an Error does not survive the channel whole).
+// `{code, message, status}`: an Error does not survive the channel whole),
+// or, for a batch, `answer` (`{cursor}`): the end of one answer's events.
 
 /**
  * In every lock and channel name: tabs that run another version of these
  * messages (an old page still open after a deploy) form another group.
  */
-const MESSAGES = "taskwire-tabs/1";
+const MESSAGES = "taskwire-tabs/2";
 
 /** Updates a leader keeps per watch, to catch up a tab that joins behind it. */
 const LOG = 64;
@@ -267,8 +268,10 @@ export function taskKind(watchLocally) {
  * its batch watch holds: its tasks, the cursor they were read at and the
  * batch's size. The watch starts from them only when the tab holds every
  * task (a cursor with some tasks missing would never bring the others);
- * else from nothing, by a snapshot. Each progress event carries the
- * leader's cursor, so that every tab holds one to resume from.
+ * else from nothing, by a snapshot. The events of one answer are followed
+ * by `answer` and the cursor they brought the batch to, so that every
+ * tab takes them together (./tab-watch.js) and holds a cursor to resume
+ * from.
  */
 export function batchKind(watchLocally) {
   const held = (seed) => new Map((seed.tasks ?? []).map((t) => [t.id, t.version]));
@@ -278,25 +281,37 @@ export function batchKind(watchLocally) {
     open(id, seed, on) {
       const whole = seed.cursor > 0 && seed.size > 0 && seed.tasks?.length === seed.size;
       let watch;
+      let marking = false;
+      // A watch delivers one answer's events in one go: the marker
+      // follows the last of them, and comes before a status (a watch
+      // that ends says `closed` right after its last answer) or the
+      // watch's end.
+      const mark = () => marking && !(marking = false) && on("answer", { cursor: watch.cursor });
+      const ofAnswer = (ev) => (data) => {
+        on(ev, data);
+        if (!marking) queueMicrotask(mark);
+        marking = true;
+      };
       watch = watchLocally(id, {
         ...(whole && { cursor: seed.cursor, tasks: seed.tasks }),
-        onUpdate: (u) => on("update", u),
-        onProgress: (p) => on("progress", { ...p, cursor: watch?.cursor ?? 0 }),
-        onStatus: (s) => on("status", s),
-        onReject: (r) => on("reject", r),
+        onUpdate: ofAnswer("update"),
+        onProgress: ofAnswer("progress"),
+        onStatus: (s) => (mark(), on("status", s)),
+        onReject: ofAnswer("reject"),
       });
       watch.done.then(
-        (tasks) => on("done", { tasks }),
-        (e) => on("fail", e),
+        (tasks) => (mark(), on("done", { tasks })),
+        (e) => (mark(), on("fail", e)),
       );
       return watch;
     },
-    // A snapshot update of each task newer than the tab's, then the
-    // aggregate (with the cursor).
+    // A snapshot update of each task newer than the tab's, the
+    // aggregate, and the cursor they bring the tab to.
     catchUp(watch, log, seed) {
       const versions = held(seed);
       const out = watch.tasks.filter((t) => !(versions.get(t.id) >= t.version)).map(snapshot);
-      if (watch.progress) out.push(["progress", { ...watch.progress, cursor: watch.cursor }]);
+      if (watch.progress) out.push(["progress", watch.progress]);
+      out.push(["answer", { cursor: watch.cursor }]);
       return out;
     },
   };
