@@ -9,14 +9,11 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
-import { join, dirname } from "node:path";
-import { fileURLToPath } from "node:url";
 import { SignJWT } from "jose";
 import { startServer, freePort } from "./server.mjs";
 import { CHROMIUM, launchChromium } from "./engines.mjs";
-import { newTaskId, serveFiles } from "./pages.mjs";
+import { newTaskId, servePage } from "./pages.mjs";
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
 const chromium = CHROMIUM.binary;
 const KEY = randomBytes(32);
 /** How long the first token lives, in seconds. */
@@ -70,10 +67,7 @@ before(async () => {
     "--browser-token-key", `tenant:k1=HS256:${KEY.toString("base64")}`,
     "--browser-token-leeway-secs", "0",
   ]);
-  statics = await serveFiles(port, (url) => {
-    if (url === "/") return { type: "text/html", body: PAGE };
-    if (url.startsWith("/pkg/")) return join(root, "dist/client", url.slice("/pkg/".length));
-  });
+  statics = await servePage(port, { "/": { type: "text/html", body: PAGE } });
   browser = await launchChromium();
 });
 

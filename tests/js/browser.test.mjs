@@ -7,14 +7,10 @@
 // seed's timeline to `succeeded` with versions that only rise.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { join, dirname } from "node:path";
-import { fileURLToPath } from "node:url";
 import { startServer, freePort } from "./server.mjs";
 import { ENGINES, launch } from "./engines.mjs";
-import { newTaskId, seedTimeline, serveFiles } from "./pages.mjs";
+import { newTaskId, seedTimeline, servePage } from "./pages.mjs";
 import { startProxy } from "../e2e/proxy.mjs";
-
-const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
 
 const PAGE = `<!doctype html><meta charset="utf-8"><script type="module">
   import init, { TaskClient } from "/pkg/index.js";
@@ -56,11 +52,7 @@ before(async () => {
   origin = `http://127.0.0.1:${port}`;
   api = await startServer(["--cors-origin", origin]);
   proxy = await startProxy(Number(new URL(api.baseUrl).port));
-  statics = await serveFiles(port, (url) => {
-    if (url === "/") return { type: "text/html", body: PAGE };
-    if (url === "/worker.js") return { type: "text/javascript", body: WORKER };
-    if (url.startsWith("/pkg/")) return join(root, "dist/client", url.slice("/pkg/".length));
-  });
+  statics = await servePage(port, { "/": { type: "text/html", body: PAGE }, "/worker.js": { type: "text/javascript", body: WORKER } });
   for (const engine of ENGINES) browsers.set(engine.name, await launch(engine));
 });
 

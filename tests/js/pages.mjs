@@ -3,7 +3,11 @@
 // the seed's summary timeline.
 import { createServer } from "node:http";
 import { existsSync, readFileSync } from "node:fs";
-import { extname } from "node:path";
+import { dirname, extname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+/** The package's client build, which a test page loads from `/pkg/`. */
+const CLIENT_BUILD = join(dirname(fileURLToPath(import.meta.url)), "../../dist/client");
 
 const CONTENT_TYPES = { ".html": "text/html", ".js": "text/javascript", ".wasm": "application/wasm" };
 
@@ -21,6 +25,15 @@ export async function serveFiles(port, route) {
   });
   await new Promise((r) => server.listen(port, "127.0.0.1", r));
   return server;
+}
+
+/**
+ * A test page's origin on 127.0.0.1:`port`: `pages` (path → `{type,
+ * body}`: the page, a worker script) and the package's client build at
+ * `/pkg/`. Resolves with the `http.Server`.
+ */
+export function servePage(port, pages) {
+  return serveFiles(port, (url) => pages[url] ?? (url.startsWith("/pkg/") ? join(CLIENT_BUILD, url.slice("/pkg/".length)) : undefined));
 }
 
 /** Creates a task with the server's tenant token; its id. */

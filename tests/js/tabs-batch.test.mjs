@@ -11,13 +11,9 @@
 // (or its tasks before the cursor) would show a batch that never was.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { join, dirname } from "node:path";
-import { fileURLToPath } from "node:url";
 import { startServer, freePort } from "./server.mjs";
-import { serveFiles } from "./pages.mjs";
+import { servePage } from "./pages.mjs";
 import { ENGINES, until } from "./tab-pages.mjs";
-
-const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
 
 const PAGE = `<!doctype html><meta charset="utf-8"><script type="module">
   import init, { TaskClient } from "/pkg/index.js";
@@ -48,10 +44,7 @@ before(async () => {
   const port = await freePort();
   origin = `http://127.0.0.1:${port}`;
   api = await startServer(["--cors-origin", origin]);
-  statics = await serveFiles(port, (url) => {
-    if (url === "/") return { type: "text/html", body: PAGE };
-    if (url.startsWith("/pkg/")) return join(root, "dist/client", url.slice("/pkg/".length));
-  });
+  statics = await servePage(port, { "/": { type: "text/html", body: PAGE } });
 });
 
 after(async () => {

@@ -15,14 +15,10 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
-import { join, dirname } from "node:path";
-import { fileURLToPath } from "node:url";
 import { startServer, freePort } from "./server.mjs";
-import { newTaskId, seedTimeline, serveFiles } from "./pages.mjs";
+import { newTaskId, seedTimeline, servePage } from "./pages.mjs";
 import { ENGINES, PAGE, held, holds, seen, sent, until, version } from "./tab-pages.mjs";
 import { startProxy } from "../e2e/proxy.mjs";
-
-const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
 
 let api, statics, origin;
 /** One browser per engine, started by its first test. */
@@ -53,10 +49,7 @@ before(async () => {
   const port = await freePort();
   origin = `http://127.0.0.1:${port}`;
   api = await startServer(["--cors-origin", origin]);
-  statics = await serveFiles(port, (url) => {
-    if (url === "/") return { type: "text/html", body: PAGE };
-    if (url.startsWith("/pkg/")) return join(root, "dist/client", url.slice("/pkg/".length));
-  });
+  statics = await servePage(port, { "/": { type: "text/html", body: PAGE } });
 });
 
 after(async () => {
