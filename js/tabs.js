@@ -286,7 +286,11 @@ export function batchKind(watchLocally) {
       // follows the last of them, and comes before a status (a watch
       // that ends says `closed` right after its last answer) or the
       // watch's end.
-      const mark = () => marking && !(marking = false) && on("answer", { cursor: watch.cursor });
+      const mark = () => {
+        if (!marking) return;
+        marking = false;
+        on("answer", { cursor: watch.cursor });
+      };
       const ofAnswer = (ev) => (data) => {
         on(ev, data);
         if (!marking) queueMicrotask(mark);
