@@ -75,7 +75,7 @@ static ALLOCATOR: lol_alloc::LockedAllocator<lol_alloc::FreeListAllocator> =
 /// Reads a JavaScript number that must be a safe integer ≥ 0.
 fn safe_int(value: f64, field: &str) -> Result<u64> {
     tw::value::to_safe_u64(value).ok_or_else(|| {
-        let max = tw::follow::decimal(tw::MAX_SAFE_INTEGER);
+        let max = tw::text::decimal(tw::MAX_SAFE_INTEGER);
         let got = tw::value::number(value);
         throw(tw::Error::invalid(tw::error::join(&[
             field,

@@ -64,8 +64,7 @@ pub use output::{
     BatchProgress, ConnState, Fail, FailCode, Failure, FollowEvent, Reject, Request, RequestId,
     RequestKind, Status, Transport, Update,
 };
-pub(crate) use request::push_u64;
-pub use request::{decimal, encode_segment, trim_slashes};
+pub use request::{encode_segment, trim_slashes};
 
 use crate::batch::BatchMirror;
 use crate::mirror::Mirror;

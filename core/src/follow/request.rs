@@ -91,8 +91,7 @@ pub fn trim_slashes(s: &str) -> &str {
     s.get(..end).unwrap_or(s)
 }
 
-pub use crate::text::decimal;
-pub(crate) use crate::text::{push_ascii, push_u64};
+use crate::text::{push_ascii, push_u64};
 
 /// Percent-encodes everything but RFC 3986's unreserved characters onto
 /// `out`, so an id with `/`, `?`, `#` or spaces stays one path segment.
@@ -133,7 +132,7 @@ mod tests {
     #[test]
     fn writes_digits_and_segments_as_before() {
         for n in [0, 7, 10, 99, 12_345, u64::MAX] {
-            assert_eq!(decimal(n), n.to_string());
+            assert_eq!(crate::text::decimal(n), n.to_string());
         }
         let mut out = String::new();
         encode_segment("a-Z_0.~ /?#%é", &mut out);

@@ -69,7 +69,7 @@ pub(super) fn classify(status: u16, retry_after_ms: Option<f64>, noun: &str) -> 
         ),
         429 | 503 => {
             let mut error = String::from("the server is busy (");
-            super::push_u64(&mut error, u64::from(status));
+            crate::text::push_u64(&mut error, u64::from(status));
             error.push_str(")");
             Step::Retry {
                 error,
@@ -78,7 +78,7 @@ pub(super) fn classify(status: u16, retry_after_ms: Option<f64>, noun: &str) -> 
         }
         _ => {
             let mut error = String::from("unexpected HTTP status ");
-            super::push_u64(&mut error, u64::from(status));
+            crate::text::push_u64(&mut error, u64::from(status));
             Step::Retry {
                 error,
                 floor_ms: None,

@@ -12,8 +12,8 @@ use serde::{Serialize, Serializer};
 
 use super::{CreateTask, Decision, HistoryEntry, State, Task, TaskView};
 use crate::event::DecisionKind;
-use crate::follow::decimal;
 use crate::json::{self, Fields, FromJson, Gather, Path, Placeholder, Value};
+use crate::text::decimal;
 use crate::value::{self, is_blank, Millis, NonBlank};
 
 /// f64 milliseconds, encoded as [`value::ms`] does.

@@ -20,8 +20,9 @@
 use alloc::string::String;
 
 use taskwire_core as tw;
-use tw::follow::{decimal, Failure, Follow, FollowEvent, RequestId};
+use tw::follow::{Failure, Follow, FollowEvent, RequestId};
 use tw::json::{object, write};
+use tw::text::decimal;
 use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::JsValue;
 

@@ -349,7 +349,7 @@ fn ids_and_numbers_are_written_without_fmt() {
     let mut s = String::new();
     for n in [0, 7, 10, 12_345, u64::MAX] {
         s.clear();
-        push_u64(&mut s, n);
+        crate::text::push_u64(&mut s, n);
         assert_eq!(s, n.to_string());
     }
     s.clear();
