@@ -15,6 +15,7 @@ import {
   parseJson,
   quoted,
   readBody,
+  beforeBody,
   resumeParams,
   sendJson,
   streamCursor,
@@ -34,7 +35,7 @@ const BATCH_REQUEST = "batch:";
 
 export async function createBatchRoute({ req, res, store, config }) {
   const caller = await credentialOf(header(req, "authorization"), config);
-  caller.requireTenantToken("creating a batch");
+  beforeBody(() => caller.requireTenantToken("creating a batch"));
   const bytes = await readBody(req, { limit: BATCH_BODY_LIMIT });
   const body = parseJson(bytes, "body");
   const key = idempotencyKey(req);

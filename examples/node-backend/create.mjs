@@ -6,7 +6,7 @@
 
 import { randomBytes } from "node:crypto";
 import { TaskwireError, createTask } from "taskwire";
-import { canonicalJson, header, idempotencyKey, invalid, parseJson, readBody, sendJson, typeOf } from "./http.mjs";
+import { beforeBody, canonicalJson, header, idempotencyKey, invalid, parseJson, readBody, sendJson, typeOf } from "./http.mjs";
 import { credentialOf } from "./credentials.mjs";
 import { canonical, members } from "./exact.mjs";
 import { LIFECYCLE_CREATE_FIELDS, lifecycleFields } from "./lifecycle.mjs";
@@ -22,7 +22,7 @@ export const newTaskId = () => `tsk_${randomBytes(16).toString("hex")}`;
 
 export async function createTaskRoute({ req, res, store, config }) {
   const caller = await credentialOf(header(req, "authorization"), config);
-  caller.requireTenantToken("creating a task");
+  beforeBody(() => caller.requireTenantToken("creating a task"));
   const bytes = await readBody(req);
   const body = parseJson(bytes, "body");
   const key = idempotencyKey(req);

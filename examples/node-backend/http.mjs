@@ -39,6 +39,21 @@ export function sendJson(res, status, body, headers = {}) {
   res.end(text);
 }
 
+/**
+ * Runs the checks a request's headers can answer (the caller's rights, its
+ * scope) before its body is read (PROTOCOL.md §Error precedence, step 2):
+ * a caller who may not send the body is refused without it, and the
+ * connection, whose body is still unread, is closed with the answer.
+ */
+export function beforeBody(check) {
+  try {
+    return check();
+  } catch (err) {
+    if (err instanceof HttpError) err.headers = { ...err.headers, connection: "close" };
+    throw err;
+  }
+}
+
 export function sendError(res, err) {
   sendJson(res, err.status, { error: { code: err.code, message: err.message } }, err.headers);
 }

@@ -13,6 +13,7 @@ import {
   parseInteger,
   quoted,
   readBody,
+  beforeBody,
   resumeParams,
   sendError,
   sendJson,
@@ -214,6 +215,8 @@ async function events({ req, res, query, rawId, store, config }) {
 function act(route) {
   return async function action({ req, res, rawId, store, config }) {
     const caller = await callerOf(req, config);
+    const right = route === "cancel" ? "cancel" : "decide";
+    beforeBody(() => caller.require(right, taskIdFrom(rawId)));
     const bytes = await readBody(req);
     const event = personEvent(route, bytes, caller.actor, Date.now());
     try {
@@ -221,7 +224,7 @@ function act(route) {
     } catch (err) {
       throw asBodyError(err);
     }
-    const id = taskFor(caller, route === "cancel" ? "cancel" : "decide", store, rawId);
+    const id = taskFor(caller, right, store, rawId);
     sendJson(res, 200, { ...actionAnswer(store.act(id, event)), epoch: store.epoch });
   };
 }
@@ -231,6 +234,7 @@ function act(route) {
 async function deliver({ req, res, rawId, store, config }) {
   const caller = await callerOf(req, config);
   const tenant = caller.tenant;
+  beforeBody(() => caller.require("deliver", taskIdFrom(rawId)));
   await readBody(req); // no body is expected; the limit still applies
   const key = idempotencyKey(req);
   if (key === undefined) throw invalid("Idempotency-Key: header is required");

@@ -14,8 +14,7 @@
 
 use std::borrow::Cow;
 
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
+use axum::body::Body;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
@@ -23,7 +22,7 @@ use taskwire_core::json::{from_value, Value};
 use taskwire_core::{Event, EventKind, Reason, TaskView};
 use taskwire_wire::parse_value;
 
-use super::{body, now_ms, TaskId};
+use super::{now_ms, read_body, TaskId, BODY_LIMIT};
 use crate::auth::{Credential, Right};
 use crate::error::ApiError;
 use crate::store::Action;
@@ -57,9 +56,10 @@ pub async fn cancel(
     State(state): State<AppState>,
     credential: Credential,
     TaskId(id): TaskId,
-    raw: Result<Bytes, BytesRejection>,
+    raw: Body,
 ) -> Result<Response, ApiError> {
-    let raw = body(raw)?;
+    credential.require(Right::Cancel, &id)?;
+    let raw = read_body(raw, BODY_LIMIT).await?;
     let fields = if raw.iter().all(u8::is_ascii_whitespace) {
         Members::new()
     } else {
@@ -75,9 +75,10 @@ pub async fn decide(
     State(state): State<AppState>,
     credential: Credential,
     TaskId(id): TaskId,
-    raw: Result<Bytes, BytesRejection>,
+    raw: Body,
 ) -> Result<Response, ApiError> {
-    let raw = body(raw)?;
+    credential.require(Right::Decide, &id)?;
+    let raw = read_body(raw, BODY_LIMIT).await?;
     let fields = request_fields(&raw)?;
     act(state, credential, id, EventKind::Decide, fields).await
 }
@@ -105,9 +106,9 @@ fn request_fields(raw: &[u8]) -> Result<Members<'_>, ApiError> {
     Ok(fields)
 }
 
-/// Makes the event (validated field by field by core), checks the
-/// caller's right on the task (after the body: 400 before 404), and hands
-/// it to the store.
+/// Makes the event (validated field by field by core) and hands it to the
+/// store. The caller's right on the task was checked before the body was
+/// read (a browser token without it is refused without its body).
 async fn act(
     state: AppState,
     credential: Credential,
@@ -122,11 +123,6 @@ async fn act(
         (Cow::Borrowed("actor"), string(credential.actor())),
     ]);
     let event: Event = from_value(&Value::Object(fields), "body")?;
-    let right = match kind {
-        EventKind::Cancel => Right::Cancel,
-        _ => Right::Decide,
-    };
-    credential.require(right, &task_id)?;
     let acted = state
         .store
         .act(Action {

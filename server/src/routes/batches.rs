@@ -1,8 +1,7 @@
 //! `POST /v1/batches` (PROTOCOL.md §Create a batch): many tasks in one
 //! call, whole or nothing, idempotent under an `Idempotency-Key`.
 
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
+use axum::body::Body;
 use axum::extract::{FromRequestParts, Path, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode};
@@ -10,7 +9,7 @@ use axum::response::Response;
 use taskwire_wire::from_json_serde_bytes;
 
 use super::tasks::{count_open_task_refusal, new_task_view, parse_create};
-use super::{body_within, check_id, idempotency_key, now_ms};
+use super::{check_id, idempotency_key, now_ms, read_body};
 use crate::auth::Credential;
 use crate::error::ApiError;
 use crate::quotas;
@@ -45,11 +44,12 @@ pub async fn create(
     State(state): State<AppState>,
     credential: Credential,
     headers: HeaderMap,
-    raw: Result<Bytes, BytesRejection>,
+    raw: Body,
 ) -> Result<Response, ApiError> {
+    // Judged from the headers, before up to 1 MiB of body is buffered.
     credential.require_tenant_token("creating a batch")?;
     let tenant = credential.into_tenant();
-    let raw = body_within(raw, BATCH_BODY_LIMIT)?;
+    let raw = read_body(raw, BATCH_BODY_LIMIT).await?;
     let key = idempotency_key(&headers)?;
     let (tasks, request) = read_items(&state, &tenant, &raw)?;
     let idempotency = key.map(|key| Idempotency {

@@ -16,7 +16,7 @@ pub(crate) mod tasks;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::rejection::{BytesRejection, PathRejection};
 use axum::extract::{DefaultBodyLimit, FromRequestParts, Path};
 use axum::http::request::Parts;
@@ -24,6 +24,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 use axum::routing::{get, post, MethodRouter};
 use axum::Router;
+use hyper::body::Body as HttpBody;
 use taskwire_core::value::is_blank;
 use taskwire_core::MAX_SAFE_INTEGER;
 
@@ -40,21 +41,18 @@ pub const MAX_ID_BYTES: usize = 255;
 /// [`crate::serve`]).
 pub fn router(state: AppState) -> Router {
     let mut app = Router::new()
-        .route("/v1/tasks", limited(post(tasks::create)))
+        // The routes below that take a body read it themselves, once the
+        // caller's rights were judged from the headers (`read_body`).
+        .route("/v1/tasks", post(tasks::create))
         .route("/v1/tasks/{id}", get(tasks::get))
         .route("/v1/tasks/{id}/resume", get(resume::resume))
         .route("/v1/tasks/{id}/events", get(events::events))
-        // Not `limited`: the callback reads its own body, after its
-        // headers passed (see callbacks.rs).
         .route("/v1/tasks/{id}/callbacks", post(callbacks::callback))
-        .route("/v1/tasks/{id}/deliveries", limited(post(tasks::deliver)))
-        .route("/v1/tasks/{id}/cancel", limited(post(actions::cancel)))
-        .route("/v1/tasks/{id}/decisions", limited(post(actions::decide)))
+        .route("/v1/tasks/{id}/deliveries", post(tasks::deliver))
+        .route("/v1/tasks/{id}/cancel", post(actions::cancel))
+        .route("/v1/tasks/{id}/decisions", post(actions::decide))
         .route("/v1/notifications", get(notifications::list))
-        .route(
-            "/v1/batches",
-            post(batches::create).layer(DefaultBodyLimit::max(batches::BATCH_BODY_LIMIT)),
-        )
+        .route("/v1/batches", post(batches::create))
         .route("/v1/batches/{id}/resume", get(batch_watch::resume))
         .route("/v1/batches/{id}/events", get(batch_watch::events));
     app = if state.config.demo {
@@ -130,20 +128,52 @@ pub fn check_id(field: &str, id: &str) -> Result<(), ApiError> {
 /// The request body, or 413 past the limit, or 408 when it did not arrive
 /// within `--body-timeout-ms` (the serving layer times every body).
 pub fn body(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
-    body_within(body, BODY_LIMIT)
-}
-
-/// [`body`] on a route whose limit is `limit` (a batch's is larger).
-pub fn body_within(body: Result<Bytes, BytesRejection>, limit: usize) -> Result<Bytes, ApiError> {
     body.map_err(|e| {
         if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::too_large(limit)
+            ApiError::too_large(BODY_LIMIT)
         } else if let Some(BodyTimedOut(limit)) = body_timed_out(&e) {
             ApiError::request_timeout(limit.as_millis())
         } else {
             ApiError::invalid(format!("body: {}", e.body_text()))
         }
     })
+}
+
+/// Reads a request body only now, within `limit` bytes (413 past it, at
+/// once when `Content-Length` already says so) and the body timeout (408).
+///
+/// The routes that judge who may send a body take it unread (`Body`) and
+/// call this after the credential's rights were checked from the headers:
+/// a caller who may not send it (a watch-only browser token posting a
+/// batch) is refused before any of it is buffered, so a thousand stalled
+/// 1 MiB bodies cost a thousand small answers, not a gigabyte
+/// (PROTOCOL.md §Error precedence, step 2).
+pub async fn read_body(body: Body, limit: usize) -> Result<Bytes, ApiError> {
+    let announced = HttpBody::size_hint(&body).lower();
+    if usize::try_from(announced).map_or(true, |n| n > limit) {
+        return Err(ApiError::too_large(limit));
+    }
+    axum::body::to_bytes(body, limit).await.map_err(|e| {
+        if let Some(BodyTimedOut(timeout)) = body_timed_out(&e) {
+            ApiError::request_timeout(timeout.as_millis())
+        } else if past_limit(&e) {
+            ApiError::too_large(limit)
+        } else {
+            ApiError::invalid(format!("body: {e}"))
+        }
+    })
+}
+
+/// Whether a body error is `to_bytes`' limit (somewhere in its chain).
+fn past_limit(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(error);
+    while let Some(e) = next {
+        if e.is::<http_body_util::LengthLimitError>() {
+            return true;
+        }
+        next = e.source();
+    }
+    false
 }
 
 /// The `Idempotency-Key` header, checked, if present.

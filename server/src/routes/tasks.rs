@@ -1,14 +1,14 @@
 //! `POST /v1/tasks`, `GET /v1/tasks/{id}`, `POST /v1/tasks/{id}/deliveries`.
 
-use axum::body::Bytes;
-use axum::extract::rejection::{BytesRejection, PathRejection};
+use axum::body::Body;
+use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use taskwire_core::{create_task, CreateTask, DeliveryReason};
 
 pub use super::create_body::{parse_create, LifecycleOptions};
-use super::{body, idempotency_key, now_ms, task_id};
+use super::{idempotency_key, now_ms, read_body, task_id, BODY_LIMIT};
 use crate::auth::{Credential, Right};
 use crate::error::ApiError;
 use crate::quotas;
@@ -37,11 +37,12 @@ pub async fn create(
     State(state): State<AppState>,
     credential: Credential,
     headers: HeaderMap,
-    raw: Result<Bytes, BytesRejection>,
+    raw: Body,
 ) -> Result<Response, ApiError> {
+    // Judged from the headers: a browser token's body is never read.
     credential.require_tenant_token("creating a task")?;
     let tenant = credential.into_tenant();
-    let raw = body(raw)?;
+    let raw = read_body(raw, BODY_LIMIT).await?;
     let key = idempotency_key(&headers)?;
     let req = parse_create(&raw, "body")?;
     let idempotency = key.map(|key| Idempotency {
@@ -209,11 +210,13 @@ pub async fn deliver(
     credential: Credential,
     path: Result<Path<String>, PathRejection>,
     headers: HeaderMap,
-    raw: Result<Bytes, BytesRejection>,
+    raw: Body,
 ) -> Result<Response, ApiError> {
-    body(raw)?;
     let id = task_id(path)?;
+    // The right and the scope before the body: a caller who may not
+    // deliver gets its 403 or 404 without a byte of the body buffered.
     credential.require(Right::Deliver, &id)?;
+    read_body(raw, BODY_LIMIT).await?;
     let tenant = credential.into_tenant();
     let key = idempotency_key(&headers)?
         .ok_or_else(|| ApiError::invalid("Idempotency-Key: header is required"))?;

@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { assertError } from '../lib/match.mjs';
 import { succeededTask, runningTask } from '../lib/scenarios.mjs';
 import { uid } from '../lib/client.mjs';
+import { rawPost } from '../lib/raw.mjs';
 import { algNone, claims, expiredAgo, hs256, notBefore, retiredKey, tampered } from '../lib/tokens.mjs';
 
 const ALL = ['watch', 'cancel', 'decide', 'deliver'];
@@ -121,6 +122,35 @@ export default {
         const approved = await post(held.id, 'decisions', token([held.id], ['decide']), decision);
         assert.equal(JSON.parse(approved.text).reason, 'approved', approved.text);
         assert.equal(await actorOfLast(held.id), 'user:conformance-user');
+      },
+    },
+    {
+      // Misreading caught: reading (and buffering) the body first, then
+      // judging the token, so a watch-only page can hold 1 MiB per
+      // connection until the body timeout (issue 24, N1).
+      name: 'rights are judged from the headers: a browser token without the right is refused before its body is read',
+      needsBrowserKey: true,
+      async run(ctx) {
+        const { browserAudience: aud, browserKeys: [key] } = ctx.config;
+        const task = await runningTask(ctx);
+        const elsewhere = await runningTask(ctx);
+        const watchOnly = hs256(key, claims(aud, [task.id], ['watch']));
+        const cases = [
+          ['a batch', '/v1/batches', 1 << 20, TENANT_ONLY],
+          ['a create', '/v1/tasks', 60_000, TENANT_ONLY],
+          ['a cancel without the right', `/v1/tasks/${task.id}/cancel`, 60_000, NO_RIGHT],
+          ['a decision without the right', `/v1/tasks/${task.id}/decisions`, 60_000, NO_RIGHT],
+          ['a delivery without the right', `/v1/tasks/${task.id}/deliveries`, 60_000, NO_RIGHT],
+          ['a cancel out of scope', `/v1/tasks/${elsewhere.id}/cancel`, 60_000, OUT],
+        ];
+        for (const [label, path, length, [status, code]] of cases) {
+          // The body is announced and never sent: a backend that waits for
+          // it answers nothing in time, or 408 after its body timeout.
+          const headers = [['authorization', `Bearer ${watchOnly}`], ['idempotency-key', uid('k')]];
+          const res = await rawPost(ctx.a.http, path, { headers, body: '{', length, waitMs: 4000 });
+          assert.equal(res.status, status, `${label}: expected ${status} before the body, got ${res.status ?? 'no answer'} ${res.text ?? ''}`);
+          assert.equal(res.json?.error?.code, code, `${label}: ${res.text}`);
+        }
       },
     },
     {
