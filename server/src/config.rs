@@ -252,6 +252,16 @@ pub struct Config {
           value_parser = clap::value_parser!(u64).range(1..))]
     pub max_watchers: Option<u64>,
 
+    /// Most held long-polls and SSE streams of one end user (the `sub` of
+    /// browser tokens, within its tenant); past it a new one gets 429
+    /// `watch-quota` with Retry-After: 2. On by default, so that one page
+    /// cannot take every slot of the server (a tenant token is its
+    /// backend's, and counts only for its tenant).
+    #[arg(long, env = "TASKWIRE_SUBJECT_MAX_WATCHES", value_name = "N",
+          default_value_t = crate::limits::DEFAULT_SUBJECT_MAX_WATCHES,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub subject_max_watches: u64,
+
     /// Marks the data in --data as restored from a backup, then exits
     /// without serving: draws a new epoch (PROTOCOL.md §Epoch), so that
     /// clients holding versions of the lost history start over from the

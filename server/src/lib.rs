@@ -151,7 +151,10 @@ pub async fn start(config: Config) -> Result<Server, String> {
         true => None,
     };
     let limits = Limits::resolve(&config);
-    let quotas = quotas::Quotas::new(config.quotas.resolve(tokens.values().map(String::as_str))?);
+    let tenant_names: std::collections::BTreeSet<&str> =
+        tokens.values().map(String::as_str).collect();
+    let watch_default = limits.default_tenant_watches(tenant_names.len());
+    let quotas = quotas::Quotas::new(config.quotas.resolve_with(tenant_names, watch_default)?);
     let metrics = metrics::Metrics::new(tokens.values().map(String::as_str));
     let hub = Hub::with_metrics(config.retention, metrics);
     let store = store::open(&config, Arc::clone(&hub)).await?;
@@ -183,7 +186,11 @@ pub async fn start(config: Config) -> Result<Server, String> {
         demo: Arc::default(),
         config: config.clone(),
         addr,
-        watchers: Watchers::with_quotas(limits.max_watchers, quotas.max_watches()),
+        watchers: Watchers::with_quotas(
+            limits.max_watchers,
+            quotas.max_watches(),
+            limits.max_watchers_per_subject,
+        ),
         limits,
         quotas,
     });

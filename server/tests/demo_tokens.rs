@@ -70,17 +70,39 @@ async fn the_page_starts_workloads_and_watches_with_minted_browser_tokens_only()
 async fn the_demo_mints_for_its_own_tasks_only() {
     let h = harness(|c| c.demo = true).await;
     // A task of the demo tenant that the demo did not start (no demo kind),
-    // one of another tenant, and one that does not exist.
+    // one made through the API with a demo kind (issue 24, N4: it used to
+    // be minted every right), one of another tenant, and one that does
+    // not exist.
     let plain = h.create_default().await;
+    let copied = h
+        .create(
+            "demo",
+            json!({"ttlMs": 60_000, "maxAttempts": 1, "kind": "summary"}),
+        )
+        .await;
     let theirs = h
         .create(
             "other",
             json!({"ttlMs": 60_000, "maxAttempts": 1, "kind": "summary"}),
         )
         .await;
-    for id in [plain.as_str(), theirs.as_str(), "tsk_nope"] {
+    for id in [plain.as_str(), copied.as_str(), theirs.as_str(), "tsk_nope"] {
         assert_error(&mint(&h, &[id]).await, 404, "not-found", "taskId");
     }
+    // A batch of the demo tenant made through the API is not the demo's.
+    let items = json!({"items": [{"ttlMs": 60_000, "maxAttempts": 1, "kind": "moderation"}]});
+    let r = h.post("demo", "/v1/batches", &[], &items.to_string()).await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let batch = r.json()["batchId"].as_str().unwrap().to_string();
+    let r = h
+        .req(
+            "POST",
+            "/v1/demo/tokens",
+            &[],
+            json!({"batchId": batch}).to_string(),
+        )
+        .await;
+    assert_error(&r, 404, "not-found", "batchId");
     assert_error(&mint(&h, &[]).await, 400, "invalid-request", "body.taskIds");
     let r = h.req("POST", "/v1/demo/tokens", &[], "{}").await;
     assert_error(&r, 400, "invalid-request", "taskIds");

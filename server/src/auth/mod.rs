@@ -153,6 +153,14 @@ impl Credential {
         self.tenant
     }
 
+    /// The end user of a browser token (`sub`); a tenant token has none.
+    pub fn subject(&self) -> Option<&str> {
+        match &self.grant {
+            Grant::Tenant => None,
+            Grant::Browser(b) => Some(&b.subject),
+        }
+    }
+
     /// How it was authenticated.
     pub fn grant(&self) -> &Grant {
         &self.grant

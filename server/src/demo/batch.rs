@@ -142,6 +142,10 @@ pub async fn start(
         })
         .await
         .inspect_err(|e| count_open_task_refusal(state, e))?;
+    state.demo.made.batch(&batch.id);
+    for task in &batch.tasks {
+        state.demo.made.task(&task.view.id);
+    }
     let queue: VecDeque<(String, Vec<Step>)> = batch
         .tasks
         .iter()

@@ -42,6 +42,8 @@ pub struct Demo {
     state: Mutex<DemoState>,
     /// The playing executors (for kills) and their notes.
     pub workers: Arc<super::workers::Workers>,
+    /// The tasks and batches the demo made (the only ones it mints for).
+    pub made: super::made::Made,
 }
 
 #[derive(Debug, Default)]

@@ -23,6 +23,7 @@ pub mod batch;
 pub mod executor;
 pub mod files;
 pub mod limits;
+pub mod made;
 pub mod plans;
 pub mod tokens;
 pub mod workers;
@@ -209,6 +210,7 @@ async fn start_workload(
         )
         .await?;
         let id = record.view.id;
+        state.demo.made.task(&id);
         let job = Job {
             tenant: tenant.clone(),
             task: id.clone(),

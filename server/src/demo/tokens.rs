@@ -23,8 +23,6 @@ use crate::AppState;
 /// How long a page token lives (at most `--browser-token-max-ttl-secs`):
 /// short, so the page shows refreshes.
 pub const PAGE_TOKEN_SECS: u64 = 120;
-/// The task kinds the demo creates (the tokens endpoint mints for no other).
-const DEMO_KINDS: [&str; 3] = ["summary", "moderation", "long"];
 /// The end user every demo page is (the demo has no sign-in).
 pub const PAGE_SUBJECT: &str = "demo-page";
 
@@ -98,11 +96,13 @@ pub async fn mint(
         }
         (None, Some(batch)) => {
             check_id("body.batchId", &batch)?;
-            // The tenant's batch, or 404 naming `batchId`.
-            state
-                .store
-                .resume_batch(tenant.clone(), batch.clone(), 1, false)
-                .await?;
+            // A batch the demo made, or 404 as for an unknown one.
+            if !state.demo.made.has_batch(&batch) {
+                return Err(ApiError::not_found(format!(
+                    "batchId: no batch with id {}",
+                    crate::error::quoted(&batch)
+                )));
+            }
             minter.mint(PAGE_SUBJECT, MintScope::Batch(&batch), &[Right::Watch], exp)?
         }
         _ => {
@@ -117,8 +117,8 @@ pub async fn mint(
     }))
 }
 
-/// Each of `tasks` is a demo task of `tenant` (404 naming the first that
-/// is not); 1 to `MAX_TASKS` of them.
+/// Each of `tasks` is a task the demo made for `tenant` (404 naming the
+/// first that is not, as for an unknown task); 1 to `MAX_TASKS` of them.
 async fn check_demo_tasks(
     state: &AppState,
     tenant: &str,
@@ -131,14 +131,11 @@ async fn check_demo_tasks(
     }
     for id in tasks {
         check_id("body.taskIds", id)?;
-        let record = state.store.get(tenant.to_string(), id.clone()).await?;
-        if !record
-            .kind
-            .as_deref()
-            .is_some_and(|k| DEMO_KINDS.contains(&k))
-        {
+        if !state.demo.made.has_task(id) {
             return Err(ApiError::no_task(id));
         }
+        // Still there (not swept): the tenant's task, or 404.
+        state.store.get(tenant.to_string(), id.clone()).await?;
     }
     Ok(())
 }

@@ -125,6 +125,30 @@ impl QuotaFlags {
         &self,
         tenants: impl IntoIterator<Item = &'a str>,
     ) -> Result<HashMap<String, TenantLimits>, String> {
+        self.resolve_with(tenants, None)
+    }
+
+    /// [`Self::resolve`], with `watch_default` as the `max-watches` of
+    /// every tenant for which neither `--tenant-max-watches` nor its own
+    /// `max-watches=` (a number or `off`) says otherwise. The server passes
+    /// half of its watch slots when it has several tenants, so that no
+    /// tenant can take them all from the others by default.
+    pub fn resolve_with<'a>(
+        &self,
+        tenants: impl IntoIterator<Item = &'a str>,
+        watch_default: Option<u64>,
+    ) -> Result<HashMap<String, TenantLimits>, String> {
+        let flags = QuotaFlags {
+            max_watches: self.max_watches.or(watch_default),
+            ..self.clone()
+        };
+        flags.resolve_given(tenants)
+    }
+
+    fn resolve_given<'a>(
+        &self,
+        tenants: impl IntoIterator<Item = &'a str>,
+    ) -> Result<HashMap<String, TenantLimits>, String> {
         if self.create_burst.is_some() && self.create_rate.is_none() {
             return Err("--tenant-create-burst: needs --tenant-create-rate".into());
         }

@@ -23,6 +23,7 @@ use super::resume::{aborted, Params};
 use crate::auth::{Right, WatchCredential};
 use crate::error::ApiError;
 use crate::hub::{BatchSubscription, BatchWake};
+use crate::limits::Watcher;
 use crate::store::{BatchAnswer, StoreError};
 use crate::AppState;
 
@@ -39,9 +40,14 @@ pub async fn resume(
     }: Params,
 ) -> Result<Response, ApiError> {
     credential.require_batch(Right::Watch, &id)?;
+    let subject = credential.subject().map(str::to_owned);
     let tenant = credential.into_tenant();
+    let who = Watcher {
+        tenant: &tenant,
+        subject: subject.as_deref(),
+    };
     if wait_ms > 0 {
-        super::check_watch_quota(&state, &tenant).await?;
+        super::check_watch_quota(&state, who).await?;
     }
     let mut sub = state.hub.subscribe_batch(&id, &tenant);
     let answer = state
@@ -52,11 +58,11 @@ pub async fn resume(
     if !worth_holding {
         return Ok(no_store_json(answer.to_json(state.store.epoch())));
     }
-    // Counted while held; refused (503 `watch-limit`) past the cap.
-    let _held = state
-        .watchers
-        .admit(&tenant)
-        .inspect_err(|e| state.hub.metrics.refused(&tenant, e))?;
+    // Counted while held; refused (429, 503) past a cap.
+    let _held = match super::admit_watch(&state, who) {
+        Ok(permit) => permit,
+        Err(refused) => return Err(refused.await),
+    };
     let woke = tokio::time::timeout(Duration::from_millis(wait_ms), sub.wait_past(cursor)).await;
     let answer = match woke {
         Err(_elapsed) => Arc::new(answer),
@@ -105,6 +111,7 @@ pub async fn events(
 ) -> Result<Response, ApiError> {
     let StreamStart {
         tenant,
+        subject,
         cursor,
         expires_at,
     } = StreamStart::read(&state, credential, &headers, raw, |c| {
@@ -128,7 +135,11 @@ pub async fn events(
         pending: Some(Arc::new(first)),
         done: false,
     };
-    open_stream(&state, &tenant, expires_at, stream, next)
+    let who = Watcher {
+        tenant: &tenant,
+        subject: subject.as_deref(),
+    };
+    open_stream(&state, who, expires_at, stream, next).await
 }
 
 async fn next(mut st: Stream) -> Option<(Item, Stream)> {

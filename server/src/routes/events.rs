@@ -20,7 +20,7 @@ use super::{parse_int, task_id, Query};
 use crate::auth::{Credential, Right, WatchCredential};
 use crate::error::ApiError;
 use crate::hub::{answer_from, Subscription, Wake};
-use crate::limits::WatchPermit;
+use crate::limits::{WatchPermit, Watcher};
 use crate::metrics::Held;
 use crate::AppState;
 
@@ -45,6 +45,7 @@ pub async fn events(
     let id = task_id(path)?;
     let StreamStart {
         tenant,
+        subject,
         cursor,
         expires_at,
     } = StreamStart::read(&state, credential, &headers, raw, |c| {
@@ -69,7 +70,11 @@ pub async fn events(
         pending: Some(first),
         done: false,
     };
-    open_stream(&state, &tenant, expires_at, stream, next)
+    let who = Watcher {
+        tenant: &tenant,
+        subject: subject.as_deref(),
+    };
+    open_stream(&state, who, expires_at, stream, next).await
 }
 
 /// What a task or batch stream starts from, read from the request in one
@@ -79,6 +84,9 @@ pub async fn events(
 /// watch quota.
 pub(super) struct StreamStart {
     pub tenant: String,
+    /// A browser token's user: its streams count against
+    /// `--subject-max-watches`.
+    pub subject: Option<String>,
     pub cursor: u64,
     /// When a browser token stops being accepted: the stream ends then,
     /// and the client reconnects with a fresh token.
@@ -98,11 +106,17 @@ impl StreamStart {
         let expires_at = credential
             .expires_at()
             .map(|exp| exp.saturating_add(state.browser_keys.leeway_secs()));
+        let subject = credential.subject().map(str::to_owned);
         let tenant = credential.into_tenant();
         let cursor = start_cursor(headers, query_cursor)?;
-        super::check_watch_quota(state, &tenant).await?;
+        let who = Watcher {
+            tenant: &tenant,
+            subject: subject.as_deref(),
+        };
+        super::check_watch_quota(state, who).await?;
         Ok(StreamStart {
             tenant,
+            subject,
             cursor,
             expires_at,
         })
@@ -111,12 +125,12 @@ impl StreamStart {
 
 /// The SSE response of a task or batch stream whose first answer is read:
 /// `next` unfolds it from `first`. Counted among the tenant's held
-/// watches for as long as it is open, refused (503 `watch-limit`) past
-/// the cap (a 204 is not a held stream, so this comes after the first
+/// watches for as long as it is open, refused (429, 503, answered late)
+/// past a cap (a 204 is not a held stream, so this comes after the first
 /// read), and in `/metrics`' held-stream gauge.
-pub(super) fn open_stream<S, F, Fut>(
+pub(super) async fn open_stream<S, F, Fut>(
     state: &AppState,
-    tenant: &str,
+    who: Watcher<'_>,
     expires_at: Option<u64>,
     first: S,
     mut next: F,
@@ -126,10 +140,10 @@ where
     F: FnMut(S) -> Fut + Send + 'static,
     Fut: Future<Output = Option<(Item, S)>> + Send + 'static,
 {
-    let held = state
-        .watchers
-        .admit(tenant)
-        .inspect_err(|e| state.hub.metrics.refused(tenant, e))?;
+    let held = match super::admit_watch(state, who) {
+        Ok(permit) => permit,
+        Err(refused) => return Err(refused.await),
+    };
     let counted = state.hub.metrics.hold_stream();
     let heartbeat = Duration::from_millis(state.heartbeat_ms.max(1));
     let stream = futures_util::stream::unfold(

@@ -20,6 +20,7 @@ use super::{no_store_json, Query, TaskId};
 use crate::auth::{Right, WatchCredential};
 use crate::error::ApiError;
 use crate::hub::{answer_from, Wake};
+use crate::limits::Watcher;
 use crate::AppState;
 
 /// The longest a request may be held.
@@ -68,13 +69,18 @@ pub fn resume(
 ) -> impl Future<Output = Result<Response, ApiError>> {
     // Checked before the future is built, so that a held request keeps
     // the tenant, not the whole credential.
-    let tenant = credential
-        .require(Right::Watch, &id)
-        .map(|()| credential.into_tenant());
+    let caller = credential.require(Right::Watch, &id).map(|()| {
+        let subject: Option<Box<str>> = credential.subject().map(Into::into);
+        (credential.into_tenant(), subject)
+    });
     async move {
-        let tenant = tenant?;
+        let (tenant, subject) = caller?;
         if wait_ms > 0 {
-            super::check_watch_quota(&state, &tenant).await?;
+            let who = Watcher {
+                tenant: &tenant,
+                subject: subject.as_deref(),
+            };
+            super::check_watch_quota(&state, who).await?;
         }
         let mut sub = state.hub.subscribe(&id, &tenant);
         let answer = state
@@ -87,11 +93,15 @@ pub fn resume(
         if !worth_holding {
             return Ok(no_store_json(with_epoch(&state, answer)));
         }
-        // Counted while held; refused (503 `watch-limit`) past the cap.
-        let _held = state
-            .watchers
-            .admit(&tenant)
-            .inspect_err(|e| state.hub.metrics.refused(&tenant, e))?;
+        // Counted while held; refused (429, 503) past a cap.
+        let who = Watcher {
+            tenant: &tenant,
+            subject: subject.as_deref(),
+        };
+        let _held = match super::admit_watch(&state, who) {
+            Ok(permit) => permit,
+            Err(refused) => return Err(refused.await),
+        };
         let woke =
             tokio::time::timeout(Duration::from_millis(wait_ms), sub.wait_past(cursor)).await;
         let answer = match woke {
@@ -143,11 +153,14 @@ mod tests {
     /// permit added 8), ~890 since the task view it holds gained the
     /// lifecycle fields (issue 11: +152 bytes, ~1.5 MB per 10,000 held
     /// polls; boxing them would cost the page's wasm more than its budget
-    /// has left). The bound has room for compiler changes but catches a
-    /// copy of the request or a second answer creeping in.
+    /// has left), 944 before the per-user watch count (issue 24: +24, the
+    /// browser token's `sub` and the user's slot in the permit; a refused
+    /// watch's timer is boxed so that it adds nothing here). The bound has
+    /// room for compiler changes but catches a copy of the request or a
+    /// second answer creeping in.
     #[test]
     fn the_held_future_stays_small() {
         let size = future_size(resume);
-        assert!(size <= 950, "resume future is {size} bytes");
+        assert!(size <= 990, "resume future is {size} bytes");
     }
 }
