@@ -35,6 +35,11 @@ const WAIT_FOR_HEAD: Duration = Duration::from_millis(500);
 /// A refused request head is read up to this much, at most.
 const MAX_HEAD_READ: usize = 16 * 1024;
 
+/// After the answer, what the client still sends is read (and dropped) up
+/// to this much before the socket is closed anyway: the lingering is for a
+/// client's last bytes, not for a client that never stops.
+const MAX_DRAIN: usize = 64 * 1024;
+
 /// How long a refused socket is then kept for its answer to be read.
 const LINGER: Duration = Duration::from_secs(1);
 
@@ -129,7 +134,13 @@ async fn answer_and_linger(mut stream: TcpStream, answer: Bytes, _slot: Lingerin
         stream.write_all(&answer).await?;
         stream.shutdown().await?;
         let mut sink = [0u8; 512];
-        while stream.read(&mut sink).await? > 0 {}
+        let mut drained = 0;
+        while drained < MAX_DRAIN {
+            match stream.read(&mut sink).await? {
+                0 => break,
+                n => drained += n,
+            }
+        }
         std::io::Result::Ok(())
     })
     .await;
