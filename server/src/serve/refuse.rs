@@ -49,6 +49,7 @@ const REPORT_EVERY: Duration = Duration::from_secs(10);
 /// Answers connections past the cap (one per accept loop), and reports
 /// what the cap did.
 pub(super) struct Refuser {
+    flag: &'static str,
     answer: Bytes,
     max: usize,
     lingering: Arc<AtomicUsize>,
@@ -58,9 +59,10 @@ pub(super) struct Refuser {
 }
 
 impl Refuser {
-    pub(super) fn new(max_connections: usize) -> Self {
+    pub(super) fn new(flag: &'static str, max_connections: usize) -> Self {
         let answer = ApiError::connection_limit(max_connections, CONNECTION_RETRY_AFTER_SECS);
         Refuser {
+            flag,
             answer: Bytes::from(answer.to_http()),
             max: max_connections,
             lingering: Arc::new(AtomicUsize::new(0)),
@@ -104,8 +106,8 @@ impl Refuser {
         if due {
             let _ = writeln!(
                 std::io::stderr(),
-                "taskwire-server: connection limit ({}) reached: {} idle or slow connection(s) closed for new ones, {} answered 503 connection-limit",
-                self.max, self.reclaimed, self.refused
+                "taskwire-server: connection limit ({}) reached on {}: {} idle or slow connection(s) closed for new ones, {} answered 503 connection-limit",
+                self.max, self.flag, self.reclaimed, self.refused
             );
             self.refused = 0;
             self.reclaimed = 0;
