@@ -114,6 +114,8 @@ pub struct Server {
     pub state: AppState,
     shutdown: Option<oneshot::Sender<()>>,
     serve: JoinHandle<std::io::Result<()>>,
+    /// The metrics port's loop and what stops it, with `--metrics-listen`.
+    metrics_serve: Option<(oneshot::Sender<()>, JoinHandle<std::io::Result<()>>)>,
     background: Vec<JoinHandle<()>>,
 }
 
@@ -125,6 +127,10 @@ impl Server {
             let _ = tx.send(());
         }
         let _ = (&mut self.serve).await;
+        if let Some((tx, serve)) = self.metrics_serve.take() {
+            let _ = tx.send(());
+            let _ = serve.await;
+        }
         for task in &self.background {
             task.abort();
         }
@@ -205,21 +211,21 @@ pub async fn start(config: Config) -> Result<Server, String> {
             sending,
         )));
     }
-    if let Some(listener) = metrics_listener {
-        background.push(tokio::spawn(metrics::endpoint::serve(
-            listener,
-            Arc::clone(&state),
-        )));
-    }
+    let metrics_serve = metrics_listener.map(|listener| {
+        let (tx, rx) = oneshot::channel::<()>();
+        let serving = metrics::endpoint::serve(listener, Arc::clone(&state), rx);
+        (tx, tokio::spawn(serving))
+    });
     let app = routes::router(Arc::clone(&state));
     let (tx, rx) = oneshot::channel::<()>();
-    let serve = tokio::spawn(serve::serve(listener, app, Arc::clone(&state), rx));
+    let serve = tokio::spawn(serve::serve(listener, app, serve::Port::api(&state), rx));
     Ok(Server {
         addr,
         metrics_addr,
         state,
         shutdown: Some(tx),
         serve,
+        metrics_serve,
         background,
     })
 }

@@ -11,6 +11,10 @@
 //! - **Connections** ([`Limits::max_connections`]): below `RLIMIT_NOFILE`
 //!   minus [`reserved_fds`], so `accept` never fails with EMFILE; past it
 //!   a new connection is answered 503 `connection-limit` on the spot.
+//!   With `--metrics-listen`, the metrics port has a cap of its own,
+//!   [`METRICS_MAX_CONNECTIONS`], carved out of the same budget (the API's
+//!   cap is that much lower): every listening port is capped, and all of
+//!   them together stay under the descriptor limit.
 //! - **Held watches** ([`Watchers`]): long-polls being held and SSE
 //!   streams, counted for the whole server; past the cap 503 `watch-limit`.
 //!   Counted per tenant too when it has a `max-watches` quota
@@ -34,8 +38,16 @@ pub use watchers::{
 /// webhook, the demo executor's callbacks), the listener, epoll, stdio,
 /// the sockets being answered 503 (at most 32 linger) and the connections
 /// closing to make room at the cap (at most 128; see `serve/reclaim.rs`).
-/// PostgreSQL adds its pool and the LISTEN connection.
+/// PostgreSQL adds its pool and the LISTEN connection. The metrics port
+/// lingers and reclaims too (at most 32 + 64 more).
 const RESERVED_FDS: u64 = 512;
+
+/// Connections the metrics port (`--metrics-listen`) holds at once: a
+/// scraper or two and an operator's curl need a few, and a flood there
+/// must not take the API's descriptors (21,000 half-sent requests on an
+/// uncapped metrics port once left the API unable to `accept`). Past it,
+/// 503 `connection-limit`, as on the API.
+pub const METRICS_MAX_CONNECTIONS: usize = 64;
 
 /// The limits every connection and handler works under.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,7 +58,8 @@ pub struct Limits {
     pub body_timeout: Duration,
     /// A keep-alive connection is closed after this long without a request.
     pub idle_timeout: Duration,
-    /// Open client connections allowed at once.
+    /// Open client connections allowed at once (on the API's port; the
+    /// metrics port has [`Limits::for_metrics`]).
     pub max_connections: usize,
     /// Held long-polls and SSE streams allowed at once.
     pub max_watchers: usize,
@@ -79,6 +92,15 @@ impl Limits {
                 .insert(0, format!("RLIMIT_NOFILE raised from {from} to {to}"));
         }
         limits
+    }
+
+    /// The limits of the metrics port: the same timeouts, its own cap.
+    pub fn for_metrics(&self) -> Limits {
+        Limits {
+            max_connections: METRICS_MAX_CONNECTIONS,
+            notes: Vec::new(),
+            ..self.clone()
+        }
     }
 
     /// [`Limits::resolve`] for a given descriptor limit (pure: tested).
@@ -129,12 +151,18 @@ impl Limits {
     }
 }
 
-/// Descriptors reserved for everything but client connections.
+/// Descriptors reserved for everything but the API's client connections:
+/// [`RESERVED_FDS`], PostgreSQL's pool, and the metrics port's cap.
 pub fn reserved_fds(config: &Config) -> u64 {
-    match config.postgres_url() {
-        Some(_) => RESERVED_FDS + config.pool as u64 + 1,
-        None => RESERVED_FDS,
-    }
+    let postgres = match config.postgres_url() {
+        Some(_) => config.pool as u64 + 1,
+        None => 0,
+    };
+    let metrics = match config.metrics_listen {
+        Some(_) => METRICS_MAX_CONNECTIONS as u64,
+        None => 0,
+    };
+    RESERVED_FDS + postgres + metrics
 }
 
 /// The most connections a soft descriptor limit allows: the limit minus
@@ -220,5 +248,22 @@ mod tests {
         // PostgreSQL's pool is reserved too.
         config.data = "postgres://u@h:1/d".into();
         assert_eq!(reserved_fds(&config), 512 + 16 + 1);
+    }
+
+    #[test]
+    fn the_metrics_port_cap_is_carved_out_of_the_api_cap() {
+        let mut config = Config::defaults();
+        config.metrics_listen = Some("127.0.0.1:9464".into());
+        let limits = Limits::from_fd_limit(&config, fds(20_000));
+        let metrics = limits.for_metrics();
+        assert_eq!(limits.max_connections, 20_000 - 512 - 64);
+        assert_eq!(metrics.max_connections, METRICS_MAX_CONNECTIONS);
+        assert_eq!(
+            limits.max_connections + metrics.max_connections,
+            20_000 - 512
+        );
+        assert_eq!(metrics.header_timeout, limits.header_timeout);
+        assert_eq!(metrics.idle_timeout, limits.idle_timeout);
+        assert_eq!(metrics.body_timeout, limits.body_timeout);
     }
 }

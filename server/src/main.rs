@@ -92,7 +92,10 @@ fn print_banner(config: &Config, server: &taskwire_server::Server) {
     say!("  data:       {}", config.data_description());
     say!("  epoch:      {}", server.state.store.epoch());
     if let Some(addr) = server.metrics_addr {
-        say!("  metrics:    http://{addr}/metrics");
+        say!(
+            "  metrics:    http://{addr}/metrics (at most {} connections, the API's timeouts)",
+            taskwire_server::limits::METRICS_MAX_CONNECTIONS
+        );
     }
     let tenants: Vec<String> = config
         .tokens

@@ -11,9 +11,10 @@
 //! Each receiver is a lane with at most `--notify-in-flight` posts at
 //! once; a post that cannot connect within `--notify-connect-timeout-ms`,
 //! or has no full answer within `--notify-timeout-ms`, counts as failed
-//! and is retried with backoff. A lane reads only its own tenants' rows
-//! ([`crate::store::TenantScope`]), so a hung receiver's backlog never
-//! fills another lane's reads. Before, posts went out one at a time with a
+//! and is retried with backoff. An answer's body is read up to
+//! [`REPLY_LIMIT`] and no further (the status decides). A lane reads only
+//! its own tenants' rows ([`crate::store::TenantScope`]), so a hung
+//! receiver's backlog never fills another lane's reads. Before, posts went out one at a time with a
 //! 10 s timeout: one hung receiver let 4 of 20 notifications through in
 //! 40 s, for every tenant.
 //!
@@ -43,6 +44,13 @@ use crate::store::{OutboxEntry, StoreError, WebhookClaim};
 use crate::{AppState, Config};
 
 pub use receivers::{receivers, Receiver};
+
+/// The most of a receiver's answer read. Only its status matters: past
+/// this the body is not read, and the connection is closed (a receiver
+/// that answered 200 with an endless body once took the server from
+/// 15 MB to 2 GB within the response timeout). The post still counts by
+/// its status, so a 2xx with a long body is delivered.
+pub const REPLY_LIMIT: usize = 64 * 1024;
 
 /// Delay before the next attempt after `attempts` failures.
 pub fn backoff_ms(attempts: u32) -> f64 {
@@ -228,7 +236,7 @@ async fn post(state: &AppState, receiver: &Receiver, sending: &Sending, row: &Ou
         }
         Ok(Err(tls::OpenError::Connect(_))) | Err(_) => return false,
     };
-    let call = conn.send("POST", &receiver.path, &headers, body);
+    let call = conn.send_within("POST", &receiver.path, &headers, body, REPLY_LIMIT);
     match tokio::time::timeout(sending.response_timeout, call).await {
         Ok(Ok(reply)) => (200..300).contains(&reply.status),
         _ => false,

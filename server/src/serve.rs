@@ -20,6 +20,12 @@
 //! body is read under the body timeout, and at the connection cap a new
 //! connection takes the slot of an idle or slow one ([`reclaim`]) or, when
 //! there is none, is answered 503 ([`refuse`]) instead of being served.
+//!
+//! Every listening port is served here, each with its own [`Port`]: the
+//! API (`--listen`) and the metrics (`--metrics-listen`). A port served
+//! without these limits is a way around them: 21,000 half-sent requests on
+//! the metrics port, once served by `axum::serve`, took every descriptor
+//! and the API's `accept` failed with "Too many open files".
 
 mod phase;
 mod reclaim;
@@ -101,20 +107,53 @@ pub async fn bind(listen: &str) -> io::Result<TcpListener> {
     Err(last)
 }
 
+/// What one listening port is served with.
+#[derive(Clone)]
+pub struct Port {
+    /// Its flag (`--listen`, `--metrics-listen`), named in what is logged.
+    pub flag: &'static str,
+    /// Its timeouts and connection cap ([`Limits::max_connections`]); the
+    /// caps of all ports together stay under the descriptor limit
+    /// ([`crate::limits`]).
+    pub limits: Limits,
+    /// The API's CORS origins (from its state); `None` on a port that
+    /// answers no browser.
+    pub cors: Option<AppState>,
+}
+
+impl Port {
+    /// The API's port: the server's limits, CORS.
+    pub fn api(state: &AppState) -> Port {
+        Port {
+            flag: "--listen",
+            limits: state.limits.clone(),
+            cors: Some(Arc::clone(state)),
+        }
+    }
+}
+
 /// Serves `app` on `listener` until `shutdown` fires (or its sender is
 /// dropped); then stops accepting, lets every connection finish its
 /// current request and waits for all of them.
 pub async fn serve(
     listener: TcpListener,
     app: Router,
-    state: AppState,
+    port: Port,
     shutdown: oneshot::Receiver<()>,
 ) -> io::Result<()> {
     // `true` once shutting down; every connection task holds a receiver, so
     // `closed()` on the sender means "all connections are gone".
     let (stop_tx, stop_rx) = watch::channel(false);
     let open = Arc::new(AtomicUsize::new(0));
-    let limits = Arc::new(state.limits.clone());
+    let Port {
+        flag,
+        limits,
+        cors: cors_state,
+    } = port;
+    let limits = Arc::new(limits);
+    // Connections over the cap waiting to close for the ones that took
+    // their slots: a small port gets as many as its cap, not more.
+    let max_reclaiming = reclaim::MAX_RECLAIMING.min(limits.max_connections);
     let mut http = http1::Builder::new();
     // hyper grows a connection's read buffer while reads fill it (8 KiB,
     // doubling up to ~400 KiB) and keeps it for the connection's life: a
@@ -123,7 +162,7 @@ pub async fn serve(
     // per connection. 16 KiB caps that; it is also the largest request head.
     http.max_buf_size(MAX_BUF_BYTES);
     http.max_header_size(MAX_HEAD_BYTES);
-    let mut refuser = Refuser::new(limits.max_connections);
+    let mut refuser = Refuser::new(flag, limits.max_connections);
     let mut reclaimer = Reclaimer::default();
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
@@ -131,7 +170,7 @@ pub async fn serve(
             accepted = listener.accept() => match accepted {
                 Ok((stream, _peer)) => stream,
                 Err(e) => {
-                    accept_error(e).await;
+                    accept_error(flag, e).await;
                     continue;
                 }
             },
@@ -141,8 +180,8 @@ pub async fn serve(
         if now_open >= limits.max_connections {
             // Room is made by closing an idle or slow connection, if any;
             // else (or with too many such closes still under way) 503.
-            let room = now_open < limits.max_connections + reclaim::MAX_RECLAIMING
-                && reclaimer.reclaim_one();
+            let room =
+                now_open < limits.max_connections + max_reclaiming && reclaimer.reclaim_one();
             if !room {
                 refuser.refuse(stream);
                 continue;
@@ -155,12 +194,15 @@ pub async fn serve(
         let activity = Activity::new();
         reclaimer.track(&activity);
         let router = app.clone();
-        let state = state.clone();
+        let cors_state = cors_state.clone();
         let on_request = Arc::clone(&activity);
         let body_timeout = limits.body_timeout;
         let service = service_fn(move |req: Request<Incoming>| {
             let busy = Busy::start(&on_request);
-            let cors = Cors::of(&state, &req);
+            let cors = match &cors_state {
+                Some(state) => Cors::of(state, &req),
+                None => Cors::none(),
+            };
             // A combinator rather than an `async` block: the block would
             // store the router's future twice (captured, then moved into its
             // state), and hyper keeps this future for as long as a request is
@@ -327,7 +369,7 @@ where
 /// As `axum::serve`: a client that went away before its connection was
 /// accepted is not an error; anything else (e.g. out of file descriptors)
 /// is reported and retried after a pause instead of spinning.
-async fn accept_error(e: io::Error) {
+async fn accept_error(flag: &str, e: io::Error) {
     if matches!(
         e.kind(),
         io::ErrorKind::ConnectionRefused
@@ -336,6 +378,6 @@ async fn accept_error(e: io::Error) {
     ) {
         return;
     }
-    let _ = writeln!(io::stderr(), "taskwire-server: accept: {e}");
+    let _ = writeln!(io::stderr(), "taskwire-server: {flag}: accept: {e}");
     tokio::time::sleep(Duration::from_secs(1)).await;
 }

@@ -15,6 +15,9 @@
 //!   for M minutes, the server's RSS once a minute (`soak.rs`).
 //! - `batch`: clients each holding a long-poll on a batch: the server's
 //!   RSS, the wake from one commit, a reconnect's bytes (`batch.rs`).
+//! - `browser`: a page's watch-only browser token sends stalled batch
+//!   bodies, or floods long-polls while another tenant long-polls
+//!   (`browser.rs`).
 //! - `quota`: tenant A floods creates and long-polls past its quotas
 //!   while tenant B runs a steady load; B's latencies with and without
 //!   the flood (`quota.rs`).
@@ -42,6 +45,8 @@ mod slow_body;
 // binary.
 #[path = "taskwire-load/batch.rs"]
 mod batch;
+#[path = "taskwire-load/browser.rs"]
+mod browser;
 #[path = "taskwire-load/fill.rs"]
 mod fill;
 #[path = "taskwire-load/quota.rs"]
@@ -131,6 +136,10 @@ enum Scenario {
     /// Clients following batches: RSS while held, the wake from one
     /// commit, and a reconnect's bytes.
     Batch(batch::BatchArgs),
+    /// What one page's watch-only browser token can do (a `--demo`
+    /// server): stalled batch bodies, or a long-poll flood while another
+    /// tenant long-polls.
+    Browser(browser::BrowserArgs),
 }
 
 type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
@@ -170,6 +179,7 @@ async fn main() -> Res<()> {
         Scenario::Soak(args) => soak::soak(ctx, args).await,
         Scenario::Quota(args) => quota::quota(ctx, args).await,
         Scenario::Batch(args) => batch::batch(ctx, args).await,
+        Scenario::Browser(args) => browser::run(&ctx.addr, args, rss_kib).await,
     }
 }
 

@@ -3,6 +3,12 @@
 //! answers `/metrics` with 404, as any unknown path). Off unless the flag
 //! is given.
 //!
+//! Served by the server's own loop ([`crate::serve`]) with the API's
+//! timeouts and a connection cap of its own
+//! ([`crate::limits::METRICS_MAX_CONNECTIONS`]): under `axum::serve`, with
+//! neither, 21,000 half-sent requests here took every descriptor the API
+//! needed.
+//!
 //! A scrape encodes the live set ([`super::Metrics`]) and then a set made
 //! for this scrape from what is counted or known elsewhere: callbacks by
 //! reason and quarantined rows ([`crate::stats::Stats`]), the PostgreSQL
@@ -20,6 +26,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::{Registry, Unit};
 use tokio::net::TcpListener;
+use tokio::sync::oneshot;
 
 use super::counter_at;
 use crate::routes::now_ms;
@@ -49,15 +56,23 @@ pub async fn bind(config: &Config) -> Result<Option<TcpListener>, String> {
         .map_err(|e| flag(&e))
 }
 
-/// Serves `GET /metrics` on `listener` until the task is aborted.
-pub async fn serve(listener: TcpListener, state: AppState) {
+/// Serves `GET /metrics` on `listener` until `shutdown` fires, with the
+/// API's timeouts and the metrics port's own connection cap.
+pub async fn serve(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: oneshot::Receiver<()>,
+) -> std::io::Result<()> {
+    let port = crate::serve::Port {
+        flag: "--metrics-listen",
+        limits: state.limits.for_metrics(),
+        cors: None,
+    };
     let app = Router::new()
         .route("/metrics", get(scrape))
         .fallback(|| async { (StatusCode::NOT_FOUND, "not found: try GET /metrics\n") })
         .with_state(state);
-    if let Err(e) = axum::serve(listener, app).await {
-        eprintln!("taskwire-server: --metrics-listen: {e}");
-    }
+    crate::serve::serve(listener, app, port, shutdown).await
 }
 
 async fn scrape(State(state): State<AppState>) -> Response {

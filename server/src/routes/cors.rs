@@ -40,6 +40,15 @@ impl Cors {
         Cors { allowed, preflight }
     }
 
+    /// No CORS: a port no browser is meant to call (metrics). A preflight
+    /// there is routed like any request (and not found).
+    pub fn none() -> Cors {
+        Cors {
+            allowed: None,
+            preflight: false,
+        }
+    }
+
     /// A preflight is answered 204 without routing.
     pub fn preflight(&self) -> bool {
         self.preflight

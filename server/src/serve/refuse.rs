@@ -35,6 +35,11 @@ const WAIT_FOR_HEAD: Duration = Duration::from_millis(500);
 /// A refused request head is read up to this much, at most.
 const MAX_HEAD_READ: usize = 16 * 1024;
 
+/// After the answer, what the client still sends is read (and dropped) up
+/// to this much before the socket is closed anyway: the lingering is for a
+/// client's last bytes, not for a client that never stops.
+const MAX_DRAIN: usize = 64 * 1024;
+
 /// How long a refused socket is then kept for its answer to be read.
 const LINGER: Duration = Duration::from_secs(1);
 
@@ -44,6 +49,7 @@ const REPORT_EVERY: Duration = Duration::from_secs(10);
 /// Answers connections past the cap (one per accept loop), and reports
 /// what the cap did.
 pub(super) struct Refuser {
+    flag: &'static str,
     answer: Bytes,
     max: usize,
     lingering: Arc<AtomicUsize>,
@@ -53,9 +59,10 @@ pub(super) struct Refuser {
 }
 
 impl Refuser {
-    pub(super) fn new(max_connections: usize) -> Self {
+    pub(super) fn new(flag: &'static str, max_connections: usize) -> Self {
         let answer = ApiError::connection_limit(max_connections, CONNECTION_RETRY_AFTER_SECS);
         Refuser {
+            flag,
             answer: Bytes::from(answer.to_http()),
             max: max_connections,
             lingering: Arc::new(AtomicUsize::new(0)),
@@ -99,8 +106,8 @@ impl Refuser {
         if due {
             let _ = writeln!(
                 std::io::stderr(),
-                "taskwire-server: connection limit ({}) reached: {} idle or slow connection(s) closed for new ones, {} answered 503 connection-limit",
-                self.max, self.reclaimed, self.refused
+                "taskwire-server: connection limit ({}) reached on {}: {} idle or slow connection(s) closed for new ones, {} answered 503 connection-limit",
+                self.max, self.flag, self.reclaimed, self.refused
             );
             self.refused = 0;
             self.reclaimed = 0;
@@ -129,7 +136,13 @@ async fn answer_and_linger(mut stream: TcpStream, answer: Bytes, _slot: Lingerin
         stream.write_all(&answer).await?;
         stream.shutdown().await?;
         let mut sink = [0u8; 512];
-        while stream.read(&mut sink).await? > 0 {}
+        let mut drained = 0;
+        while drained < MAX_DRAIN {
+            match stream.read(&mut sink).await? {
+                0 => break,
+                n => drained += n,
+            }
+        }
         std::io::Result::Ok(())
     })
     .await;

@@ -303,7 +303,9 @@ fn spawn_stream(ctx: &Arc<Ctx>, counters: &Arc<Counters>, id: &str) {
             if res.status() != 200 {
                 return Err(format!("sse: {}", res.status()).into());
             }
-            let body = tokio::time::timeout(Duration::from_secs(30), res.into_body().collect())
+            // A task's whole stream is a few KB; 1 MiB bounds a runaway.
+            let body = http_body_util::Limited::new(res.into_body(), 1 << 20);
+            let body = tokio::time::timeout(Duration::from_secs(30), body.collect())
                 .await
                 .map_err(|_| "sse: no end after 30 s")??;
             let text = body.to_bytes();

@@ -49,6 +49,10 @@ struct CallbackReply {
     cancel_requested: bool,
 }
 
+/// The most of a callback answer read: ours are a few hundred bytes; the
+/// cap only keeps a bound on every read of a peer's bytes.
+const ANSWER_LIMIT: usize = 64 * 1024;
+
 /// Posts one signed callback; returns the server's answer.
 async fn send_callback(
     state: &AppState,
@@ -63,16 +67,19 @@ async fn send_callback(
     let mut headers: Vec<(&str, &str)> = signed.iter().map(|(k, v)| (*k, v.as_str())).collect();
     headers.push(("content-type", "application/json"));
     let addr = state.addr.to_string();
-    let reply = client::request(
+    let reply = client::request_within(
         &addr,
         "POST",
         &format!("/v1/tasks/{task}/callbacks"),
         &headers,
         body,
+        ANSWER_LIMIT,
     )
     .await
     .map_err(|e| e.to_string())?;
-    if reply.status == 200 {
+    if reply.truncated {
+        Err(format!("callback answer over {ANSWER_LIMIT} bytes"))
+    } else if reply.status == 200 {
         reply.read("answer").map_err(|e| e.message)
     } else {
         Err(format!("callback answered {}", reply.status))
