@@ -28,6 +28,7 @@ mod decide;
 pub mod epoch;
 mod error;
 pub(crate) mod lifecycle;
+pub mod outage;
 mod outbox;
 pub mod postgres;
 mod postgres_schema;
