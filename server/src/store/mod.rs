@@ -83,6 +83,10 @@ pub async fn open(
             hub,
             config.retention,
             config.max_batch,
+            sqlite::StartChecks {
+                new_database: config.new_database,
+                integrity: !config.skip_integrity_check,
+            },
         )?)),
     }
 }
