@@ -39,6 +39,20 @@ pub struct Config {
     )]
     pub data: PathBuf,
 
+    /// SQLite only: let an existing empty (0-byte) taskwire.sqlite3 become
+    /// a new database. Without it such a file is refused at start: it is
+    /// more often a copy or restore that failed than a wish to start over.
+    /// A --data directory without the file needs no flag.
+    #[arg(long, env = "TASKWIRE_NEW_DATABASE")]
+    pub new_database: bool,
+
+    /// SQLite only: start without reading the whole file first (PRAGMA
+    /// quick_check, which refuses a damaged database). For a file so large
+    /// that the check delays every start too long; damage is then found
+    /// only by the requests that read it.
+    #[arg(long, env = "TASKWIRE_SKIP_INTEGRITY_CHECK")]
+    pub skip_integrity_check: bool,
+
     /// PostgreSQL only: pooled connections per instance (writers and reads).
     /// Held long-polls and SSE streams use none; one more connection LISTENs
     /// for other instances' commits.

@@ -26,6 +26,7 @@ use taskwire_core::{plan_resume, HistoryEntry, ResumeAnswer, TaskView};
 use tokio::sync::{watch, Notify};
 
 use crate::metrics::Metrics;
+use crate::store::outage::Outage;
 
 mod batches;
 pub use batches::{BatchMark, BatchSubscription, BatchWake};
@@ -86,6 +87,9 @@ pub struct Hub {
     /// The server's metrics: the stores, which know only the hub, time
     /// their commits into it.
     pub metrics: Arc<Metrics>,
+    /// Storage outages: the stores report every write here, so a full
+    /// disk is logged once, not once per failing write.
+    pub outage: Outage,
 }
 
 impl Hub {
@@ -104,6 +108,7 @@ impl Hub {
             batch_slots: Mutex::new(HashMap::new()),
             outbox: Notify::new(),
             metrics,
+            outage: Outage::default(),
         })
     }
 

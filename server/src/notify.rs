@@ -185,7 +185,13 @@ pub async fn run(state: AppState, receivers: Vec<Receiver>, sending: Sending) {
 }
 
 /// A store error, reported when it first appears (not on every retry).
+/// A storage outage is the store's to log, once (store/outage.rs): the
+/// outbox read still succeeds on a full disk, so "first appears" came
+/// back at every retry tick.
 fn report(failing: &mut Option<String>, e: &StoreError) {
+    if matches!(e, StoreError::Unavailable(_)) {
+        return;
+    }
     let e = e.to_string();
     if failing.as_ref() != Some(&e) {
         eprintln!("taskwire-server: notify: {e}");

@@ -16,6 +16,7 @@
 use std::time::Duration;
 
 use crate::routes::now_ms;
+use crate::store::StoreError;
 use crate::AppState;
 
 /// Expiries per store call, so one tick never holds the writer long.
@@ -46,7 +47,8 @@ pub async fn run(state: AppState, every: Duration) {
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     // A store error is reported when it starts and when it ends, not on
-    // every tick while the disk stays full.
+    // every tick. A storage outage (a full disk) is not reported here at
+    // all: the store logs it once for every writer (store/outage.rs).
     let mut failing: Option<String> = None;
     loop {
         tick.tick().await;
@@ -69,6 +71,7 @@ pub async fn run(state: AppState, every: Duration) {
                             break;
                         }
                     }
+                    Err(StoreError::Unavailable(_)) => break 'sweeps,
                     Err(e) => {
                         let e = e.to_string();
                         if failing.as_ref() != Some(&e) {

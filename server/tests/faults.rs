@@ -290,26 +290,10 @@ async fn an_unparseable_outbox_row_is_quarantined_once_and_the_others_are_posted
     assert_eq!(row, Some(("bogus".into(), 0)));
 }
 
-/// The server under a file size limit (`ulimit -f`, which holds for root
-/// too): past it, every write of the WAL or the database fails with
-/// `EFBIG`, as on a full disk. `SIGXFSZ` is ignored so the write fails
-/// instead of killing the process.
-fn limited(dir: &Path, kib: u64) -> Command {
-    let server = server_command(dir, &[]);
-    let mut cmd = Command::new("bash");
-    cmd.arg("-c")
-        .arg("trap '' XFSZ; ulimit -S -f \"$1\"; shift; exec \"$@\"")
-        .arg("bash")
-        .arg(kib.to_string())
-        .arg(server.get_program())
-        .args(server.get_args());
-    cmd
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_disk_answers_503_storage_unavailable_and_the_server_recovers() {
     let dir = tempfile::tempdir().unwrap();
-    let server = spawn_logged(limited(dir.path(), 3 * 1024));
+    let server = spawn_logged(limited(dir.path(), 3 * 1024, &[]));
     let addr = server.addr.clone();
     let input = "x".repeat(60_000);
     let mut acked = Vec::new();

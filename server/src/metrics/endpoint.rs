@@ -80,6 +80,9 @@ async fn scrape(State(state): State<AppState>) -> Response {
     let backlog = match state.notify_secret {
         Some(_) => match state.store.outbox_backlog().await {
             Ok(backlog) => Some(backlog),
+            // An outage is logged once by the store (store/outage.rs),
+            // not at every scrape.
+            Err(crate::store::StoreError::Unavailable(_)) => None,
             Err(e) => {
                 eprintln!("taskwire-server: metrics: outbox backlog: {e}");
                 None

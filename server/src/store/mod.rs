@@ -28,6 +28,7 @@ mod decide;
 pub mod epoch;
 mod error;
 pub(crate) mod lifecycle;
+pub mod outage;
 mod outbox;
 pub mod postgres;
 mod postgres_schema;
@@ -82,6 +83,10 @@ pub async fn open(
             hub,
             config.retention,
             config.max_batch,
+            sqlite::StartChecks {
+                new_database: config.new_database,
+                integrity: !config.skip_integrity_check,
+            },
         )?)),
     }
 }

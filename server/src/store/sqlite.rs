@@ -27,6 +27,7 @@
 
 mod batches;
 mod errors;
+mod health;
 mod jobs;
 mod read;
 mod sweep;
@@ -53,6 +54,8 @@ use crate::hub::Hub;
 use read::{history_after, load_own_task, replay, Readers};
 use writer::{writer, Job, Op};
 
+pub use health::StartChecks;
+
 /// Writes queued beyond this answer 503 instead of growing memory.
 const QUEUE: usize = 16_384;
 /// Reader connections (and blocking threads) in use at once.
@@ -71,21 +74,31 @@ pub struct SqliteStore {
 
 impl SqliteStore {
     /// Opens (or creates) `dir/taskwire.sqlite3` and starts the writer.
-    /// `max_batch` 1 turns group commit off.
+    /// `max_batch` 1 turns group commit off. An empty or damaged file is
+    /// refused (`sqlite/health.rs`, as `checks` says).
     pub fn open(
         dir: &Path,
         hub: Arc<Hub>,
         retention: u64,
         max_batch: usize,
+        checks: StartChecks,
     ) -> Result<Self, String> {
         std::fs::create_dir_all(dir).map_err(|e| format!("--data {}: {e}", dir.display()))?;
         let path = dir.join(FILE_NAME);
-        let mut conn = Connection::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         let shown = path.display().to_string();
+        health::refuse_empty(&path, &shown, checks.new_database)?;
+        let mut conn = Connection::open(&path).map_err(|e| format!("{shown}: {e}"))?;
         // The schema version first: a file from a newer server is refused
         // before anything (even the journal mode) is changed in it.
         conn.execute_batch("PRAGMA busy_timeout = 5000;")
             .map_err(|e| format!("{shown}: {e}"))?;
+        if checks.integrity {
+            let took = health::check_integrity(&conn, &shown)?;
+            eprintln!(
+                "taskwire-server: {shown}: integrity check (PRAGMA quick_check) ok in {} ms",
+                took.as_millis()
+            );
+        }
         let schema = format!(
             "{}{}{}",
             sqlite_schema::SCHEMA,

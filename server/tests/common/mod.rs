@@ -378,3 +378,20 @@ pub fn spawn_logged(mut cmd: Command) -> Logged {
         stderr,
     }
 }
+
+/// The server under a file size limit (`ulimit -f`, which holds for root
+/// too), with `extra` flags: past it, every write of the WAL or the
+/// database fails with `EFBIG`, as on a full disk. `SIGXFSZ` is ignored so
+/// the write fails instead of killing the process; `prlimit` on the
+/// running process lifts the limit (space again).
+pub fn limited(dir: &std::path::Path, kib: u64, extra: &[&str]) -> Command {
+    let server = server_command(dir, extra);
+    let mut cmd = Command::new("bash");
+    cmd.arg("-c")
+        .arg("trap '' XFSZ; ulimit -S -f \"$1\"; shift; exec \"$@\"")
+        .arg("bash")
+        .arg(kib.to_string())
+        .arg(server.get_program())
+        .args(server.get_args());
+    cmd
+}

@@ -39,10 +39,17 @@ pub(super) async fn sweep_tasks(
     now_ms: f64,
     limit: u32,
 ) -> Result<Swept, StoreError> {
-    match sweep_once(store, sweep, now_ms, limit, false).await {
+    let swept = match sweep_once(store, sweep, now_ms, limit, false).await {
         Err(StoreError::Corrupt(_)) => sweep_once(store, sweep, now_ms, limit, true).await,
         other => other,
+    };
+    // An empty sweep commits nothing: it says nothing about an outage.
+    match &swept {
+        Ok(s) if s.expired > 0 || !s.quarantined.is_empty() => store.hub.outage.wrote(),
+        Ok(_) => {}
+        Err(e) => store.hub.outage.refused(1, e),
     }
+    swept
 }
 
 async fn sweep_once(
@@ -234,6 +241,20 @@ pub(super) async fn pending_webhooks(
 
 /// Records a webhook attempt: sent, or when to try again.
 pub(super) async fn record_attempt(
+    store: &PostgresStore,
+    seq: u64,
+    sent: bool,
+    next_attempt_ms: f64,
+) -> Result<(), StoreError> {
+    let recorded = update_attempt(store, seq, sent, next_attempt_ms).await;
+    match &recorded {
+        Ok(()) => store.hub.outage.wrote(),
+        Err(e) => store.hub.outage.refused(1, e),
+    }
+    recorded
+}
+
+async fn update_attempt(
     store: &PostgresStore,
     seq: u64,
     sent: bool,

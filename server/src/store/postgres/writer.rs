@@ -171,6 +171,7 @@ pub(super) async fn writer(
                             | BatchError::Unavailable(e)
                             | BatchError::Unknown(e),
                         ) => {
+                            hub.outage.refused(1, &e);
                             let _ = job.reply.send(Err(e));
                         }
                     }
@@ -182,6 +183,7 @@ pub(super) async fn writer(
                 | BatchError::Unavailable(e)
                 | BatchError::Unknown(e),
             ) => {
+                hub.outage.refused(jobs.len(), &e);
                 for job in jobs {
                     let _ = job.reply.send(Err(e.clone()));
                 }
@@ -192,7 +194,15 @@ pub(super) async fn writer(
 
 /// Durable now: wake the watchers, then answer. `started` is when the
 /// batch went to the pool (its commit latency, for `/metrics`).
+/// A job that committed is a write the database took: the end of an
+/// outage, if one was logged.
 fn finish(hub: &Hub, jobs: Vec<Job>, results: Results, batch: &Batch, started: Instant) {
+    for e in results.iter().filter_map(|r| r.as_ref().err()) {
+        hub.outage.refused(1, e);
+    }
+    if results.iter().any(Result::is_ok) {
+        hub.outage.wrote();
+    }
     hub.metrics.committed(jobs.len(), started.elapsed());
     hub_publish(hub, batch);
     for (job, result) in jobs.into_iter().zip(results) {

@@ -72,7 +72,13 @@ pub(super) fn writer(mut conn: Connection, rx: Receiver<Job>, hub: Arc<Hub>, max
         let started = Instant::now();
         let results = commit_batch(&mut conn, &mut batch, &mut changes, &mut outbox);
         match results {
-            Ok(results) => {
+            Ok((results, wrote)) => {
+                for e in results.iter().filter_map(|r| r.as_ref().err()) {
+                    hub.outage.refused(1, e);
+                }
+                if wrote {
+                    hub.outage.wrote();
+                }
                 hub.metrics.committed(batch.len(), started.elapsed());
                 // Durable now: wake watchers, then answer.
                 hub.publish(&changes);
@@ -84,6 +90,7 @@ pub(super) fn writer(mut conn: Connection, rx: Receiver<Job>, hub: Arc<Hub>, max
                 }
             }
             Err(e) => {
+                hub.outage.refused(batch.len(), &e);
                 for job in batch {
                     let _ = job.reply.send(Err(e.clone()));
                 }
@@ -93,15 +100,18 @@ pub(super) fn writer(mut conn: Connection, rx: Receiver<Job>, hub: Arc<Hub>, max
 }
 
 /// Runs a batch in one transaction, one savepoint per job. Returns each
-/// job's result once the COMMIT succeeded.
+/// job's result once the COMMIT succeeded, and whether a job that
+/// committed changed rows (a write that proves the storage takes writes:
+/// an empty sweep commits nothing, and succeeds on a full disk too).
 fn commit_batch(
     conn: &mut Connection,
     batch: &mut [Job],
     changes: &mut Vec<Change>,
     outbox: &mut bool,
-) -> Result<Vec<Result<WriteDone, StoreError>>, StoreError> {
+) -> Result<(Vec<Result<WriteDone, StoreError>>, bool), StoreError> {
     let mut tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let mut results = Vec::with_capacity(batch.len());
+    let mut wrote = false;
     for job in batch.iter_mut() {
         let op = std::mem::replace(
             &mut job.op,
@@ -114,8 +124,10 @@ fn commit_batch(
         let mut job_changes = Vec::new();
         let mut job_outbox = false;
         let sp = tx.savepoint()?;
+        let before = sp.total_changes();
         let result = run(&sp, op, &mut job_changes, &mut job_outbox);
         if result.is_ok() {
+            wrote |= sp.total_changes() != before;
             sp.commit()?;
             changes.append(&mut job_changes);
             *outbox |= job_outbox;
@@ -132,7 +144,7 @@ fn commit_batch(
         results.push(result);
     }
     tx.commit()?;
-    Ok(results)
+    Ok((results, wrote))
 }
 
 fn run(
