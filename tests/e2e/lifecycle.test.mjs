@@ -73,7 +73,7 @@ describe("demo page lifecycle controls, in Chromium", { timeout: 150 * SECOND },
     const [cancel, ack] = await dots(id, asked);
     assert.deepEqual([cancel[0], ack[0]], [asked, asked + 1]);
     assert.match(cancel[1], /kind-cancel/);
-    assert.match(cancel[2], /cancel asked by user:demo-page/);
+    assert.match(cancel[2], /cancel asked by user:demo-page-[0-9a-f]{12}/);
     assert.match(ack[2], /the worker stopped/);
     assert.equal(await text(id, "notice"), "cancelled");
     assert.equal(await page.$eval(`${card(id)} [data-part="cancel"]`, (b) => b.disabled), true);

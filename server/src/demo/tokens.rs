@@ -23,8 +23,22 @@ use crate::AppState;
 /// How long a page token lives (at most `--browser-token-max-ttl-secs`):
 /// short, so the page shows refreshes.
 pub const PAGE_TOKEN_SECS: u64 = 120;
-/// The end user every demo page is (the demo has no sign-in).
+/// The end user a demo page is, before a random suffix: the demo has no
+/// sign-in, and one subject for every visitor would put all of them under
+/// one user's cap on held watches (`--subject-max-watches`, 100), so each
+/// token is a user of its own (`demo-page-3f9a…`).
 pub const PAGE_SUBJECT: &str = "demo-page";
+
+/// A fresh subject for one page token.
+fn page_subject() -> Result<String, ApiError> {
+    let mut bytes = [0u8; 6];
+    getrandom::fill(&mut bytes).map_err(|e| ApiError::internal(format!("random subject: {e}")))?;
+    let mut subject = format!("{PAGE_SUBJECT}-");
+    for b in bytes {
+        subject.push_str(&format!("{b:02x}"));
+    }
+    Ok(subject)
+}
 
 /// The tenant a demo endpoint acts for: the caller's tenant token's, or,
 /// without `Authorization`, `--demo-tenant` (the page's case).
@@ -84,11 +98,12 @@ pub async fn mint(
     // Never longer than the server accepts.
     let ttl = PAGE_TOKEN_SECS.min(state.config.browser_tokens.max_ttl_secs);
     let exp = u64::try_from(now_secs()).unwrap_or(0) + ttl;
+    let subject = page_subject()?;
     let token = match (req.task_ids, req.batch_id) {
         (Some(tasks), None) => {
             check_demo_tasks(&state, &tenant, &tasks).await?;
             minter.mint(
-                PAGE_SUBJECT,
+                &subject,
                 MintScope::Tasks(&tasks),
                 &[Right::Watch, Right::Deliver, Right::Cancel, Right::Decide],
                 exp,
@@ -103,7 +118,7 @@ pub async fn mint(
                     crate::error::quoted(&batch)
                 )));
             }
-            minter.mint(PAGE_SUBJECT, MintScope::Batch(&batch), &[Right::Watch], exp)?
+            minter.mint(&subject, MintScope::Batch(&batch), &[Right::Watch], exp)?
         }
         _ => {
             return Err(ApiError::invalid(
