@@ -86,9 +86,13 @@ impl Harness {
         headers: &[(&str, &str)],
         body: impl Into<axum::body::Bytes>,
     ) -> Reply {
-        client::request(&self.addr, method, path, headers, body)
+        // Read whole up to 64 MiB (the demo's static files include a 24 MiB
+        // one); `truncated` would say if a test ever read past it.
+        let r = client::request_within(&self.addr, method, path, headers, body, 64 << 20)
             .await
-            .expect("request")
+            .expect("request");
+        assert!(!r.truncated, "{method} {path}: reply over 64 MiB");
+        r
     }
 
     pub async fn get(&self, token: &str, path: &str) -> Reply {
