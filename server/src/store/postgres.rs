@@ -199,10 +199,11 @@ impl PostgresStore {
                 .await
                 .map_err(|e| format!("--data {shown}: {e}"))?;
             let schema = format!(
-                "{}{}{}{}",
+                "{}{}{}{}{}",
                 postgres_schema::SCHEMA,
                 super::quarantine::POSTGRES_SCHEMA,
                 callback_ids::POSTGRES,
+                super::callback_replays::POSTGRES,
                 super::epoch::POSTGRES_SCHEMA
             );
             let prepared = postgres_schema::prepare(&mut client, &schema)
@@ -413,6 +414,19 @@ impl Store for PostgresStore {
 
     fn webhook_attempted(&self, seq: u64, sent: bool, next_attempt_ms: f64) -> StoreFuture<'_, ()> {
         Box::pin(sweep::record_attempt(self, seq, sent, next_attempt_ms))
+    }
+
+    /// Every instance's sweeper deletes: the same rows, harmlessly.
+    fn forget_used_callbacks(&self, now_ms: f64) -> StoreFuture<'_, ()> {
+        Box::pin(async move {
+            let before = super::callback_replays::forget_before(now_ms);
+            let conn = self.conn().await?;
+            let stmt = conn
+                .prepare_cached(super::callback_replays::POSTGRES_FORGET)
+                .await?;
+            conn.execute(&stmt, &[&before]).await?;
+            Ok(())
+        })
     }
 
     fn outbox_backlog(&self) -> StoreFuture<'_, super::OutboxBacklog> {
