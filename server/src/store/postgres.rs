@@ -416,17 +416,8 @@ impl Store for PostgresStore {
         Box::pin(sweep::record_attempt(self, seq, sent, next_attempt_ms))
     }
 
-    /// Every instance's sweeper deletes: the same rows, harmlessly.
     fn forget_used_callbacks(&self, now_ms: f64) -> StoreFuture<'_, ()> {
-        Box::pin(async move {
-            let before = super::callback_replays::forget_before(now_ms);
-            let conn = self.conn().await?;
-            let stmt = conn
-                .prepare_cached(super::callback_replays::POSTGRES_FORGET)
-                .await?;
-            conn.execute(&stmt, &[&before]).await?;
-            Ok(())
-        })
+        Box::pin(sweep::forget_used_callbacks(self, now_ms))
     }
 
     fn outbox_backlog(&self) -> StoreFuture<'_, super::OutboxBacklog> {
