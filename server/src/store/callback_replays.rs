@@ -69,8 +69,7 @@ CREATE TABLE IF NOT EXISTS callback_replays (
 CREATE INDEX IF NOT EXISTS callback_replays_signed_at ON callback_replays (signed_at);
 ";
 
-/// The sweeper's delete (both stores; `?1` and `$1` alike are the first
-/// parameter in either dialect's driver).
+/// The sweeper's delete, SQLite: the index on `signed_at` serves it.
 pub const SQLITE_FORGET: &str = "DELETE FROM callback_replays WHERE signed_at < ?1";
 /// PostgreSQL's spelling of [`SQLITE_FORGET`].
 pub const POSTGRES_FORGET: &str = "DELETE FROM callback_replays WHERE signed_at < $1";
