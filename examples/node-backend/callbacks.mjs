@@ -2,6 +2,7 @@
 // not bearer-authenticated. The order of the checks matters, so that a
 // request nobody signed costs almost nothing and learns nothing.
 
+import { createHash } from "node:crypto";
 import { BODY_LIMIT, HttpError, checkId, invalid, parseJson, quoted, readBody, sendJson, taskIdFrom, tooLarge, typeOf, unauthorized } from "./http.mjs";
 import { checkHeaders, verifier } from "./sign.mjs";
 import { refuseIfNotAnExecutors, withDefaultLease } from "./lifecycle.mjs";
@@ -49,7 +50,9 @@ export async function callback({ req, res, rawId, store, config }) {
   refuseIfNotAnExecutors(event);
   // 5. The callback id against the tenant's other tasks (422), then the
   // core: invalid events (400) come back from it.
-  const t = store.callback(tenant, taskId, signed.id, withDefaultLease(event, config.leaseMs));
+  // The signed request itself, used once (used-requests.mjs).
+  const request = { at: Number(signed.timestamp), sha256: createHash("sha256").update(raw).digest("hex") };
+  const t = store.callback(tenant, taskId, signed.id, withDefaultLease(event, config.leaseMs), request);
   sendJson(res, 200, {
     changed: t.changed,
     duplicate: t.duplicate,

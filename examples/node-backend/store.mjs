@@ -16,7 +16,8 @@
 //   {"op":"create","id","tenant","nowMs","ttlMs","maxAttempts","deadlineMs"?,"unknownGraceMs"?,"autoRequeue"?,"kind"?,"inputJson"?,"key"?,"request"?}
 //   (journals written before exact input have "input" as a JSON value, no "request")
 //   {"op":"batch","batchId","tenant","nowMs","items":[{"id","ttlMs","maxAttempts",…,"kind"?,"inputJson"?}],"key"?,"request"?}
-//   {"op":"callback","taskId","callbackId","event","version"} (or "lease": a heartbeat that only renewed it)
+//   {"op":"callback","taskId","callbackId","event","version","signed"?} (or "lease": a heartbeat that only
+//   renewed it; one that changed nothing has "signed": {at, sha256}, the request used once)
 //   {"op":"act","taskId","event","version"} (a person's cancel or decision)
 //   {"op":"deliver","tenant","taskId","key","nowMs"}
 //   {"op":"expire","nowMs","ids"}
@@ -31,6 +32,7 @@ import { BatchBook } from "./batch-book.mjs";
 import { keyRecord, legacyCreateRequest, taskRecord } from "./create.mjs";
 import { Feeds } from "./feed.mjs";
 import { CreateKeys } from "./keys.mjs";
+import { UsedRequests } from "./used-requests.mjs";
 import { Watchers } from "./watch.mjs";
 
 /** The record could not be made durable: the process must stop (see `#commit`). */
@@ -55,6 +57,7 @@ export class Store {
    * one task (PROTOCOL.md §Executor callback).
    */
   #callbackOwners = new Map();
+  #used = new UsedRequests(); // signed callback requests whose id is not remembered
   #feeds = new Feeds();
   /** Who waits for a task or a batch to change. */
   #watchers = new Watchers();
@@ -198,13 +201,15 @@ export class Store {
    * core's CallbackResult. A callback id the tenant used on another task
    * is 422, and nothing is recorded.
    */
-  callback(tenant, taskId, callbackId, event) {
+  callback(tenant, taskId, callbackId, event, signed) {
     if (this.tenantOf(taskId) !== tenant) throw new HttpError(404, "not-found", `taskId: no task with id ${quoted(taskId)}`);
     const owner = this.#callbackOwners.get(JSON.stringify([tenant, callbackId]));
+    // The very request judged before: a redelivery, nothing recorded.
+    if (owner !== taskId && this.#used.has(tenant, callbackId, signed)) return UsedRequests.duplicate(this.#view(taskId));
     if (owner !== undefined && owner !== taskId) {
       throw new HttpError(422, "callback-id-reused-for-other-task", `webhook-id: ${quoted(callbackId)} was already used for another task`);
     }
-    const record = { op: "callback", taskId, callbackId, event };
+    const record = { op: "callback", taskId, callbackId, event, ...(signed === undefined ? {} : { signed }) };
     return this.#commit(record);
   }
 
@@ -227,6 +232,7 @@ export class Store {
    * its own record. Returns the ids expired and the steps taken.
    */
   sweep(nowMs) {
+    this.#used.forget(nowMs);
     const expired = this.#commit({ op: "expire", nowMs });
     const swept = this.#commit({ op: "sweep", nowMs });
     return { expired, swept };
@@ -303,17 +309,20 @@ export class Store {
       case "act": {
         const result = this.#book.apply(record.taskId, record.event, record.callbackId);
         const leaseMoved = this.#leaseMoved(record.taskId, result.lease);
+        const { tenant } = this.#tasks.get(record.taskId);
         if (result.changed) {
           this.#expect(record, "version", result.task.version);
           // The book remembers an id only when its event changed the task.
-          const { tenant } = this.#tasks.get(record.taskId);
           if (record.callbackId !== undefined) this.#callbackOwners.set(JSON.stringify([tenant, record.callbackId]), record.taskId);
         } else if (leaseMoved) {
           this.#expect(record, "lease", result.lease ?? null);
         }
+        // A signed request whose id is not remembered is remembered itself (journaled, like a lease).
+        const owned = this.#callbackOwners.get(JSON.stringify([tenant, record.callbackId])) === record.taskId;
+        const used = !owned && this.#used.add(tenant, record.callbackId, record.signed);
         this.#collectNotifications();
         // A renewed lease is journaled but not published: no version, nothing for watchers.
-        return { result, changed: result.changed || leaseMoved, touched: result.changed ? [record.taskId] : [] };
+        return { result, changed: result.changed || leaseMoved || used, touched: result.changed ? [record.taskId] : [] };
       }
       case "deliver": {
         // Keys are per tenant: the book sees them namespaced, the client never does.

@@ -73,15 +73,24 @@ pub async fn run(state: AppState, every: Duration) {
                     }
                     Err(StoreError::Unavailable(_)) => break 'sweeps,
                     Err(e) => {
-                        let e = e.to_string();
-                        if failing.as_ref() != Some(&e) {
-                            eprintln!("taskwire-server: sweeper: {e} (retrying every tick)");
-                        }
-                        failing = Some(e);
+                        report(&mut failing, e.to_string());
                         break 'sweeps;
                     }
                 }
             }
         }
+        // Signed callback requests remembered as used, once their
+        // timestamp can no longer be accepted (store/callback_replays.rs).
+        if let Err(e) = state.store.forget_used_callbacks(now_ms()).await {
+            report(&mut failing, e.to_string());
+        }
     }
+}
+
+/// Reports a store error when it starts, not on every tick while it lasts.
+fn report(failing: &mut Option<String>, e: String) {
+    if failing.as_ref() != Some(&e) {
+        eprintln!("taskwire-server: sweeper: {e} (retrying every tick)");
+    }
+    *failing = Some(e);
 }

@@ -506,13 +506,14 @@ async fn a_callback_in_many_chunks_of_every_size_is_read_whole() {
 }
 
 /// A `fail` without `attempt` that was a no-op while the task was queued
-/// is not remembered (core fix 1 lets an early callback apply later), so
-/// the same bytes replayed after `start`, within the timestamp tolerance,
-/// fail the task: seed 000's rule for executors that send no attempt,
-/// kept exactly. The protection is the `attempt` token: see
-/// [`a_fail_of_an_old_attempt_replayed_in_a_new_one_is_fenced`].
+/// is not remembered by its id (core fix 1 lets an early callback apply
+/// later), but the signed request is: the same bytes replayed after
+/// `start`, within the timestamp tolerance, are a duplicate callback and
+/// change nothing (issue 24, F1b). The same event signed again, as a
+/// resend is, applies: seed 000's rule, kept exactly.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_noop_fail_without_attempt_replayed_after_start_applies_as_in_the_seed() {
+async fn a_noop_fail_without_attempt_replayed_after_start_is_a_duplicate_and_applies_signed_again()
+{
     let h = harness(|_| {}).await;
     let dev = secret();
     let id = h
@@ -539,8 +540,23 @@ async fn a_noop_fail_without_attempt_replayed_after_start_applies_as_in_the_seed
             r["changed"].clone(),
             r["state"].clone()
         ),
+        (json!("duplicate-callback"), json!(false), json!("running")),
+        "a replay of the queued-time fail changes nothing"
+    );
+    // Signed again a second later (a resend): judged, and it applies.
+    let body = callback_body(&id, &fail_ev(5, false));
+    let r = h
+        .callback_raw(&id, "fail-1", now_secs() + 1, body.as_bytes())
+        .await
+        .json();
+    assert_eq!(
+        (
+            r["reason"].clone(),
+            r["changed"].clone(),
+            r["state"].clone()
+        ),
         (json!("failed"), json!(true), json!("failed")),
-        "without attempt, a replay of the queued-time fail applies (seed 000)"
+        "without attempt, a resend of the queued-time fail applies (seed 000)"
     );
 }
 
@@ -563,16 +579,29 @@ async fn a_fail_of_an_old_attempt_replayed_in_a_new_one_is_fenced() {
     assert_eq!(send(&h, &id, &late).await.json()["reason"], "stale-attempt");
     let second = capture(std::slice::from_ref(&dev), &id, "s2", &start(2, 60_000));
     assert_eq!(send(&h, &id, &second).await.json()["reason"], "started");
-    let r = send(&h, &id, &late).await.json();
-    assert_eq!(
-        (
-            r["reason"].clone(),
-            r["changed"].clone(),
-            r["state"].clone()
+    // The same bytes: the signed request was used (a duplicate); signed
+    // again, the attempt token fences it (stale).
+    let again = Captured {
+        headers: signed_headers(
+            std::slice::from_ref(&dev),
+            "f1",
+            now_secs() + 1,
+            late.body.as_bytes(),
         ),
-        (json!("stale-attempt"), json!(false), json!("running")),
-        "{r}"
-    );
+        body: late.body.clone(),
+    };
+    for (c, reason) in [(&late, "duplicate-callback"), (&again, "stale-attempt")] {
+        let r = send(&h, &id, c).await.json();
+        assert_eq!(
+            (
+                r["reason"].clone(),
+                r["changed"].clone(),
+                r["state"].clone()
+            ),
+            (json!(reason), json!(false), json!("running")),
+            "{r}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -112,6 +112,11 @@ enum Scenario {
         /// Seconds to run.
         #[arg(long, default_value_t = 10)]
         seconds: u64,
+        /// Callbacks that change nothing (the same progress again under a
+        /// new id, as frequent heartbeats are): each writes no task row,
+        /// only its signed request (store/callback_replays.rs).
+        #[arg(long)]
+        unchanged: bool,
     },
     /// Unauthenticated callbacks that send most of their body and stall:
     /// the server's RSS while they are held.
@@ -170,7 +175,11 @@ async fn main() -> Res<()> {
             again,
         } => hold(ctx, n, tasks, pid, again).await,
         Scenario::Fanout { watchers, trials } => fanout(ctx, watchers, trials).await,
-        Scenario::Callbacks { conns, seconds } => callbacks(ctx, conns, seconds).await,
+        Scenario::Callbacks {
+            conns,
+            seconds,
+            unchanged,
+        } => callbacks(ctx, conns, seconds, unchanged).await,
         Scenario::SlowBody(args) => {
             let task = ctx.create(&mut Conn::open(&ctx.addr).await?).await?;
             slow_body::run(&ctx.addr, &task, args, rss_kib).await
@@ -343,7 +352,7 @@ async fn fanout(ctx: Arc<Ctx>, watchers: usize, trials: usize) -> Res<()> {
     Ok(())
 }
 
-async fn callbacks(ctx: Arc<Ctx>, conns: usize, seconds: u64) -> Res<()> {
+async fn callbacks(ctx: Arc<Ctx>, conns: usize, seconds: u64, unchanged: bool) -> Res<()> {
     let done = Arc::new(AtomicU64::new(0));
     let until = Instant::now() + Duration::from_secs(seconds);
     let mut workers = Vec::new();
@@ -362,7 +371,8 @@ async fn callbacks(ctx: Arc<Ctx>, conns: usize, seconds: u64) -> Res<()> {
                     if Instant::now() >= until {
                         break;
                     }
-                    ctx.callback(&mut conn, &id, &format!("p{p}"), &progress(p))
+                    let event = progress(if unchanged { 1 } else { p });
+                    ctx.callback(&mut conn, &id, &format!("p{p}"), &event)
                         .await?;
                     done.fetch_add(1, Ordering::Relaxed);
                 }

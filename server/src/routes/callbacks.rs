@@ -16,7 +16,9 @@
 //! 4. The signature (401); the body's `taskId` against the path (401: a
 //!    body signed for another task); the event (400).
 //! 5. The store: the transition (200), or 422 for a callback id the
-//!    tenant already used on another task.
+//!    tenant already used on another task. The signed request (its
+//!    timestamp and the body's digest) goes with it: it is used once
+//!    (`store/callback_replays.rs`).
 
 use std::time::Duration;
 
@@ -25,6 +27,7 @@ use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap};
 use futures_util::StreamExt;
+use sha2::{Digest, Sha256};
 use taskwire_core::check_callback_id;
 use taskwire_core::json::{Fields, FromJson, Path as JsonPath, Value};
 use taskwire_core::{Event, EventKind, Millis};
@@ -35,7 +38,7 @@ use super::{check_id, now_secs, task_id, BODY_LIMIT};
 use crate::error::{quoted, ApiError};
 use crate::serve::{body_timed_out, BodyTimedOut};
 use crate::signature::{SignedHeaders, Verifier};
-use crate::store::{Callback, CallbackAnswer};
+use crate::store::{Callback, CallbackAnswer, SignedRequest};
 use crate::wire_json::WireJson;
 use crate::AppState;
 
@@ -93,6 +96,10 @@ pub async fn callback(
     let event: Event = from_json_bytes(&raw, "event")?;
     refuse_if_not_an_executors(&event)?;
     let event = with_default_lease(event, state.config.lease_ms);
+    let signed_request = SignedRequest {
+        at: signed.timestamp_secs(),
+        body_sha256: Sha256::digest(&raw).into(),
+    };
     let answer = state
         .store
         .callback(Callback {
@@ -100,6 +107,7 @@ pub async fn callback(
             task_id,
             callback_id: signed.id,
             event,
+            signed: signed_request,
         })
         .await?;
     state.stats.callback(answer.reason);

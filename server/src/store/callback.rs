@@ -17,6 +17,23 @@ pub struct Callback {
     pub callback_id: String,
     /// The event.
     pub event: Event,
+    /// The signed request itself: `webhook-timestamp` (seconds) and the
+    /// SHA-256 of the body. With the tenant and the id they name the exact
+    /// signed bytes, which are used once: a request whose id is not
+    /// remembered is remembered by these instead, for as long as its
+    /// timestamp could be accepted (`callback_replays.rs`).
+    pub signed: SignedRequest,
+}
+
+/// What names one signed callback request besides its tenant and id (see
+/// [`Callback::signed`]). Only whoever holds the secret can make another
+/// one with the same id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SignedRequest {
+    /// `webhook-timestamp`, seconds since the epoch.
+    pub at: i64,
+    /// SHA-256 of the body as signed.
+    pub body_sha256: [u8; 32],
 }
 
 /// A person's request on a task (`cancel`, `decide`), made through the

@@ -5,7 +5,8 @@
 //! written once, not once per backend:
 //! - an idempotent create: [`check_key`], then [`replayed`] for a replay;
 //! - an executor's callback: [`judge_callback`] (the id seen, core's
-//!   check, the id owned by another task, core's step, what to remember);
+//!   check, the signed request used before, the id owned by another
+//!   task, core's step, what to remember);
 //! - a delivery: [`delivery_input`], [`judge_delivery`] (core's refusals
 //!   as store errors) and [`receipt_to_store`];
 //! - a resume: [`resume_plan`] (core's `ResumePlan::answer` then builds
@@ -64,8 +65,10 @@ pub(crate) fn replayed(task_id: &str, task: Option<TaskRecord>) -> Result<Create
 /// What a callback comes to, before anything is written.
 #[derive(Debug, Clone)]
 pub(crate) enum CallbackStep {
-    /// Answered from the id alone: seen on this task, with this event (a
-    /// duplicate callback) or another (a conflict). Nothing to write.
+    /// Answered without core's step: the id seen on this task, with this
+    /// event (a duplicate callback) or another (a conflict), or the very
+    /// signed request judged before (a duplicate callback: see
+    /// `callback_replays.rs`). Nothing to write.
     Answered(CallbackAnswer),
     /// Core judged the event: write it, then answer.
     Judged(JudgedCallback),
@@ -79,21 +82,35 @@ pub(crate) struct JudgedCallback {
     /// The id to remember, when the event changed the task (written
     /// before the task row).
     pub remember: Option<CallbackRef>,
+    /// The signed request to remember as used (`callback_replays.rs`):
+    /// exactly when its id is not remembered, so that every judged
+    /// request is remembered one way or the other and none applies twice.
+    pub remember_request: bool,
     /// The answer, once written.
     pub answer: CallbackAnswer,
 }
 
 /// The callback sequence on the facts a store read: the tenant's task
 /// (`record`, moved in place by core's step), the event the callback id
-/// first carried on this task (`seen`), and whether the tenant's id is
-/// remembered on another task, asked (`owned_elsewhere`) only when the id
-/// is not this task's: a redelivery costs no owner lookup.
+/// first carried on this task (`seen`), whether this exact signed request
+/// was judged before and remembered as used (`used`), and whether the
+/// tenant's id is remembered on another task (`owned_elsewhere`). The last
+/// two are asked only when the id is not this task's: a redelivery costs
+/// no lookup.
 pub(crate) fn judge_callback(
     record: &mut TaskRecord,
     callback: &Callback,
     seen: Option<&Event>,
+    used: impl FnOnce() -> Result<bool, StoreError>,
     owned_elsewhere: impl FnOnce() -> Result<bool, StoreError>,
 ) -> Result<CallbackStep, StoreError> {
+    // The very signed request judged before is answered as a redelivery
+    // of its id with its own event (core's duplicate callback).
+    let seen = match seen {
+        Some(event) => Some(event),
+        None if used()? => Some(&callback.event),
+        None => None,
+    };
     if let Some(outcome) = check_callback(seen, &callback.event) {
         let duplicate_callback = outcome.reason == Reason::DuplicateCallback;
         return Ok(CallbackStep::Answered(CallbackAnswer::new(
@@ -107,15 +124,18 @@ pub(crate) fn judge_callback(
         return Err(StoreError::CallbackIdReused(callback.callback_id.clone()));
     }
     let judged = judge_event(record, &callback.event);
-    // Only ids whose event changed the task are remembered (core fix 1).
+    // Only ids whose event changed the task are remembered (core fix 1);
+    // the request itself is remembered otherwise.
     let remember = judged
         .appended
         .first()
         .map(|first| CallbackRef::of(&callback.event, &first.entry));
+    let remember_request = remember.is_none();
     let answer = CallbackAnswer::new(judged.outcome, false, &record.view);
     Ok(CallbackStep::Judged(JudgedCallback {
         judged,
         remember,
+        remember_request,
         answer,
     }))
 }

@@ -24,6 +24,7 @@ pub mod batches;
 mod callback;
 pub mod callback_ids;
 mod callback_ref;
+pub mod callback_replays;
 mod decide;
 pub mod epoch;
 mod error;
@@ -46,7 +47,7 @@ use std::sync::Arc;
 
 pub use backlog::OutboxBacklog;
 pub use batches::{BatchAnswer, BatchCreated, NewBatch};
-pub use callback::{Acted, Action, Callback, CallbackAnswer};
+pub use callback::{Acted, Action, Callback, CallbackAnswer, SignedRequest};
 pub use error::StoreError;
 pub use outbox::OutboxEntry;
 pub use quarantine::Quarantined;
@@ -193,6 +194,11 @@ pub trait Store: Send + Sync + 'static {
 
     /// Records a webhook attempt: sent, or the time of the next try.
     fn webhook_attempted(&self, seq: u64, sent: bool, next_attempt_ms: f64) -> StoreFuture<'_, ()>;
+
+    /// Forgets the signed callback requests remembered as used whose
+    /// timestamp can no longer be accepted at `now_ms`
+    /// ([`callback_replays::forget_before`]); run by the sweeper.
+    fn forget_used_callbacks(&self, now_ms: f64) -> StoreFuture<'_, ()>;
 
     /// The notify outbox's backlog, for `/metrics` ([`OutboxBacklog`]).
     fn outbox_backlog(&self) -> StoreFuture<'_, OutboxBacklog>;

@@ -199,10 +199,11 @@ impl PostgresStore {
                 .await
                 .map_err(|e| format!("--data {shown}: {e}"))?;
             let schema = format!(
-                "{}{}{}{}",
+                "{}{}{}{}{}",
                 postgres_schema::SCHEMA,
                 super::quarantine::POSTGRES_SCHEMA,
                 callback_ids::POSTGRES,
+                super::callback_replays::POSTGRES,
                 super::epoch::POSTGRES_SCHEMA
             );
             let prepared = postgres_schema::prepare(&mut client, &schema)
@@ -413,6 +414,10 @@ impl Store for PostgresStore {
 
     fn webhook_attempted(&self, seq: u64, sent: bool, next_attempt_ms: f64) -> StoreFuture<'_, ()> {
         Box::pin(sweep::record_attempt(self, seq, sent, next_attempt_ms))
+    }
+
+    fn forget_used_callbacks(&self, now_ms: f64) -> StoreFuture<'_, ()> {
+        Box::pin(sweep::forget_used_callbacks(self, now_ms))
     }
 
     fn outbox_backlog(&self) -> StoreFuture<'_, super::OutboxBacklog> {

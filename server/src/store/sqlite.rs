@@ -100,9 +100,10 @@ impl SqliteStore {
             );
         }
         let schema = format!(
-            "{}{}{}",
+            "{}{}{}{}",
             sqlite_schema::SCHEMA,
             super::quarantine::SQLITE_SCHEMA,
+            super::callback_replays::SQLITE,
             super::epoch::SQLITE_SCHEMA
         );
         let prepared = sqlite_schema::prepare(&mut conn, &schema, &shown)?;
@@ -329,6 +330,11 @@ impl Store for SqliteStore {
             sent,
             next_attempt_ms,
         });
+        Box::pin(async move { done.await.map(drop) })
+    }
+
+    fn forget_used_callbacks(&self, now_ms: f64) -> StoreFuture<'_, ()> {
+        let done = self.write(Op::ForgetUsedCallbacks { now_ms });
         Box::pin(async move { done.await.map(drop) })
     }
 

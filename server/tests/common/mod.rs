@@ -7,6 +7,7 @@ pub mod judge;
 pub mod lifecycle;
 pub mod pg;
 pub mod raw;
+pub mod replay;
 pub mod scrape;
 
 use std::time::{SystemTime, UNIX_EPOCH};

@@ -1,7 +1,8 @@
 // PROTOCOL.md §Executor callback, "Secrets and binding" and "Order of the
 // checks, and limits": a signature holds for one task of one tenant, a
-// tenant's callback id belongs to one task, each signature header comes
-// once, and the headers are judged before the body is read.
+// tenant's callback id belongs to one task, a signed request is used
+// once, each signature header comes once, and the headers are judged
+// before the body is read.
 
 import assert from 'node:assert/strict';
 import { assertError, assertMatches } from '../lib/match.mjs';
@@ -106,6 +107,21 @@ export default {
         const id = uid('cb');
         assertMatches(await ctx.exec.apply(queued.id, progress(200, 10), { id }), { reason: 'not-running', changed: false });
         assertMatches(await ctx.exec.apply(running.id, progress(200, 10), { id }), { reason: 'progress', version: 2 });
+      },
+    },
+    {
+      name: 'a signed request is used once: a captured fail that changed nothing, replayed after a start, changes nothing; signed again it applies',
+      async run(ctx) {
+        const task = await ctx.a.createTask();
+        const early = capture(ctx.config.secret, task.id, fail(200, 'quota', false));
+        assertMatches(await ctx.exec.apply(task.id, null, { body: early.body, headers: early.headers }), { reason: 'not-running', changed: false });
+        assertMatches(await ctx.exec.apply(task.id, start(100)), { reason: 'started', version: 1 });
+        assertMatches(await ctx.exec.apply(task.id, null, { body: early.body, headers: early.headers }),
+          { reason: 'duplicate-callback', duplicateCallback: true, changed: false, state: 'running', version: 1 }, 'the captured bytes again');
+        await ctx.a.answer(task.id, 1, { mode: 'caught-up', task: { state: 'running', version: 1 } });
+        // A resend is signed again, with a fresh timestamp: judged as the first was.
+        const resent = { id: early.id, body: early.body, timestamp: nowSeconds(1) };
+        assertMatches(await ctx.exec.apply(task.id, null, resent), { changed: true, duplicateCallback: false, state: 'failed', version: 2 });
       },
     },
     ...SIGNATURE_HEADERS.map((name) => ({

@@ -6,6 +6,7 @@ import { assertError, assertMatches } from '../lib/match.mjs';
 import { expire, fail, progress, start, succeed } from '../lib/events.mjs';
 import { runningTask, succeededTask } from '../lib/scenarios.mjs';
 import { uid } from '../lib/client.mjs';
+import { nowSeconds } from '../lib/sign.mjs';
 
 const unchanged = (reason, extra = {}) => ({
   changed: false,
@@ -80,7 +81,8 @@ export default {
         await play(exec, task.id, [
           [s, unchanged('not-running', { version: 0, state: 'queued' }), { id }],
           [start(600), changed('started', { version: 1 })],
-          [s, changed('succeeded', { notify: true, version: 2, state: 'succeeded' }), { id }],
+          // Sent again as a retry is: signed again, with a fresh timestamp.
+          [s, changed('succeeded', { notify: true, version: 2, state: 'succeeded' }), { id, timestamp: nowSeconds(1) }],
           [s, unchanged('duplicate-callback', { duplicate: true, duplicateCallback: true, version: 2 }), { id }],
         ]);
         const mine = (await a.feedSince(feedStart.a)).filter((n) => n.taskId === task.id);

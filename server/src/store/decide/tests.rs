@@ -2,6 +2,7 @@ use taskwire_core::{create_task, CreateTask, Event, State};
 use taskwire_wire::from_json;
 
 use super::*;
+use crate::store::SignedRequest;
 use crate::store::EXACT_REQUEST;
 
 fn record() -> TaskRecord {
@@ -30,11 +31,19 @@ fn callback(event: Event) -> Callback {
         task_id: "t1".into(),
         callback_id: "msg_1".into(),
         event,
+        signed: SignedRequest {
+            at: 1_000,
+            body_sha256: [7; 32],
+        },
     }
 }
 
 fn never() -> Result<bool, StoreError> {
-    panic!("the owner was asked for an id this task already knows")
+    panic!("a fact was asked for an id this task already knows")
+}
+
+fn unused() -> Result<bool, StoreError> {
+    Ok(false)
 }
 
 fn idempotency() -> Idempotency {
@@ -78,14 +87,16 @@ fn a_replay_answers_the_task_it_made_and_a_missing_one_is_internal() {
 fn a_seen_callback_id_is_answered_without_asking_for_its_owner() {
     let mut r = record();
     let cb = callback(start());
-    let Ok(CallbackStep::Answered(same)) = judge_callback(&mut r, &cb, Some(&start()), never)
+    let Ok(CallbackStep::Answered(same)) =
+        judge_callback(&mut r, &cb, Some(&start()), never, never)
     else {
         panic!("a redelivery is answered")
     };
     assert!(same.duplicate_callback);
     assert_eq!(same.reason, Reason::DuplicateCallback);
     let other = event(r#"{"type":"start","atMs":11,"worker":"w2"}"#);
-    let Ok(CallbackStep::Answered(conflict)) = judge_callback(&mut r, &cb, Some(&other), never)
+    let Ok(CallbackStep::Answered(conflict)) =
+        judge_callback(&mut r, &cb, Some(&other), never, never)
     else {
         panic!("a reused id with another event is answered")
     };
@@ -97,11 +108,11 @@ fn a_seen_callback_id_is_answered_without_asking_for_its_owner() {
 #[test]
 fn an_id_owned_by_another_task_is_refused_before_core_steps() {
     let mut r = record();
-    let refused = judge_callback(&mut r, &callback(start()), None, || Ok(true));
+    let refused = judge_callback(&mut r, &callback(start()), None, unused, || Ok(true));
     assert!(matches!(refused, Err(StoreError::CallbackIdReused(id)) if id == "msg_1"));
     assert_eq!(r, record(), "nothing moved");
     // The owner lookup's own failure is the callback's.
-    let failed = judge_callback(&mut r, &callback(start()), None, || {
+    let failed = judge_callback(&mut r, &callback(start()), None, unused, || {
         Err(StoreError::Unavailable("disk".into()))
     });
     assert!(matches!(failed, Err(StoreError::Unavailable(m)) if m == "disk"));
@@ -113,8 +124,9 @@ fn a_changing_callback_is_judged_and_its_id_remembered_by_reference() {
     let Ok(CallbackStep::Judged(JudgedCallback {
         judged,
         remember,
+        remember_request,
         answer,
-    })) = judge_callback(&mut r, &callback(start()), None, || Ok(false))
+    })) = judge_callback(&mut r, &callback(start()), None, unused, || Ok(false))
     else {
         panic!("a new callback is judged")
     };
@@ -127,17 +139,61 @@ fn a_changing_callback_is_judged_and_its_id_remembered_by_reference() {
             event: None
         })
     );
+    assert!(!remember_request, "its id is remembered instead");
     assert!(answer.changed && !answer.duplicate_callback);
     assert_eq!((answer.version, answer.state), (1, State::Running));
     assert_eq!(r.view.version, 1, "the record moved in place");
     // The same start again changes nothing: its id is not remembered.
     let again = callback(start());
-    let Ok(CallbackStep::Judged(step)) = judge_callback(&mut r, &again, None, || Ok(false)) else {
+    let Ok(CallbackStep::Judged(step)) = judge_callback(&mut r, &again, None, unused, || Ok(false))
+    else {
         panic!("judged")
     };
     let (remember, answer) = (step.remember, step.answer);
     assert_eq!(remember, None);
+    assert!(step.remember_request, "the request is remembered instead");
     assert!(!answer.changed && answer.duplicate);
+}
+
+#[test]
+fn a_signed_request_used_before_is_a_duplicate_callback_and_changes_nothing() {
+    // A `fail` while queued changed nothing: the request is remembered.
+    let mut r = record();
+    let fail = callback(event(
+        r#"{"type":"fail","atMs":20,"error":"e","retryable":false}"#,
+    ));
+    let Ok(CallbackStep::Judged(first)) = judge_callback(&mut r, &fail, None, unused, unused)
+    else {
+        panic!("judged")
+    };
+    assert!(first.remember_request && first.remember.is_none());
+    assert_eq!(first.answer.reason, Reason::NotRunning);
+    // After a start, the same signed request again changes nothing, and
+    // no owner is asked.
+    judge_event(&mut r, &start());
+    let before = r.clone();
+    let Ok(CallbackStep::Answered(replayed)) =
+        judge_callback(&mut r, &fail, None, || Ok(true), never)
+    else {
+        panic!("a used request is answered")
+    };
+    assert!(replayed.duplicate_callback && replayed.duplicate && !replayed.changed);
+    assert_eq!(replayed.reason, Reason::DuplicateCallback);
+    assert_eq!((replayed.version, replayed.state), (1, State::Running));
+    assert_eq!(r, before, "nothing moved");
+    // Signed again (not used): core fix 1, the event applies.
+    let Ok(CallbackStep::Judged(resent)) = judge_callback(&mut r, &fail, None, unused, unused)
+    else {
+        panic!("judged")
+    };
+    assert!(resent.answer.changed && !resent.remember_request);
+    // An id remembered on the task is answered from it, the fact unasked.
+    let Ok(CallbackStep::Answered(again)) =
+        judge_callback(&mut r, &fail, Some(&fail.event), never, never)
+    else {
+        panic!("answered")
+    };
+    assert_eq!(again.reason, Reason::DuplicateCallback);
 }
 
 #[test]

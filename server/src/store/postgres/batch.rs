@@ -13,6 +13,7 @@ use taskwire_wire::to_json;
 use tokio_postgres::types::ToSql;
 
 use super::batches::{raise_cursors, NewBatchRow};
+use super::callback::UsedKey;
 use super::writer::lock_id;
 use super::CHANNEL;
 use crate::hub::{Change, Hub};
@@ -42,6 +43,11 @@ pub(super) struct Batch {
     /// (tenant, callback id) of the batch's callbacks that are remembered
     /// on some task (prefetched, then kept up to date).
     pub(super) claimed: HashSet<(String, String)>,
+    /// The batch's signed callback requests remembered as used
+    /// (`callback_replays.rs`; prefetched, then kept up to date), and
+    /// those this transaction remembers.
+    pub(super) used: HashSet<UsedKey>,
+    pub(super) used_rows: Vec<UsedKey>,
     pub(super) idempotency: HashMap<(String, String), (String, String)>,
     pub(super) deliveries: HashMap<(String, String), Receipt>,
     pub(super) outbox: Vec<(String, String, String, String, f64)>,
@@ -145,6 +151,12 @@ impl Batch {
             "SELECT pg_notify($1, $2)",
             "INSERT INTO batches (id, tenant, size, seq, created_at_ms)
              SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::float8[])",
+            // The body names its task, whose row lock serializes every
+            // judgement of one request on every instance: no conflict is
+            // expected, and one would find the row that was wanted.
+            "INSERT INTO callback_replays (tenant, callback_id, signed_at, body_sha256)
+             SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bytea[])
+             ON CONFLICT DO NOTHING",
         ];
         let mut stmts = Vec::with_capacity(sql.len());
         for s in sql {
@@ -228,6 +240,11 @@ impl Batch {
             .collect();
         let cb_tenant: Vec<&str> = self.callback_rows.iter().map(|c| c.3.as_str()).collect();
 
+        let r_tenant: Vec<&str> = self.used_rows.iter().map(|r| r.0.as_str()).collect();
+        let r_id: Vec<&str> = self.used_rows.iter().map(|r| r.1.as_str()).collect();
+        let r_at: Vec<i64> = self.used_rows.iter().map(|r| r.2).collect();
+        let r_digest: Vec<&[u8]> = self.used_rows.iter().map(|r| &r.3[..]).collect();
+
         let i_tenant: Vec<&str> = self.idempotency.keys().map(|k| k.0.as_str()).collect();
         let i_key: Vec<&str> = self.idempotency.keys().map(|k| k.1.as_str()).collect();
         let i_request: Vec<&str> = self.idempotency.values().map(|v| v.0.as_str()).collect();
@@ -287,6 +304,9 @@ impl Batch {
                 3,
                 vec![&cb_task, &cb_id, &cb_version, &cb_event, &cb_tenant],
             ));
+        }
+        if !r_tenant.is_empty() {
+            calls.push((10, vec![&r_tenant, &r_id, &r_at, &r_digest]));
         }
         if !i_tenant.is_empty() {
             calls.push((4, vec![&i_tenant, &i_key, &i_request, &i_task]));

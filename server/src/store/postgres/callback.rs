@@ -1,6 +1,7 @@
 //! An executor's callback in the writer's transaction: the batch's task
-//! rows locked and their callback ids read up front ([`prefetch`]), then
-//! each callback judged on what this transaction holds.
+//! rows locked and their callback ids (and the signed requests used
+//! before, `callback_replays.rs`) read up front ([`prefetch`]), then each
+//! callback judged on what this transaction holds.
 
 use deadpool_postgres::Transaction;
 
@@ -9,12 +10,31 @@ use super::read::record;
 use super::writer::{Job, Op, Sql};
 use crate::store::callback_ref::remembered_event;
 use crate::store::decide::{judge_callback, CallbackStep};
-use crate::store::{callback_ids, Callback, CallbackAnswer, StoreError};
+use crate::store::{callback_ids, Callback, CallbackAnswer, SignedRequest, StoreError};
+
+/// A signed request as `Batch::used` and `Batch::used_rows` hold it:
+/// (tenant, callback id, `webhook-timestamp`, SHA-256 of the body).
+pub(super) type UsedKey = (String, String, i64, [u8; 32]);
+
+fn used_key(cb: &Callback) -> UsedKey {
+    let SignedRequest { at, body_sha256 } = cb.signed;
+    (cb.tenant.clone(), cb.callback_id.clone(), at, body_sha256)
+}
+
+/// The batch's signed requests remembered as used, read by exact keys.
+const USED: &str = "
+SELECT r.tenant, r.callback_id, r.signed_at, r.body_sha256
+FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bytea[])
+     AS k(tenant, callback_id, signed_at, body_sha256)
+JOIN callback_replays r ON r.tenant = k.tenant AND r.callback_id = k.callback_id
+     AND r.signed_at = k.signed_at AND r.body_sha256 = k.body_sha256";
 
 /// Locks the rows of every task the batch's callbacks are about, in id
 /// order (one statement), then reads their callback ids (a second
 /// statement, pipelined: a fresh READ COMMITTED snapshot taken once the
-/// locks are held, so it sees what the previous holders committed).
+/// locks are held, so it sees what the previous holders committed), and
+/// the signed requests used before, likewise (a request names its task:
+/// the row lock serializes every judgement of it, on every instance).
 pub(super) async fn prefetch(
     tx: &Transaction<'_>,
     b: &mut Batch,
@@ -23,6 +43,7 @@ pub(super) async fn prefetch(
     let mut ids: Vec<&str> = Vec::new();
     let mut keys: (Vec<&str>, Vec<&str>) = (Vec::new(), Vec::new());
     let mut owner_keys: (Vec<&str>, Vec<&str>) = (Vec::new(), Vec::new());
+    let mut used_keys: (Vec<i64>, Vec<&[u8]>) = (Vec::new(), Vec::new());
     for job in jobs {
         if let Op::Callback(cb) = &job.op {
             if !b.tasks.contains_key(&cb.task_id) {
@@ -32,6 +53,8 @@ pub(super) async fn prefetch(
             keys.1.push(&cb.callback_id);
             owner_keys.0.push(&cb.tenant);
             owner_keys.1.push(&cb.callback_id);
+            used_keys.0.push(cb.signed.at);
+            used_keys.1.push(&cb.signed.body_sha256);
         }
     }
     ids.sort_unstable();
@@ -53,12 +76,25 @@ pub(super) async fn prefetch(
         )
         .await?;
     let owners = tx.prepare_cached(callback_ids::POSTGRES_OWNERS).await?;
-    let (rows, seen_rows, owner_rows) = futures_util::future::try_join3(
+    let used = tx.prepare_cached(USED).await?;
+    let (rows, seen_rows, owner_rows, used_rows) = futures_util::future::try_join4(
         tx.query(&lock, &[&ids]),
         tx.query(&seen, &[&keys.0, &keys.1]),
         tx.query(&owners, &[&owner_keys.0, &owner_keys.1]),
+        tx.query(
+            &used,
+            &[&owner_keys.0, &owner_keys.1, &used_keys.0, &used_keys.1],
+        ),
     )
     .await?;
+    for row in &used_rows {
+        let digest: Vec<u8> = row.try_get(3)?;
+        // Rows are matched by exact key: a digest is always 32 bytes.
+        if let Ok(digest) = <[u8; 32]>::try_from(digest) {
+            b.used
+                .insert((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?, digest));
+        }
+    }
     for row in &owner_rows {
         b.claimed.insert((row.try_get(0)?, row.try_get(1)?));
     }
@@ -180,8 +216,12 @@ pub(super) async fn callback(
     // commits meanwhile makes the INSERT fail: the batch runs again.
     let owner_key = (cb.tenant.clone(), cb.callback_id.clone());
     let mut record = record;
+    // Every callback's signed request was prefetched too, and those
+    // remembered since are added below.
+    let used_key = used_key(cb);
+    let used = || Ok(b.used.contains(&used_key));
     let owned_elsewhere = || Ok(b.claimed.contains(&owner_key));
-    let step = match judge_callback(&mut record, cb, seen.as_ref(), owned_elsewhere) {
+    let step = match judge_callback(&mut record, cb, seen.as_ref(), used, owned_elsewhere) {
         Ok(CallbackStep::Answered(answer)) => return Ok(Ok(answer)),
         Ok(CallbackStep::Judged(step)) => step,
         Err(e) => return Ok(Err(e)),
@@ -195,6 +235,9 @@ pub(super) async fn callback(
             row,
             cb.tenant.clone(),
         ));
+    }
+    if step.remember_request && b.used.insert(used_key.clone()) {
+        b.used_rows.push(used_key);
     }
     b.judged(&record, &step.judged, cb.event.at_ms().get());
     Ok(Ok(step.answer))

@@ -291,3 +291,19 @@ pub(super) fn outbox_row(r: &Row) -> Result<OutboxEntry, StoreError> {
         attempts: u32::try_from(attempts).unwrap_or(u32::MAX),
     })
 }
+
+/// Deletes the used callback requests too old to be accepted again
+/// (`callback_replays.rs`). Every instance's sweeper runs it: the same
+/// rows, harmlessly.
+pub(super) async fn forget_used_callbacks(
+    store: &PostgresStore,
+    now_ms: f64,
+) -> Result<(), StoreError> {
+    let before = crate::store::callback_replays::forget_before(now_ms);
+    let conn = store.conn().await?;
+    let stmt = conn
+        .prepare_cached(crate::store::callback_replays::POSTGRES_FORGET)
+        .await?;
+    conn.execute(&stmt, &[&before]).await?;
+    Ok(())
+}

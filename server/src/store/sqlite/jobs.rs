@@ -86,6 +86,9 @@ pub(super) fn insert_task(
     Ok(())
 }
 
+/// An executor's callback: the facts (the task, its callback id, the
+/// signed request used before, the id's owner) read in the writer's
+/// transaction, judged by `judge_callback`, and what it says written.
 pub(super) fn callback(
     tx: &Connection,
     cb: Callback,
@@ -106,12 +109,35 @@ pub(super) fn callback(
     let seen = seen
         .map(|text| remembered_event(text, &cb.task_id, &cb.callback_id))
         .transpose()?;
+    let signed = (
+        &cb.tenant,
+        &cb.callback_id,
+        cb.signed.at,
+        &cb.signed.body_sha256[..],
+    );
+    let used = || {
+        Ok(tx
+            .prepare_cached(
+                "SELECT 1 FROM callback_replays
+                 WHERE tenant = ?1 AND callback_id = ?2 AND signed_at = ?3 AND body_sha256 = ?4",
+            )?
+            .query_row(params![signed.0, signed.1, signed.2, signed.3], |_| Ok(()))
+            .optional()?
+            .is_some())
+    };
     let owned_elsewhere =
         || Ok(callback_ids::sqlite_owner(tx, &cb.tenant, &cb.callback_id)?.is_some());
-    let step = match judge_callback(&mut record, &cb, seen.as_ref(), owned_elsewhere)? {
+    let step = match judge_callback(&mut record, &cb, seen.as_ref(), used, owned_elsewhere)? {
         CallbackStep::Answered(answer) => return Ok(answer),
         CallbackStep::Judged(step) => step,
     };
+    if step.remember_request {
+        tx.prepare_cached(
+            "INSERT OR IGNORE INTO callback_replays (tenant, callback_id, signed_at, body_sha256)
+             VALUES (?1, ?2, ?3, ?4)",
+        )?
+        .execute(params![signed.0, signed.1, signed.2, signed.3])?;
+    }
     if let Some(row) = step.remember {
         tx.prepare_cached(
             "INSERT INTO callbacks (task_id, callback_id, version, event, tenant)

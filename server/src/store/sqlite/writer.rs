@@ -44,6 +44,10 @@ pub(super) enum Op {
         sent: bool,
         next_attempt_ms: f64,
     },
+    /// Signed callback requests too old to be accepted again.
+    ForgetUsedCallbacks {
+        now_ms: f64,
+    },
     /// Outbox rows a reader found unparseable: `seq` and why.
     QuarantineOutbox {
         rows: Vec<(i64, String)>,
@@ -174,6 +178,12 @@ fn run(
             sent,
             next_attempt_ms,
         } => sweep::record_attempt(tx, seq, sent, next_attempt_ms).map(|()| WriteDone::Unit),
+        Op::ForgetUsedCallbacks { now_ms } => {
+            let before = crate::store::callback_replays::forget_before(now_ms);
+            tx.prepare_cached(crate::store::callback_replays::SQLITE_FORGET)?
+                .execute([before])?;
+            Ok(WriteDone::Unit)
+        }
         Op::QuarantineOutbox { rows, now_ms } => {
             sweep::quarantine_outbox(tx, rows, now_ms).map(WriteDone::Quarantined)
         }
