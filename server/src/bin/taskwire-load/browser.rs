@@ -243,6 +243,9 @@ async fn long_polls(
     probe_token: &str,
     until: Instant,
 ) -> Res<BTreeMap<String, usize>> {
+    // The other tenant's task, made before the flood starts.
+    let auth = format!("Bearer {probe_token}");
+    let probe = probe_task(addr, &auth).await?;
     let answers: Arc<Mutex<BTreeMap<String, usize>>> = Arc::default();
     let mut flood = Vec::with_capacity(conns);
     for i in 0..conns {
@@ -251,31 +254,38 @@ async fn long_polls(
         let task = task.to_string();
         flood.push(tokio::spawn(async move {
             let mut cursor = 0;
+            // One keep-alive connection per long-poll, as a client keeps
+            // it; a new one only when it fails.
+            let mut conn: Option<Conn> = None;
             while Instant::now() < until {
                 let path = format!("/v1/tasks/{task}/resume?cursor={cursor}&waitMs=25000");
-                let status = match Conn::open(&addr).await {
-                    Ok(mut c) => match tokio::time::timeout_at(
-                        until.into(),
-                        c.send("GET", &path, &[("authorization", &auth)], ""),
-                    )
-                    .await
-                    {
-                        Ok(Ok(r)) => {
-                            if let Ok(Answered { task: Some(t) }) = r.read::<Answered>("answer") {
-                                cursor = t.version;
-                            }
-                            format!("flood: answered {}", r.status)
+                let c = match conn.take() {
+                    Some(c) => c,
+                    None => match Conn::open(&addr).await {
+                        Ok(c) => c,
+                        Err(_) => {
+                            count(&answers, "flood: connect failed".into());
+                            tokio::time::sleep(Duration::from_millis(100)).await;
+                            continue;
                         }
-                        Ok(Err(_)) => "flood: connection failed".into(),
-                        Err(_) => "flood: still held at the end".into(),
                     },
-                    Err(_) => "flood: connect failed".into(),
                 };
-                *answers
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .entry(status)
-                    .or_default() += 1;
+                let mut c = c;
+                let headers = [("authorization", auth.as_str())];
+                let asked = c.send("GET", &path, &headers, "");
+                let answered = tokio::time::timeout_at(until.into(), asked).await;
+                let status = match answered {
+                    Ok(Ok(r)) => {
+                        if let Ok(Answered { task: Some(t) }) = r.read::<Answered>("answer") {
+                            cursor = t.version;
+                        }
+                        conn = Some(c);
+                        format!("flood: answered {}", r.status)
+                    }
+                    Ok(Err(_)) => "flood: connection failed".into(),
+                    Err(_) => "flood: still held at the end".into(),
+                };
+                count(&answers, status);
             }
         }));
         if i % 250 == 249 {
@@ -284,9 +294,7 @@ async fn long_polls(
     }
     // The other tenant, once the flood is on.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let auth = format!("Bearer {probe_token}");
-    let task = probe_task(addr, &auth).await?;
-    let path = format!("/v1/tasks/{task}/resume?cursor=0&waitMs=1000");
+    let path = format!("/v1/tasks/{probe}/resume?cursor=0&waitMs=1000");
     let mut probes: BTreeMap<String, usize> = BTreeMap::new();
     let mut slowest = Duration::ZERO;
     while Instant::now() + Duration::from_secs(2) < until {
@@ -333,4 +341,12 @@ async fn probe_task(addr: &str, auth: &str) -> Res<String> {
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
     Err(format!("the probe's create failed 10 times: {last}").into())
+}
+
+fn count(answers: &Mutex<BTreeMap<String, usize>>, what: String) {
+    *answers
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .entry(what)
+        .or_default() += 1;
 }
