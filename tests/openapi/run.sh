@@ -41,11 +41,14 @@ export TASKWIRE_BROWSER_KEY="$("$py" -c 'import base64, secrets; print(base64.b6
 
 # --body-timeout-ms and --max-watchers make 408 and 503 watch-limit
 # producible on demand (statuses.py); fuzzing sends whole bodies and holds
-# at most one watch at a time. tenant-q's quotas make the 429s producible.
+# at most one watch at a time. tenant-q's quotas make the 429s producible;
+# tenant-a lifts the default half of the slots a tenant of several holds,
+# so that it can fill the server and meet its 503.
 mkdir "$dir/data"
 "$server" --listen "127.0.0.1:$port" --data "$dir/data" --token "$TASKWIRE_TOKEN=tenant-a" \
   --token "$TASKWIRE_QUOTA_TOKEN=tenant-q" --callback-secret "tenant-q=$TASKWIRE_QUOTA_SECRET" \
   --tenant-quota "tenant-q:create-rate=0.01,create-burst=1,max-watches=1" \
+  --tenant-quota "tenant-a:max-watches=off" \
   --callback-secret "tenant-a=$TASKWIRE_CALLBACK_SECRET" --body-timeout-ms 300 --max-watchers 4 \
   --browser-token-key "tenant-a:k1=HS256:$TASKWIRE_BROWSER_KEY" \
   >"$dir/server.log" 2>&1 &
