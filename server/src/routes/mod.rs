@@ -24,6 +24,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 use axum::routing::{get, post, MethodRouter};
 use axum::Router;
+use futures_util::future::{BoxFuture, FutureExt};
 use hyper::body::Body as HttpBody;
 use taskwire_core::value::is_blank;
 use taskwire_core::MAX_SAFE_INTEGER;
@@ -32,7 +33,6 @@ use crate::error::{quoted, ApiError};
 use crate::limits::{WatchPermit, Watcher};
 use crate::serve::{body_timed_out, BodyTimedOut};
 use crate::AppState;
-use futures_util::future::{BoxFuture, FutureExt};
 
 /// Bodies above this are refused with 413.
 pub const BODY_LIMIT: usize = 64 * 1024;
@@ -118,10 +118,10 @@ pub async fn check_watch_quota(state: &AppState, who: Watcher<'_>) -> Result<(),
 /// the 429s, so that a flood of refused watches costs timers, not the
 /// cores every tenant shares (it once ran at 8,900 answers a second).
 ///
-/// Not an `async fn`: it is awaited inside every held long-poll's future,
-/// where its state would sit beside the answer being held (~100 bytes for
-/// each of 10,000 polls). Admitting is synchronous; only a refusal waits,
-/// in a box.
+/// Not an `async fn`: it is called inside every held long-poll's future,
+/// where an `async fn`'s state would sit beside the answer being held
+/// (~100 bytes for each of 10,000 polls). Admitting is synchronous; only a
+/// refusal waits, in a box.
 pub fn admit_watch(
     state: &AppState,
     who: Watcher<'_>,
