@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use rusqlite::{params, Connection, OptionalExtension};
-use serde_json::{json, Value};
+use serde_json::json;
 use taskwire_server::client;
 
 fn db(dir: &Path) -> Connection {
@@ -40,21 +40,6 @@ async fn get(addr: &str, path: &str) -> client::Reply {
     client::request(addr, "GET", path, &[("authorization", "Bearer demo")], "")
         .await
         .expect("get")
-}
-
-async fn create(addr: &str, body: Value) -> client::Reply {
-    client::request(
-        addr,
-        "POST",
-        "/v1/tasks",
-        &[
-            ("authorization", "Bearer demo"),
-            ("content-type", "application/json"),
-        ],
-        body.to_string(),
-    )
-    .await
-    .expect("create")
 }
 
 async fn create_ok(addr: &str, ttl_ms: u64) -> String {

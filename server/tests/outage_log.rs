@@ -11,23 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use serde_json::{json, Value};
-use taskwire_server::client;
-
-async fn create(addr: &str, body: Value) -> client::Reply {
-    client::request(
-        addr,
-        "POST",
-        "/v1/tasks",
-        &[
-            ("authorization", "Bearer demo"),
-            ("content-type", "application/json"),
-        ],
-        body.to_string(),
-    )
-    .await
-    .expect("create")
-}
+use serde_json::json;
 
 /// A notify receiver that refuses every post (500): each attempt is
 /// recorded, and retried while the disk is full.

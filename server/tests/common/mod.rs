@@ -296,17 +296,26 @@ pub async fn signed(
 /// Creates a task (one attempt, 1 h TTL) for tenant `demo` on a server
 /// started with [`spawn_binary`]; returns its id.
 pub async fn create_at(addr: &str) -> String {
-    let r = client::request(
+    let r = create(addr, json!({"ttlMs": 3_600_000, "maxAttempts": 1})).await;
+    assert_eq!(r.status, 201, "{:?}", r.json());
+    r.json()["id"].as_str().expect("an id").to_string()
+}
+
+/// `POST /v1/tasks` with `body` for tenant `demo`, on a fresh connection
+/// (the fault tests' server may have been restarted): the reply as it is.
+pub async fn create(addr: &str, body: Value) -> Reply {
+    client::request(
         addr,
         "POST",
         "/v1/tasks",
-        &[("authorization", "Bearer demo")],
-        r#"{"ttlMs":3600000,"maxAttempts":1}"#,
+        &[
+            ("authorization", "Bearer demo"),
+            ("content-type", "application/json"),
+        ],
+        body.to_string(),
     )
     .await
-    .expect("create request");
-    assert_eq!(r.status, 201, "{:?}", r.json());
-    r.json()["id"].as_str().expect("an id").to_string()
+    .expect("create")
 }
 
 /// A server process started by a test, with its stderr collected.
