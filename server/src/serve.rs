@@ -46,7 +46,7 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::Request;
-use axum::http::StatusCode;
+use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use futures_util::future::{self, Either, FutureExt};
@@ -198,7 +198,8 @@ pub async fn serve(
         let on_request = Arc::clone(&activity);
         let body_timeout = limits.body_timeout;
         let service = service_fn(move |req: Request<Incoming>| {
-            let busy = Busy::start(&on_request);
+            let has_body = !hyper::body::Body::is_end_stream(req.body());
+            let busy = Busy::start(&on_request, has_body);
             let cors = match &cors_state {
                 Some(state) => Cors::of(state, &req),
                 None => Cors::none(),
@@ -219,6 +220,10 @@ pub async fn serve(
                 Either::Left(routed.map(move |res: Result<Response, Infallible>| {
                     let mut res = res.unwrap_or_else(|never| match never {});
                     cors.apply(&mut res);
+                    if busy.body_left_unread() {
+                        res.headers_mut()
+                            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+                    }
                     Ok::<_, Infallible>(res.map(|b| Tracked::new(b, busy)))
                 }))
             }

@@ -90,8 +90,13 @@ async fn a_caller_without_the_right_is_refused_before_its_body_is_read() {
             "{line}: answered after {took:?}"
         );
         // The unread body is never waited for: the connection ends with
-        // the answer instead of being kept for the next request.
+        // the answer, and the answer says so, so that a client does not
+        // send its next request on it.
         assert!(closed.is_some(), "{line}: the connection stays open");
+        assert!(
+            got.to_ascii_lowercase().contains("connection: close"),
+            "{line}: no Connection: close in {got}"
+        );
     }
     // Nothing was done: the running task is still running.
     let (_, answer) = h.resume("demo", &running, "cursor=0").await;
@@ -117,7 +122,8 @@ async fn a_caller_with_the_right_still_has_its_body_read_and_bounded() {
     let mut conn = stalled_upload(&h.addr, &line, &may_cancel, 70_000).await;
     let (got, _) = until_closed(&mut conn, PATIENCE).await;
     assert!(got.starts_with("HTTP/1.1 413"), "{got}");
-    // A whole body is read and judged as before.
+    // A whole body is read and judged as before, on a connection that
+    // stays open for the next request.
     let r = h
         .post(
             &may_cancel,
@@ -128,4 +134,9 @@ async fn a_caller_with_the_right_still_has_its_body_read_and_bounded() {
         .await;
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(r.json()["task"]["state"], "cancelling");
+    assert_ne!(
+        r.header("connection"),
+        Some("close"),
+        "a read body keeps the connection"
+    );
 }

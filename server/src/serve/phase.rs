@@ -71,6 +71,12 @@ pub(super) struct Activity {
     reclaimed: AtomicBool,
     /// The connection's task, woken when its slot is reclaimed.
     waker: AtomicWaker,
+    /// The current request has a body not yet read to its end. A handler
+    /// that answers without reading it (a refusal judged from the headers)
+    /// leaves it set, and the answer then says `Connection: close`: hyper
+    /// closes such a connection after the answer, and a client that was
+    /// not told would send its next request on it and see it closed.
+    body_unread: AtomicBool,
 }
 
 /// [`Activity`]'s value: the phase and how many changes led to it.
@@ -103,6 +109,7 @@ impl Activity {
             since_ms: AtomicU32::new(clock_ms()),
             reclaimed: AtomicBool::new(false),
             waker: AtomicWaker::new(),
+            body_unread: AtomicBool::new(false),
         })
     }
 
@@ -214,9 +221,16 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
 pub(super) struct Busy(Arc<Activity>);
 
 impl Busy {
-    pub(super) fn start(activity: &Arc<Activity>) -> Self {
+    /// A request whose head was parsed; `has_body` when a body follows it.
+    pub(super) fn start(activity: &Arc<Activity>, has_body: bool) -> Self {
         activity.set(Phase::Busy);
+        activity.body_unread.store(has_body, Ordering::Relaxed);
         Busy(Arc::clone(activity))
+    }
+
+    /// Whether the request's body was left unread (see `body_unread`).
+    pub(super) fn body_left_unread(&self) -> bool {
+        self.0.body_unread.load(Ordering::Relaxed)
     }
 }
 
@@ -300,6 +314,10 @@ impl HttpBody for TimedBody {
     ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
         let this = self.get_mut();
         if let Poll::Ready(frame) = Pin::new(&mut this.body).poll_frame(cx) {
+            if frame.is_none() || (matches!(frame, Some(Ok(_))) && this.body.is_end_stream()) {
+                // Read to its end: the connection can carry the next request.
+                this.activity.body_unread.store(false, Ordering::Relaxed);
+            }
             if !matches!(frame, Some(Ok(_))) || this.body.is_end_stream() {
                 this.done_waiting();
             }
@@ -362,14 +380,14 @@ mod tests {
         let activity = Activity::new();
         let start = activity.seen();
         assert_eq!(start.phase(), Phase::Head);
-        let busy = Busy::start(&activity);
+        let busy = Busy::start(&activity, false);
         assert_eq!(activity.seen().phase(), Phase::Busy);
         drop(busy);
         let idle = activity.seen();
         assert_eq!(idle.phase(), Phase::Idle);
         // A whole request within one poll: idle again, but not the same.
         activity.set(Phase::Head);
-        drop(Busy::start(&activity));
+        drop(Busy::start(&activity, false));
         assert_eq!(activity.seen().phase(), Phase::Idle);
         assert_ne!(activity.seen(), idle);
     }

@@ -108,7 +108,7 @@ mod tests {
         // Old enough: pretend a second passed by asking for age 0.
         assert!(young.reclaimable(clock_ms(), 0));
         let busy = Activity::new();
-        let _working = Busy::start(&busy);
+        let _working = Busy::start(&busy, false);
         assert!(!busy.reclaimable(clock_ms().wrapping_add(MIN_AGE_MS), 0));
         young.set(Phase::Body);
         assert!(young.reclaimable(clock_ms().wrapping_add(MIN_AGE_MS), 0));
