@@ -1,8 +1,9 @@
-//! `taskwire-load browser`: what one end user can do with the watch-only
-//! browser token a page holds (issue 24, N1 and F6). Runs against a
-//! `--demo` server, whose token endpoint gives anyone a page's token: the
-//! scenario starts the demo's long job at a tenth of its speed (it runs
-//! for minutes, so long-polls on it are held) and asks for its token.
+//! `taskwire-load browser`: what one end user can do with the browser
+//! token a page holds (issue 24, N1 and F6). Runs against a `--demo`
+//! server, whose token endpoint gives anyone a page's token: the scenario
+//! starts the demo's long job at a tenth of its speed (it runs for
+//! minutes, so long-polls on it are held) and asks for its token (every
+//! right on that task, and, like any browser token, none to create).
 //!
 //! - `--attack batch-bodies` (N1): C connections each `POST /v1/batches`
 //!   with that token, announce a 1 MiB body, send `--bytes` of it and
@@ -10,10 +11,11 @@
 //!   and the server's peak RSS (`--pid`). A server that reads the body
 //!   before the rights holds every body until its body timeout.
 //! - `--attack long-polls` (F6): C long-polls on the task with the token,
-//!   each asked again from the version it was answered, for `--seconds`; meanwhile
-//!   another tenant (`--probe-token`) long-polls a task of its own
-//!   (`waitMs=1000`) on a fresh connection, again and again. Reports the
-//!   flood's answers and every probe's status.
+//!   each on a keep-alive connection of its own and asked again from the
+//!   version it was answered, for `--seconds`; meanwhile another tenant
+//!   (`--probe-token`) long-polls a task of its own (`waitMs=1000`) on a
+//!   fresh connection, again and again. Reports the flood's answers and
+//!   every probe's status.
 //!
 //! Bounded: at most 20,000 connections and 120 s.
 
@@ -119,7 +121,7 @@ pub async fn run(addr: &str, args: BrowserArgs, rss_kib: fn(u32) -> Option<u64>)
     let sampler = tokio::spawn(sample_rss(args.pid, rss_kib, Arc::clone(&peak), until));
     let before = args.pid.and_then(rss_kib).unwrap_or(0);
     println!(
-        "{conns} connections, {:?}, one watch-only browser token",
+        "{conns} connections, {:?}, one page's browser token",
         args.attack
     );
     let answers = match args.attack {
