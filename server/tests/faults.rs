@@ -6,7 +6,6 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -321,12 +320,7 @@ async fn a_full_disk_answers_503_storage_unavailable_and_the_server_recovers() {
     assert_eq!(get(&addr, &format!("/v1/tasks/{task}")).await.status, 200);
 
     // Space again: the same process writes again.
-    let pid = server.child.id().to_string();
-    let raised = Command::new("prlimit")
-        .args(["--pid", &pid, "--fsize=unlimited"])
-        .status()
-        .expect("prlimit (util-linux)");
-    assert!(raised.success());
+    lift_file_limit(&server);
     let r = create(
         &addr,
         json!({"ttlMs": 3_600_000, "maxAttempts": 1, "input": input}),

@@ -24,21 +24,12 @@ fn with_metrics(c: &mut Config) {
     ];
 }
 
-fn metrics_addr(h: &Harness) -> String {
-    h.server
-        .as_ref()
-        .unwrap()
-        .metrics_addr
-        .expect("--metrics-listen is bound")
-        .to_string()
-}
-
 const LONG: &str = r#"{"ttlMs":3600000,"maxAttempts":3}"#;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_scrape_after_a_known_workload_counts_it_exactly() {
     let h = harness(with_metrics).await;
-    let metrics = metrics_addr(&h);
+    let metrics = h.metrics_addr();
 
     // Creates: 3 for demo (one expires at once), 1 for other and third
     // each, then one each past their quota.
@@ -200,7 +191,7 @@ async fn the_metrics_are_never_on_the_api_address() {
     let bare = h.req("GET", "/metrics", &[], "").await;
     assert_eq!(bare.status, 404);
     // And the metrics address serves nothing of the API.
-    let metrics = metrics_addr(&h);
+    let metrics = h.metrics_addr();
     let api_there = client::request(&metrics, "GET", "/v1/tasks/x", &[], "")
         .await
         .unwrap();
@@ -252,7 +243,7 @@ async fn the_outbox_backlog_and_webhook_attempts_are_counted() {
         c.notify_url = Some(url);
     })
     .await;
-    let metrics = metrics_addr(&h);
+    let metrics = h.metrics_addr();
     let idle = scrape(&metrics).await;
     assert_eq!(idle.get("taskwire_outbox_undelivered_notifications"), 0.0);
     assert_eq!(

@@ -16,15 +16,6 @@ use tokio::net::TcpStream;
 
 const HEADER_TIMEOUT_MS: u64 = 1_500;
 
-fn metrics_addr(h: &Harness) -> String {
-    h.server
-        .as_ref()
-        .unwrap()
-        .metrics_addr
-        .expect("--metrics-listen is bound")
-        .to_string()
-}
-
 /// A connection that sends half a request head and then nothing.
 async fn half_sent_head(addr: &str) -> TcpStream {
     let mut s = TcpStream::connect(addr).await.unwrap();
@@ -42,7 +33,7 @@ async fn half_sent_heads_on_the_metrics_port_fill_its_own_cap_and_time_out_while
         c.idle_timeout_ms = 60_000;
     })
     .await;
-    let metrics = metrics_addr(&h);
+    let metrics = h.metrics_addr();
     let limits = &h.state().limits;
     assert_eq!(
         limits.for_metrics().max_connections,
@@ -108,7 +99,7 @@ async fn a_flood_past_the_metrics_cap_is_refused_and_the_api_keeps_its_connectio
         c.header_timeout_ms = 10_000;
     })
     .await;
-    let metrics = metrics_addr(&h);
+    let metrics = h.metrics_addr();
     // Four times the cap: the metrics port holds its cap and closes or
     // refuses the rest; none of them takes an API connection's room.
     let mut flood = Vec::new();

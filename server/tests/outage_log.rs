@@ -5,7 +5,6 @@
 
 mod common;
 
-use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -81,12 +80,7 @@ async fn a_full_disk_is_logged_once_when_writes_fail_and_once_when_they_succeed_
 
     // Space again: a write that commits once none was refused for the
     // quiet period (5 s) ends the episode.
-    let pid = server.child.id().to_string();
-    let raised = Command::new("prlimit")
-        .args(["--pid", &pid, "--fsize=unlimited"])
-        .status()
-        .expect("prlimit (util-linux)");
-    assert!(raised.success());
+    lift_file_limit(&server);
     assert_eq!(create(&addr, big.clone()).await.status, 201);
     tokio::time::sleep(Duration::from_millis(5_500)).await;
     assert_eq!(create(&addr, big.clone()).await.status, 201);

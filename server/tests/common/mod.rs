@@ -14,11 +14,10 @@ pub mod scrape;
 // Each test crate uses some of these (the `dead_code` allowance above,
 // for imports).
 #[allow(unused_imports)]
-pub use process::{limited, server_command, spawn_logged, Logged};
+pub use process::{lift_file_limit, limited, listening_addr, server_command, spawn_logged, Logged};
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
 use serde_json::{json, Value};
@@ -100,6 +99,16 @@ impl Harness {
             .expect("request");
         assert!(!r.truncated, "{method} {path}: reply over 64 MiB");
         r
+    }
+
+    /// Where `--metrics-listen` was bound.
+    pub fn metrics_addr(&self) -> String {
+        self.server
+            .as_ref()
+            .unwrap()
+            .metrics_addr
+            .expect("--metrics-listen is bound")
+            .to_string()
     }
 
     pub async fn get(&self, token: &str, path: &str) -> Reply {
@@ -257,17 +266,7 @@ pub fn spawn_binary(data: &std::ffi::OsStr) -> (Child, String) {
         .stderr(Stdio::inherit())
         .spawn()
         .expect("spawn server");
-    let mut reader = BufReader::new(child.stdout.take().expect("piped stdout"));
-    let mut line = String::new();
-    reader.read_line(&mut line).expect("the listening line");
-    // Keep draining stdout so the server never writes to a closed pipe.
-    std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
-    let addr = line
-        .trim()
-        .rsplit("http://")
-        .next()
-        .expect("listening line")
-        .to_string();
+    let addr = listening_addr(&mut child);
     (child, addr)
 }
 

@@ -61,22 +61,39 @@ pub fn spawn_logged(mut cmd: Command) -> Logged {
             line.clear();
         }
     });
-    let mut out = BufReader::new(child.stdout.take().expect("piped stdout"));
-    let mut line = String::new();
-    out.read_line(&mut line).expect("the listening line");
-    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
-    let addr = line
-        .trim()
-        .rsplit("http://")
-        .next()
-        .expect("listening line")
-        .to_string();
+    let addr = listening_addr(&mut child);
     assert!(!addr.is_empty(), "the server did not start: {stderr:?}");
     Logged {
         child,
         addr,
         stderr,
     }
+}
+
+/// The address a server started with piped stdout prints on its first
+/// line; the rest of stdout is drained, so the server never writes to a
+/// closed pipe.
+pub fn listening_addr(child: &mut Child) -> String {
+    let mut out = BufReader::new(child.stdout.take().expect("piped stdout"));
+    let mut line = String::new();
+    out.read_line(&mut line).expect("the listening line");
+    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+    line.trim()
+        .rsplit("http://")
+        .next()
+        .expect("listening line")
+        .to_string()
+}
+
+/// Lifts the file size limit of a server started under [`limited`]: the
+/// disk has space again, for the same process.
+pub fn lift_file_limit(server: &Logged) {
+    let pid = server.child.id().to_string();
+    let raised = Command::new("prlimit")
+        .args(["--pid", &pid, "--fsize=unlimited"])
+        .status()
+        .expect("prlimit (util-linux)");
+    assert!(raised.success());
 }
 
 /// The server under a file size limit (`ulimit -f`, which holds for root
