@@ -50,6 +50,10 @@ pub async fn run(state: AppState, every: Duration) {
     // every tick. A storage outage (a full disk) is not reported here at
     // all: the store logs it once for every writer (store/outage.rs).
     let mut failing: Option<String> = None;
+    // The same for the delete of used callback requests, on its own: a
+    // delete that fails while the sweeps succeed must not report an end
+    // and a start again on every tick.
+    let mut forgetting: Option<String> = None;
     loop {
         tick.tick().await;
         state.hub.metrics.sweeper_ran();
@@ -81,8 +85,17 @@ pub async fn run(state: AppState, every: Duration) {
         }
         // Signed callback requests remembered as used, once their
         // timestamp can no longer be accepted (store/callback_replays.rs).
-        if let Err(e) = state.store.forget_used_callbacks(now_ms()).await {
-            report(&mut failing, e.to_string());
+        match state.store.forget_used_callbacks(now_ms()).await {
+            Ok(_) => {
+                if forgetting.take().is_some() {
+                    eprintln!(
+                        "taskwire-server: sweeper: used callback requests are forgotten again"
+                    );
+                }
+            }
+            // A storage outage: the store logs it once (store/outage.rs).
+            Err(StoreError::Unavailable(_)) => {}
+            Err(e) => report(&mut forgetting, e.to_string()),
         }
     }
 }
