@@ -1,0 +1,289 @@
+//! One attempt's reports: signed callbacks carrying `attempt`, and what
+//! their answers' `next` means for the job.
+//!
+//! The reporter owns the attempt's view of its lease and its signal:
+//!
+//! - `next: "cancel"` fires the signal with [`StopReason::Cancel`]: the
+//!   job stops and the worker answers `ack_cancel`;
+//! - `next: "stop"` fires it with [`StopReason::Stop`]: the attempt is
+//!   over (replaced, ended, the task terminal) and nothing more is sent;
+//! - a report that could not be delivered before the lease could have run
+//!   out fires it with [`StopReason::LeaseLost`]: the server has given up
+//!   on this attempt or soon will, so nothing more is sent either.
+//!
+//! Reports of one attempt are sent one at a time, in order, and nothing is
+//! sent after its last one (`succeed`, `fail`, `hold`, `ack_cancel`) or
+//! after the attempt was stopped.
+
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use taskwire_core::{Event, Millis};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::http::{Persist, SendError, Transport};
+use crate::sign::random_id;
+use crate::wire::{callback_body, read_reply, Next};
+
+/// Why a job's cancellation signal fired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// A person cancelled the task (`next: "cancel"`): the worker sends
+    /// `ack_cancel` once the job returns.
+    Cancel,
+    /// The attempt is over (`next: "stop"`): another attempt took over, or
+    /// the task ended. Nothing more is reported.
+    Stop,
+    /// No report reached the server before the lease could have run out:
+    /// the attempt is presumed lost. Nothing more is reported.
+    LeaseLost,
+    /// The worker is shutting down and the grace period is over: the task
+    /// is reported `fail`, retryable, so another worker takes it.
+    Shutdown,
+}
+
+impl StopReason {
+    /// `cancel`, `stop`, `lease-lost` or `shutdown`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::Cancel => "cancel",
+            StopReason::Stop => "stop",
+            StopReason::LeaseLost => "lease-lost",
+            StopReason::Shutdown => "shutdown",
+        }
+    }
+}
+
+/// A job's cancellation token and the reason it fired (the first reason
+/// wins).
+#[derive(Clone, Default)]
+pub(crate) struct Signal {
+    pub(crate) token: CancellationToken,
+    why: Arc<OnceLock<StopReason>>,
+}
+
+impl Signal {
+    pub(crate) fn fire(&self, why: StopReason) {
+        let _ = self.why.set(why);
+        self.token.cancel();
+    }
+
+    pub(crate) fn why(&self) -> Option<StopReason> {
+        self.why.get().copied()
+    }
+}
+
+/// Whether a report renews the lease or ends the attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// `progress`, `heartbeat`: the lease runs on from its arrival.
+    Renewing,
+    /// `succeed`, `fail`, `hold`, `ack_cancel`: the attempt's last word.
+    Last,
+}
+
+/// Why a report was not delivered.
+#[derive(Debug)]
+pub(crate) enum ReportError {
+    /// The attempt had already ended or been stopped: nothing was sent.
+    Ended,
+    /// The event could not be written (a bad value from the handler).
+    Invalid(String),
+    /// The server refused it, or it could not be delivered in time.
+    Send(SendError),
+    /// The server's answer could not be read.
+    Answer(String),
+}
+
+impl std::fmt::Display for ReportError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReportError::Ended => f.write_str("the attempt is over"),
+            ReportError::Invalid(m) | ReportError::Answer(m) => f.write_str(m),
+            ReportError::Send(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+struct LeaseState {
+    /// When the lease ends at the latest, as far as this worker knows: the
+    /// last renewing report's send time plus the lease (the server counts
+    /// from its arrival, which is later).
+    until: Instant,
+    ended: bool,
+}
+
+/// The reports of one attempt.
+pub(crate) struct Reporter {
+    transport: Arc<Transport>,
+    pub(crate) task_id: String,
+    pub(crate) attempt: u64,
+    lease: Duration,
+    pub(crate) signal: Signal,
+    state: Mutex<LeaseState>,
+    /// One report at a time, in order.
+    sending: tokio::sync::Mutex<()>,
+}
+
+impl Reporter {
+    /// The reporter of an attempt whose claim was sent at `claimed_at`.
+    pub(crate) fn new(
+        transport: Arc<Transport>,
+        task_id: String,
+        attempt: u64,
+        lease: Duration,
+        claimed_at: Instant,
+    ) -> Self {
+        Reporter {
+            transport,
+            task_id,
+            attempt,
+            lease,
+            signal: Signal::default(),
+            state: Mutex::new(LeaseState {
+                until: claimed_at + lease,
+                ended: false,
+            }),
+            sending: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, LeaseState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether nothing more will be sent for this attempt.
+    pub(crate) fn ended(&self) -> bool {
+        self.state().ended
+    }
+
+    /// The server's time now, as this worker knows it.
+    pub(crate) fn now_ms(&self) -> f64 {
+        self.transport.clock.now_ms()
+    }
+
+    /// The lease, for heartbeats.
+    pub(crate) fn lease(&self) -> Duration {
+        self.lease
+    }
+
+    /// Sends the event `make(atMs, attempt)` builds; the answer's `next`.
+    /// A 400 `clock-skew` (this worker's clock was off) has set the clock
+    /// from the server's answer: the event is written again once, with
+    /// the corrected time, under a new callback id.
+    pub(crate) async fn report(
+        &self,
+        kind: Kind,
+        make: impl Fn(Millis, u64) -> Result<Event, taskwire_core::Error>,
+    ) -> Result<Next, ReportError> {
+        let _one_at_a_time = self.sending.lock().await;
+        let until = {
+            let mut state = self.state();
+            if state.ended {
+                return Err(ReportError::Ended);
+            }
+            if Instant::now() >= state.until {
+                state.ended = true;
+                drop(state);
+                self.signal.fire(StopReason::LeaseLost);
+                return Err(ReportError::Ended);
+            }
+            state.until
+        };
+        let mut rewritten = false;
+        loop {
+            let now = self.transport.clock.now_ms();
+            let at = Millis::new(now, "atMs").map_err(|e| ReportError::Invalid(e.message))?;
+            let event = make(at, self.attempt).map_err(|e| ReportError::Invalid(e.message))?;
+            let body = callback_body(&self.task_id, &event);
+            let path = format!("/v1/tasks/{}/callbacks", self.task_id);
+            let persist = Persist {
+                until: Some(until),
+                timeout: Duration::from_secs(30),
+                resend: true,
+            };
+            let sent_at = Instant::now();
+            match self
+                .transport
+                .post_signed(&path, &random_id("cb"), &body, persist)
+                .await
+            {
+                Ok(text) => {
+                    let next = read_reply(&text).map_err(ReportError::Answer)?;
+                    self.heard(kind, next, sent_at);
+                    return Ok(next);
+                }
+                Err(SendError::Status {
+                    status: 400, code, ..
+                }) if code == "clock-skew" && !rewritten => {
+                    rewritten = true;
+                }
+                Err(e @ SendError::GaveUp(_)) => {
+                    self.state().ended = true;
+                    self.signal.fire(StopReason::LeaseLost);
+                    return Err(ReportError::Send(e));
+                }
+                Err(e) => return Err(ReportError::Send(e)),
+            }
+        }
+    }
+
+    /// What an answer's `next` changes: the lease, the signal, the end.
+    fn heard(&self, kind: Kind, next: Next, sent_at: Instant) {
+        let mut state = self.state();
+        match (kind, next) {
+            (Kind::Last, _) => state.ended = true,
+            (Kind::Renewing, Next::Continue) => state.until = sent_at + self.lease,
+            (Kind::Renewing, Next::Cancel) => {
+                // Still this worker's attempt: the lease runs on while the
+                // job winds down to its `ack_cancel`.
+                state.until = sent_at + self.lease;
+                drop(state);
+                self.signal.fire(StopReason::Cancel);
+            }
+            (Kind::Renewing, Next::Stop) => {
+                state.ended = true;
+                drop(state);
+                self.signal.fire(StopReason::Stop);
+            }
+        }
+    }
+
+    /// `heartbeat` with the lease: renews it, and hears `next`.
+    pub(crate) async fn heartbeat(&self) -> Result<Next, ReportError> {
+        let lease = self.lease.as_millis() as f64;
+        self.report(Kind::Renewing, move |at_ms, attempt| {
+            Ok(Event::Heartbeat {
+                at_ms,
+                attempt: Some(attempt),
+                lease_ms: Some(Millis::new(lease, "leaseMs")?),
+            })
+        })
+        .await
+    }
+
+    /// `fail`, retryable or not: the attempt's last word.
+    pub(crate) async fn fail(&self, error: &str, retryable: bool) -> Result<Next, ReportError> {
+        self.report(Kind::Last, |at_ms, attempt| {
+            Ok(Event::Fail {
+                at_ms,
+                error: error.to_string(),
+                retryable,
+                attempt: Some(attempt),
+            })
+        })
+        .await
+    }
+
+    /// `ack_cancel`: the job stopped after a cancel.
+    pub(crate) async fn ack_cancel(&self) -> Result<Next, ReportError> {
+        self.report(Kind::Last, |at_ms, attempt| {
+            Ok(Event::AckCancel {
+                at_ms,
+                attempt: Some(attempt),
+            })
+        })
+        .await
+    }
+}
