@@ -103,7 +103,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     )
     .concurrency(4)
     .build()?;
-    worker.handle("summary", move |job| summarize(job, step_ms));
+    worker.handle("summary", move |job| summarize(job, step_ms))?;
     println!("worker {} claiming kind summary", worker.name());
     let running = tokio::spawn({
         let worker = worker.clone();

@@ -22,7 +22,7 @@
 //!         job.progress((step + 1) * 12, Some(&format!("step-{step}"))).await?;
 //!     }
 //!     Ok(Done::result(format!("blob://{}", job.id()), "sha256:…"))
-//! });
+//! })?;
 //! let running = tokio::spawn({
 //!     let worker = worker.clone();
 //!     async move { worker.run().await }

@@ -18,13 +18,13 @@
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use taskwire_core::{Event, Millis};
+use taskwire_core::{Directive, Event, Millis};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::http::{Persist, SendError, Transport};
 use crate::sign::random_id;
-use crate::wire::{callback_body, read_reply, Next};
+use crate::wire::{callback_body, read_reply};
 
 /// Why a job's cancellation signal fired.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -176,7 +176,7 @@ impl Reporter {
         &self,
         kind: Kind,
         make: impl Fn(Millis, u64) -> Result<Event, taskwire_core::Error>,
-    ) -> Result<Next, ReportError> {
+    ) -> Result<Directive, ReportError> {
         let _one_at_a_time = self.sending.lock().await;
         let until = {
             let mut state = self.state();
@@ -230,19 +230,19 @@ impl Reporter {
     }
 
     /// What an answer's `next` changes: the lease, the signal, the end.
-    fn heard(&self, kind: Kind, next: Next, sent_at: Instant) {
+    fn heard(&self, kind: Kind, next: Directive, sent_at: Instant) {
         let mut state = self.state();
         match (kind, next) {
             (Kind::Last, _) => state.ended = true,
-            (Kind::Renewing, Next::Continue) => state.until = sent_at + self.lease,
-            (Kind::Renewing, Next::Cancel) => {
+            (Kind::Renewing, Directive::Continue) => state.until = sent_at + self.lease,
+            (Kind::Renewing, Directive::Cancel) => {
                 // Still this worker's attempt: the lease runs on while the
                 // job winds down to its `ack_cancel`.
                 state.until = sent_at + self.lease;
                 drop(state);
                 self.signal.fire(StopReason::Cancel);
             }
-            (Kind::Renewing, Next::Stop) => {
+            (Kind::Renewing, Directive::Stop) => {
                 state.ended = true;
                 drop(state);
                 self.signal.fire(StopReason::Stop);
@@ -251,7 +251,7 @@ impl Reporter {
     }
 
     /// `heartbeat` with the lease: renews it, and hears `next`.
-    pub(crate) async fn heartbeat(&self) -> Result<Next, ReportError> {
+    pub(crate) async fn heartbeat(&self) -> Result<Directive, ReportError> {
         let lease = self.lease.as_millis() as f64;
         self.report(Kind::Renewing, move |at_ms, attempt| {
             Ok(Event::Heartbeat {
@@ -264,7 +264,11 @@ impl Reporter {
     }
 
     /// `fail`, retryable or not: the attempt's last word.
-    pub(crate) async fn fail(&self, error: &str, retryable: bool) -> Result<Next, ReportError> {
+    pub(crate) async fn fail(
+        &self,
+        error: &str,
+        retryable: bool,
+    ) -> Result<Directive, ReportError> {
         self.report(Kind::Last, |at_ms, attempt| {
             Ok(Event::Fail {
                 at_ms,
@@ -277,7 +281,7 @@ impl Reporter {
     }
 
     /// `ack_cancel`: the job stopped after a cancel.
-    pub(crate) async fn ack_cancel(&self) -> Result<Next, ReportError> {
+    pub(crate) async fn ack_cancel(&self) -> Result<Directive, ReportError> {
         self.report(Kind::Last, |at_ms, attempt| {
             Ok(Event::AckCancel {
                 at_ms,

@@ -10,7 +10,7 @@
 //!   keep their digits).
 
 use serde::{Deserialize, Serialize};
-use taskwire_core::{Event, TaskView};
+use taskwire_core::{Directive, Event, TaskView};
 use taskwire_wire::exact;
 
 /// `POST /v1/work/claim`'s body.
@@ -93,19 +93,6 @@ pub(crate) fn read_claim(text: &str) -> Result<ClaimAnswer, String> {
     })
 }
 
-/// What the server tells the executor to do now (PROTOCOL.md §Workers,
-/// the `next` table).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Next {
-    /// Go on.
-    Continue,
-    /// The task is `cancelling`: stop and send `ack_cancel`.
-    Cancel,
-    /// This attempt is over (replaced, ended, the task terminal): stop and
-    /// report nothing more.
-    Stop,
-}
-
 /// The part of a callback's answer the worker decides by: `next` (never
 /// `reason`, whose wording is for people).
 #[derive(Debug, Default, Deserialize)]
@@ -116,20 +103,16 @@ struct ReplyFields {
 
 /// Reads a callback answer's `next`. An unknown or missing one is an
 /// error, never a silent "continue".
-pub(crate) fn read_reply(text: &str) -> Result<Next, String> {
+pub(crate) fn read_reply(text: &str) -> Result<Directive, String> {
     let f: ReplyFields = taskwire_wire::from_json_serde(text, "answer").map_err(|e| e.message)?;
-    let next = match f.next.as_deref() {
-        Some("continue") => Next::Continue,
-        Some("cancel") => Next::Cancel,
-        Some("stop") => Next::Stop,
-        Some(other) => {
-            return Err(format!(
-                "answer.next: unknown value \"{other}\", expected continue, cancel or stop"
-            ))
-        }
-        None => return Err("answer.next: required (a server without §Workers?)".into()),
-    };
-    Ok(next)
+    // Core's spelling of each directive: the one the server writes.
+    let all = [Directive::Continue, Directive::Cancel, Directive::Stop];
+    match f.next.as_deref() {
+        Some(text) => all.into_iter().find(|d| d.as_str() == text).ok_or_else(|| {
+            format!("answer.next: unknown value \"{text}\", expected continue, cancel or stop")
+        }),
+        None => Err("answer.next: required (a server without §Workers?)".into()),
+    }
 }
 
 /// A report's body: `taskId`, then the event's fields.
@@ -186,7 +169,7 @@ mod tests {
     fn next_is_read_strictly() {
         assert_eq!(
             read_reply(r#"{"next":"cancel","reason":"x"}"#).unwrap(),
-            Next::Cancel
+            Directive::Cancel
         );
         assert!(read_reply(r#"{"next":"later"}"#)
             .unwrap_err()

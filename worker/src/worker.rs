@@ -6,6 +6,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use taskwire_core::ClaimRequest as Limits;
 use tokio::sync::watch;
 
 use crate::clock::{system_clock, Clock, ServerClock};
@@ -162,7 +163,7 @@ fn default_name() -> String {
 ///     job.check()?;
 ///     job.progress(50, Some("half")).await?;
 ///     Ok(Done::result("blob://r", "sha256:ab"))
-/// });
+/// })?;
 /// worker.run().await;
 /// # Ok(()) }
 /// ```
@@ -209,17 +210,38 @@ impl Worker {
     /// handler's `Ok(Done)` is reported as `succeed` (or was a `hold`);
     /// its error as `fail`, retryable by [`crate::ErrorClass`]. Handlers
     /// added while the worker runs are claimed for from its next claim.
-    pub fn handle<F, Fut>(&self, kind: impl Into<String>, handler: F)
+    /// A kind over 64 bytes, or a 33rd kind, is an error naming `kind`
+    /// (a claim names at most 32).
+    pub fn handle<F, Fut>(&self, kind: impl Into<String>, handler: F) -> Result<(), ConfigError>
     where
         F: Fn(Job) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Done, JobError>> + Send + 'static,
     {
-        let handler: Handler = Arc::new(move |job| Box::pin(handler(job)));
-        self.inner
+        let kind = kind.into();
+        if kind.len() > Limits::MAX_KIND_BYTES {
+            return Err(ConfigError::new(
+                "kind",
+                format!(
+                    "must be at most {} bytes, got {:?}",
+                    Limits::MAX_KIND_BYTES,
+                    kind
+                ),
+            ));
+        }
+        let mut handlers = self
+            .inner
             .handlers
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(kind.into(), handler);
+            .unwrap_or_else(|e| e.into_inner());
+        if !handlers.contains_key(&kind) && handlers.len() >= Limits::MAX_KINDS {
+            return Err(ConfigError::new(
+                "kind",
+                format!("a worker runs at most {} kinds", Limits::MAX_KINDS),
+            ));
+        }
+        let handler: Handler = Arc::new(move |job| Box::pin(handler(job)));
+        handlers.insert(kind, handler);
+        Ok(())
     }
 
     /// The worker's name, as recorded in each `start`.

@@ -19,15 +19,17 @@ async fn runs_with_a_clock_off_by(skew: f64) {
         .clock(move || now_ms() + skew)
         .build()
         .unwrap();
-    worker.handle("summary", |job| async move {
-        // Several heartbeats (a second apart) and reports: each must pass
-        // the server's 5 minutes of tolerance.
-        for p in [20u8, 40, 60, 80] {
-            tokio::time::sleep(Duration::from_millis(700)).await;
-            job.progress(p, None).await?;
-        }
-        Ok(Done::result("blob://skew", "sha256:s"))
-    });
+    worker
+        .handle("summary", |job| async move {
+            // Several heartbeats (a second apart) and reports: each must pass
+            // the server's 5 minutes of tolerance.
+            for p in [20u8, 40, 60, 80] {
+                tokio::time::sleep(Duration::from_millis(700)).await;
+                job.progress(p, None).await?;
+            }
+            Ok(Done::result("blob://skew", "sha256:s"))
+        })
+        .unwrap();
     let run = spawn(&worker);
     let id = server.create("summary", json!(null), json!({})).await;
     let task = server.wait_state(&id, "succeeded").await;

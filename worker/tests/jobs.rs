@@ -16,21 +16,23 @@ async fn a_claimed_task_reports_progress_and_succeeds() {
     let worker = server.worker("w-succeed").build().unwrap();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let record = Arc::clone(&seen);
-    worker.handle("summary", move |job| {
-        let record = Arc::clone(&record);
-        async move {
-            let input: serde_json::Value = job.input()?;
-            record
-                .lock()
-                .unwrap()
-                .push((job.attempt(), job.kind().to_string(), input));
-            for p in [25u8, 50, 75] {
-                job.check()?;
-                job.progress(p, Some(&format!("c{p}"))).await?;
+    worker
+        .handle("summary", move |job| {
+            let record = Arc::clone(&record);
+            async move {
+                let input: serde_json::Value = job.input()?;
+                record
+                    .lock()
+                    .unwrap()
+                    .push((job.attempt(), job.kind().to_string(), input));
+                for p in [25u8, 50, 75] {
+                    job.check()?;
+                    job.progress(p, Some(&format!("c{p}"))).await?;
+                }
+                Ok(Done::result(format!("blob://{}", job.id()), "sha256:ab"))
             }
-            Ok(Done::result(format!("blob://{}", job.id()), "sha256:ab"))
-        }
-    });
+        })
+        .unwrap();
     let run = spawn(&worker);
     let id = server
         .create("summary", json!({"doc": "hello"}), json!({}))
@@ -53,23 +55,29 @@ async fn a_claimed_task_reports_progress_and_succeeds() {
 async fn a_retryable_failure_is_retried_and_a_final_one_is_not() {
     let server = Server::start(&[]);
     let worker = server.worker("w-retry").build().unwrap();
-    worker.handle("flaky", |job| async move {
-        if job.attempt() == 1 {
-            Err(RetryableError("vendor busy".into()))?;
-        }
-        // The second attempt sees the first one's error.
-        assert_eq!(job.task().error.as_deref(), Some("vendor busy"));
-        Ok(Done::result("blob://ok", "sha256:ok"))
-    });
-    worker.handle("broken", |_job| async move {
-        Err(FatalError("input is not a PDF".into()))?;
-        Ok(Done::result("never", "never"))
-    });
-    worker.handle("bug", |_job| async move {
-        // An error of no known class: final.
-        let n: u32 = "not a number".parse()?;
-        Ok(Done::result(format!("blob://{n}"), "sha256:x"))
-    });
+    worker
+        .handle("flaky", |job| async move {
+            if job.attempt() == 1 {
+                Err(RetryableError("vendor busy".into()))?;
+            }
+            // The second attempt sees the first one's error.
+            assert_eq!(job.task().error.as_deref(), Some("vendor busy"));
+            Ok(Done::result("blob://ok", "sha256:ok"))
+        })
+        .unwrap();
+    worker
+        .handle("broken", |_job| async move {
+            Err(FatalError("input is not a PDF".into()))?;
+            Ok(Done::result("never", "never"))
+        })
+        .unwrap();
+    worker
+        .handle("bug", |_job| async move {
+            // An error of no known class: final.
+            let n: u32 = "not a number".parse()?;
+            Ok(Done::result(format!("blob://{n}"), "sha256:x"))
+        })
+        .unwrap();
     let run = spawn(&worker);
     let flaky = server.create("flaky", json!(null), json!({})).await;
     let broken = server.create("broken", json!(null), json!({})).await;
@@ -97,24 +105,26 @@ async fn a_retryable_failure_is_retried_and_a_final_one_is_not() {
 async fn a_hold_waits_for_a_decision_that_the_next_attempt_sees() {
     let server = Server::start(&[]);
     let worker = server.worker("w-hold").build().unwrap();
-    worker.handle("review", |job| async move {
-        match &job.task().decision {
-            None => {
-                job.progress(50, Some("draft")).await?;
-                job.hold("blob://draft-1", "sha256:d1", Some("publish this?"))
-                    .await
+    worker
+        .handle("review", |job| async move {
+            match &job.task().decision {
+                None => {
+                    job.progress(50, Some("draft")).await?;
+                    job.hold("blob://draft-1", "sha256:d1", Some("publish this?"))
+                        .await
+                }
+                Some(decision) => {
+                    // Goes on from the artifact decided on, with the reason.
+                    assert_eq!(job.task().artifact_hash.as_deref(), Some("sha256:d1"));
+                    let reason = decision.reason.clone().unwrap_or_default();
+                    Ok(Done::result(
+                        format!("blob://final/{}/{reason}", decision.kind.as_str()),
+                        "sha256:f",
+                    ))
+                }
             }
-            Some(decision) => {
-                // Goes on from the artifact decided on, with the reason.
-                assert_eq!(job.task().artifact_hash.as_deref(), Some("sha256:d1"));
-                let reason = decision.reason.clone().unwrap_or_default();
-                Ok(Done::result(
-                    format!("blob://final/{}/{reason}", decision.kind.as_str()),
-                    "sha256:f",
-                ))
-            }
-        }
-    });
+        })
+        .unwrap();
     let run = spawn(&worker);
     let id = server
         .create("review", json!({"approval": true}), json!({}))

@@ -45,7 +45,7 @@ async fn a_cancel_reaches_the_job_within_a_heartbeat_and_ends_it_cancelled() {
     let server = Server::start(&[]);
     let worker = server.worker("w-cancel").build().unwrap();
     let seen = Arc::new(Mutex::new(Vec::new()));
-    worker.handle("long", until_signalled(&seen));
+    worker.handle("long", until_signalled(&seen)).unwrap();
     let run = spawn(&worker);
     let id = server.create("long", json!(null), json!({})).await;
     server.wait_state(&id, "running").await;
@@ -65,7 +65,7 @@ async fn a_job_whose_attempt_was_taken_over_gets_stop_and_reports_nothing_more()
     let server = Server::start(&[]);
     let first = server.worker("w-first").build().unwrap();
     let seen = Arc::new(Mutex::new(Vec::new()));
-    first.handle("fenced", until_signalled(&seen));
+    first.handle("fenced", until_signalled(&seen)).unwrap();
     let run_first = spawn(&first);
     let id = server.create("fenced", json!(null), json!({})).await;
     server.wait_state(&id, "running").await;
@@ -81,15 +81,17 @@ async fn a_job_whose_attempt_was_taken_over_gets_stop_and_reports_nothing_more()
         .await;
     assert_eq!(status, 200, "{answer}");
     let second = server.worker("w-second").build().unwrap();
-    second.handle("fenced", |job| async move {
-        // Holds attempt 2 a while, so that attempt 1's heartbeat meets it.
-        tokio::time::sleep(Duration::from_secs(3)).await;
-        job.check()?;
-        Ok(Done::result(
-            format!("blob://attempt-{}", job.attempt()),
-            "sha256:2",
-        ))
-    });
+    second
+        .handle("fenced", |job| async move {
+            // Holds attempt 2 a while, so that attempt 1's heartbeat meets it.
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            job.check()?;
+            Ok(Done::result(
+                format!("blob://attempt-{}", job.attempt()),
+                "sha256:2",
+            ))
+        })
+        .unwrap();
     let run_second = spawn(&second);
 
     // Attempt 1's next heartbeat is stale: `next: stop`.
@@ -110,7 +112,7 @@ async fn a_graceful_shutdown_hands_unfinished_tasks_back() {
     let server = Server::start(&[]);
     let worker = server.worker("w-leaving").concurrency(2).build().unwrap();
     let seen = Arc::new(Mutex::new(Vec::new()));
-    worker.handle("long", until_signalled(&seen));
+    worker.handle("long", until_signalled(&seen)).unwrap();
     let run = spawn(&worker);
     let a = server.create("long", json!(null), json!({})).await;
     let b = server.create("long", json!(null), json!({})).await;
@@ -135,7 +137,8 @@ async fn a_graceful_shutdown_hands_unfinished_tasks_back() {
             format!("blob://{}", job.attempt()),
             "sha256:n",
         ))
-    });
+    })
+    .unwrap();
     let run = spawn(&next);
     for id in [&a, &b] {
         let task = server.wait_state(id, "succeeded").await;

@@ -71,13 +71,15 @@ async fn run_with(ocr: Arc<Ocr>) -> (serde_json::Value, Arc<Ocr>) {
     let server = Server::start(&[]);
     let worker = server.worker("w-vendor").build().unwrap();
     let vendor = Arc::clone(&ocr);
-    worker.handle("ocr", move |job| {
-        let vendor = Arc::clone(&vendor);
-        async move {
-            let text = job.vendor("ocr", vendor.as_ref(), fast()).await?;
-            Ok(Done::result(format!("blob://{text}"), "sha256:o"))
-        }
-    });
+    worker
+        .handle("ocr", move |job| {
+            let vendor = Arc::clone(&vendor);
+            async move {
+                let text = job.vendor("ocr", vendor.as_ref(), fast()).await?;
+                Ok(Done::result(format!("blob://{text}"), "sha256:o"))
+            }
+        })
+        .unwrap();
     let run = spawn(&worker);
     let id = server.create("ocr", json!(null), json!({})).await;
     let task = server
