@@ -48,6 +48,8 @@ pub(crate) enum SendError {
         status: u16,
         code: String,
         message: String,
+        /// The answer's `Retry-After`, if any (a 429 or 503).
+        retry_after: Option<Duration>,
     },
     /// Every send failed (network, 408, 429, 503) until the deadline; the
     /// last failure.
@@ -61,6 +63,7 @@ impl std::fmt::Display for SendError {
                 status,
                 code,
                 message,
+                ..
             } => write!(f, "answered {status} {code}: {message}"),
             SendError::GaveUp(last) => write!(f, "gave up resending: {last}"),
         }
@@ -173,6 +176,7 @@ impl Transport {
                             status,
                             code: err.error.code,
                             message: err.error.message,
+                            retry_after,
                         });
                     }
                     (retry_after, format!("answered {status} {}", err.error.code))

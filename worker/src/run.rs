@@ -25,7 +25,7 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use crate::error::{ErrorClass, JobError};
-use crate::http::{backoff, Persist};
+use crate::http::{backoff, Persist, SendError};
 use crate::job::{Done, Ending, Job};
 use crate::report::{Kind, Reporter, StopReason};
 use crate::sign::random_id;
@@ -130,9 +130,10 @@ impl Worker {
                         });
                     }
                 }
-                Err(e) => {
+                Err((e, retry_after)) => {
                     eprintln!("taskwire-worker {}: claim: {e}", inner.name);
-                    let wait = backoff(failures.saturating_add(3));
+                    let wait =
+                        backoff(failures.saturating_add(3)).max(retry_after.unwrap_or_default());
                     failures = failures.saturating_add(1);
                     tokio::select! {
                         _ = tokio::time::sleep(wait) => {}
@@ -151,12 +152,13 @@ impl Worker {
 }
 
 /// One claim of at most `max` tasks of `kinds`, each with the time the
-/// claim was sent (its lease runs from the server's receipt, later).
+/// claim was sent (its lease runs from the server's receipt, later). An
+/// error is its text and the server's `Retry-After`, if it sent one.
 async fn claim(
     inner: &Inner,
     kinds: &[String],
     max: usize,
-) -> Result<Vec<(Claimed, Instant)>, String> {
+) -> Result<Vec<(Claimed, Instant)>, (String, Option<Duration>)> {
     let body = taskwire_wire::to_json(&ClaimRequest {
         worker: &inner.name,
         kinds,
@@ -176,8 +178,14 @@ async fn claim(
         .transport
         .post_signed("/v1/work/claim", &random_id("clm"), &body, persist)
         .await
-        .map_err(|e| e.to_string())?;
-    let answer = read_claim(&text)?;
+        .map_err(|e| {
+            let wait = match &e {
+                SendError::Status { retry_after, .. } => *retry_after,
+                SendError::GaveUp(_) => None,
+            };
+            (e.to_string(), wait)
+        })?;
+    let answer = read_claim(&text).map_err(|e| (e, None))?;
     if let Some(now) = answer.now_ms {
         inner.transport.clock.sync(now);
     }
