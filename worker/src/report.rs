@@ -127,13 +127,14 @@ pub(crate) struct Reporter {
 }
 
 impl Reporter {
-    /// The reporter of an attempt whose claim was sent at `claimed_at`.
+    /// The reporter of an attempt whose lease ends at `lease_end` at the
+    /// latest.
     pub(crate) fn new(
         transport: Arc<Transport>,
         task_id: String,
         attempt: u64,
         lease: Duration,
-        claimed_at: Instant,
+        lease_end: Instant,
     ) -> Self {
         Reporter {
             transport,
@@ -142,7 +143,7 @@ impl Reporter {
             lease,
             signal: Signal::default(),
             state: Mutex::new(LeaseState {
-                until: claimed_at + lease,
+                until: lease_end,
                 ended: false,
             }),
             sending: tokio::sync::Mutex::new(()),

@@ -95,13 +95,13 @@ impl Worker {
             match answer {
                 Ok(tasks) => {
                     failures = 0;
-                    for (task, claimed_at) in tasks {
+                    for (task, lease_end) in tasks {
                         let reporter = Arc::new(Reporter::new(
                             Arc::clone(&inner.transport),
                             task.view.id.clone(),
                             task.view.attempts,
                             inner.lease,
-                            claimed_at,
+                            lease_end,
                         ));
                         if stopped.is_some() {
                             let _ = reporter.fail(SHUT_DOWN, true).await;
@@ -151,8 +151,8 @@ impl Worker {
     }
 }
 
-/// One claim of at most `max` tasks of `kinds`, each with the time the
-/// claim was sent (its lease runs from the server's receipt, later). An
+/// One claim of at most `max` tasks of `kinds`, each with the latest time
+/// its lease may end, as far as this worker can tell. An
 /// error is its text and the server's `Retry-After`, if it sent one.
 async fn claim(
     inner: &Inner,
@@ -174,6 +174,10 @@ async fn claim(
         resend: false,
     };
     let sent_at = Instant::now();
+    // A held claim may be answered long after it was sent, and its
+    // leases start when it is answered: each lease's end is taken from
+    // the answer (`lease.expiresAtMs - nowMs` from now), else counted from
+    // the send, which is early but safe.
     let text = inner
         .transport
         .post_signed("/v1/work/claim", &random_id("clm"), &body, persist)
@@ -185,11 +189,22 @@ async fn claim(
             };
             (e.to_string(), wait)
         })?;
+    let received_at = Instant::now();
     let answer = read_claim(&text).map_err(|e| (e, None))?;
     if let Some(now) = answer.now_ms {
         inner.transport.clock.sync(now);
     }
-    Ok(answer.tasks.into_iter().map(|t| (t, sent_at)).collect())
+    let lease_end = |t: &Claimed| match (t.lease_expires_at_ms, answer.now_ms) {
+        (Some(end), Some(now)) if end > now => {
+            received_at + Duration::from_millis((end - now) as u64).min(inner.lease)
+        }
+        _ => sent_at + inner.lease,
+    };
+    Ok(answer
+        .tasks
+        .iter()
+        .map(|t| (t.clone(), lease_end(t)))
+        .collect())
 }
 
 /// A job's life: heartbeats beside the handler, then its last word.

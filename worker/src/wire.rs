@@ -33,6 +33,8 @@ pub(crate) struct Claimed {
     pub(crate) input: Option<String>,
     /// The whole task as the server sent it.
     pub(crate) raw: String,
+    /// When its lease ends, on the server's clock (`lease.expiresAtMs`).
+    pub(crate) lease_expires_at_ms: Option<f64>,
 }
 
 /// A claim's answer.
@@ -48,6 +50,13 @@ pub(crate) struct ClaimAnswer {
 #[serde(default)]
 struct Extras {
     kind: Option<String>,
+    lease: Option<LeaseFields>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct LeaseFields {
+    expires_at_ms: Option<f64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -85,6 +94,7 @@ pub(crate) fn read_claim(text: &str) -> Result<ClaimAnswer, String> {
             kind: extras.kind.unwrap_or_default(),
             input,
             raw: item.to_string(),
+            lease_expires_at_ms: extras.lease.and_then(|l| l.expires_at_ms),
         });
     }
     Ok(ClaimAnswer {
@@ -155,6 +165,7 @@ mod tests {
         assert_eq!(t.kind, "summary");
         assert_eq!(t.input.as_deref(), Some(r#"{"n":9007199254740993}"#));
         assert_eq!(t.view.attempts, 2);
+        assert_eq!(t.lease_expires_at_ms, Some(1.0));
         let decision = t.view.decision.as_ref().unwrap();
         assert_eq!(decision.reason.as_deref(), Some("shorter"));
     }

@@ -139,3 +139,39 @@ async fn a_hold_waits_for_a_decision_that_the_next_attempt_sees() {
     worker.shutdown(Duration::from_secs(1)).await;
     run.await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_handed_out_late_in_a_held_claim_keeps_its_whole_lease() {
+    let server = Server::start(&[]);
+    // The claim is held nearly as long as a lease: the lease starts when
+    // the task is handed out, not when the claim was sent.
+    let worker = server
+        .worker("w-held")
+        .lease_ms(3_000)
+        .wait_ms(3_000)
+        .build()
+        .unwrap();
+    let stopped = Arc::new(Mutex::new(None));
+    let record = Arc::clone(&stopped);
+    worker
+        .handle("summary", move |job| {
+            let record = Arc::clone(&record);
+            async move {
+                for p in [20u8, 40, 60, 80] {
+                    tokio::time::sleep(Duration::from_millis(800)).await;
+                    job.progress(p, None).await?;
+                }
+                *record.lock().unwrap() = Some(job.stop_reason());
+                Ok(Done::result("blob://late", "sha256:l"))
+            }
+        })
+        .unwrap();
+    let run = spawn(&worker);
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    let id = server.create("summary", json!(null), json!({})).await;
+    let task = server.wait_state(&id, "succeeded").await;
+    assert_eq!(task["attempts"], 1, "{task}");
+    assert_eq!(*stopped.lock().unwrap(), Some(None), "never stopped");
+    worker.shutdown(Duration::from_secs(1)).await;
+    run.await.unwrap();
+}
