@@ -110,6 +110,11 @@ impl Server {
         }
     }
 
+    /// The server's SQLite file.
+    pub fn database(&self) -> PathBuf {
+        self._data.path().join("taskwire.sqlite3")
+    }
+
     /// `http://addr`.
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)

@@ -1,0 +1,54 @@
+//! Reports the server could not judge (503 while its store is locked) are
+//! sent again, signed afresh, until they land, within the lease.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{spawn, Server};
+use serde_json::json;
+use taskwire_worker::Done;
+use tokio::sync::Notify;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_report_answered_503_is_sent_again_until_it_lands() {
+    let server = Server::start(&[]);
+    // A lease long enough to outlast the store's outage (its 5 s busy
+    // timeout, then a 503 with Retry-After: 5).
+    let worker = server.worker("w-resend").lease_ms(30_000).build().unwrap();
+    let ready = Arc::new(Notify::new());
+    let go = Arc::new(Notify::new());
+    let (r, g) = (Arc::clone(&ready), Arc::clone(&go));
+    worker
+        .handle("summary", move |job| {
+            let (ready, go) = (Arc::clone(&r), Arc::clone(&g));
+            async move {
+                job.progress(10, Some("before")).await?;
+                ready.notify_one();
+                go.notified().await;
+                job.progress(50, Some("during the outage")).await?;
+                assert_eq!(job.stop_reason(), None);
+                Ok(Done::result("blob://resent", "sha256:r"))
+            }
+        })
+        .unwrap();
+    let run = spawn(&worker);
+    let id = server.create("summary", json!(null), json!({})).await;
+    ready.notified().await;
+
+    // Another process holds the store's write lock past the server's busy
+    // timeout: every write is answered 503 storage-unavailable.
+    let holder = rusqlite::Connection::open(server.database()).unwrap();
+    holder.busy_timeout(Duration::from_secs(5)).unwrap();
+    holder.execute_batch("BEGIN IMMEDIATE").unwrap();
+    go.notify_one();
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    assert_eq!(server.get(&id).await["progress"], 10, "nothing written yet");
+    holder.execute_batch("ROLLBACK").unwrap();
+
+    let task = server.wait_state(&id, "succeeded").await;
+    assert_eq!(task["attempts"], 1, "the attempt kept its lease: {task}");
+    worker.shutdown(Duration::from_secs(1)).await;
+    run.await.unwrap();
+}
