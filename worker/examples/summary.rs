@@ -87,6 +87,7 @@ async fn summarize(job: Job, step_ms: u64) -> Result<Done, JobError> {
                 .await;
         }
     }
+    summary.push_str(&input.doc);
     Ok(Done::result(
         format!("memory://{}/summary", job.id()),
         hash(&summary),
