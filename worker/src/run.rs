@@ -51,9 +51,10 @@ impl Worker {
         let mut jobs = JoinSet::new();
         let mut stop = inner.stop.subscribe();
         let mut failures: u32 = 0;
-        let grace = loop {
+        // The end of the shutdown's grace, counted from when it was asked.
+        let deadline = loop {
             if let Some(grace) = *stop.borrow_and_update() {
-                break grace;
+                break Instant::now() + grace;
             }
             while jobs.try_join_next().is_some() {}
             // 1. At least one free slot, then every other free one.
@@ -88,8 +89,9 @@ impl Worker {
                     // Stopping: the held claim may already have claimed
                     // tasks; let it answer within the grace and hand them
                     // back, rather than leave them to lapse.
-                    let grace = (*stop.borrow()).unwrap_or_default();
-                    (tokio::time::timeout(grace, &mut claim).await.unwrap_or(Ok(Vec::new())), Some(grace))
+                    let deadline = Instant::now() + (*stop.borrow()).unwrap_or_default();
+                    let late = tokio::time::timeout_at(deadline, &mut claim).await;
+                    (late.unwrap_or(Ok(Vec::new())), Some(deadline))
                 }
             };
             match answer {
@@ -141,11 +143,11 @@ impl Worker {
                     }
                 }
             }
-            if let Some(grace) = stopped {
-                break grace;
+            if let Some(deadline) = stopped {
+                break deadline;
             }
         };
-        wind_down(&mut jobs, &running, grace).await;
+        wind_down(&mut jobs, &running, deadline).await;
         *inner.running.lock().unwrap_or_else(|e| e.into_inner()) = false;
         inner.finished.notify_waiters();
     }
@@ -319,10 +321,9 @@ pub(crate) async fn last_word(reporter: &Reporter, outcome: Result<Done, JobErro
     }
 }
 
-/// Waits for the jobs up to `grace`; then fires the rest's signals and
-/// reports each `fail`, retryable, so another worker takes it.
-async fn wind_down(jobs: &mut JoinSet<()>, running: &Running, grace: Duration) {
-    let deadline = Instant::now() + grace;
+/// Waits for the jobs up to `deadline`; then fires the rest's signals
+/// and reports each `fail`, retryable, so another worker takes it.
+async fn wind_down(jobs: &mut JoinSet<()>, running: &Running, deadline: Instant) {
     while !jobs.is_empty() {
         match tokio::time::timeout_at(deadline, jobs.join_next()).await {
             Ok(_) => {}

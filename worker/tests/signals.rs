@@ -147,3 +147,30 @@ async fn a_graceful_shutdown_hands_unfinished_tasks_back() {
     next.shutdown(Duration::from_secs(1)).await;
     run.await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_a_held_claim_brings_during_a_shutdown_is_handed_back_at_once() {
+    let server = Server::start(&[]);
+    let worker = server.worker("w-late").wait_ms(5_000).build().unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    worker.handle("long", until_signalled(&seen)).unwrap();
+    let run = spawn(&worker);
+    // The claim is held (no work yet) when the shutdown begins.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let stopping = tokio::spawn({
+        let worker = worker.clone();
+        async move { worker.shutdown(Duration::from_secs(10)).await }
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let id = server.create("long", json!(null), json!({})).await;
+    stopping.await.unwrap();
+    run.await.unwrap();
+    let task = server.get(&id).await;
+    assert_eq!(
+        task["state"], "queued",
+        "handed back, not left to lapse: {task}"
+    );
+    assert_eq!(task["attempts"], 1);
+    assert_eq!(task["error"], "worker shut down");
+    assert!(seen.lock().unwrap().is_empty(), "no job was started");
+}
