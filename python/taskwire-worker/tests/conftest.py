@@ -29,6 +29,9 @@ from taskwire_worker import Worker
 REPO = Path(__file__).resolve().parents[3]
 TENANT = "demo"
 TOKEN = "demo-token-for-tests"
+# Workers running in the background (`running`): a wait fails at once when
+# one of them died, instead of waiting out its timeout.
+RUNS: list[asyncio.Task[None]] = []
 
 
 def server_binary() -> Path:
@@ -93,6 +96,9 @@ class Server:
         end = time.monotonic() + timeout_s
         task = await self.get(task_id)
         while not check(task):
+            for run in RUNS:
+                if run.done() and not run.cancelled() and run.exception() is not None:
+                    raise AssertionError("a worker stopped") from run.exception()
             if time.monotonic() > end:
                 pytest.fail(f"task {task_id} never became {what}; last seen: {task}")
             await asyncio.sleep(0.05)
@@ -178,8 +184,10 @@ async def server(tmp_path: Path) -> AsyncIterator[Server]:
 async def running(worker: Worker, grace_ms: int = 0) -> AsyncIterator[asyncio.Task[None]]:
     """Runs `worker` in the background for the block, then shuts it down."""
     task = asyncio.create_task(worker.run())
+    RUNS.append(task)
     try:
         yield task
     finally:
+        RUNS.remove(task)
         await asyncio.wait_for(worker.shutdown(grace_ms), timeout=60)
         await task
