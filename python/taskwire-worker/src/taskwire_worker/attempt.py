@@ -25,6 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
+
 from .errors import ReportError, classify, describe
 from .transport import Answer, GaveUp, Transport
 
@@ -164,7 +166,7 @@ class Attempt:
         sent_at = clock.now_ms()
         try:
             answer = await self.transport.report(self.task_id, make_event, self.give_up_at_ms())
-        except (GaveUp, ReportError) as e:
+        except (GaveUp, ReportError, httpx.HTTPError) as e:
             # Either way this attempt can no longer report; for the server
             # its lease lapses and, after the grace, another attempt runs.
             log.warning("task %s attempt %d: %s", self.task_id, self.number, e)

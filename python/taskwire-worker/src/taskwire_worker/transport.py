@@ -252,7 +252,10 @@ class Transport:
                 wait, why = self.backoff_ms(failures), f"{type(e).__name__}: {e}"
             else:
                 if resp.status_code == 200:
-                    return Answer.parse(resp.json())
+                    try:
+                        return Answer.parse(resp.json())
+                    except ValueError as e:
+                        raise ReportError(f"answer: not JSON: {e}", 200, "bad-answer") from e
                 code, message = _error_of(resp)
                 if resp.status_code in TRANSIENT_STATUSES:
                     wait = max(retry_after_ms(resp), self.backoff_ms(failures))
