@@ -4,7 +4,8 @@
   by `Idempotency-Key`, whose submit can be made to answer too late.
 - `CuttingProxy`: forwards to the taskwire server and, for the next N
   reports, drops the server's answer and closes the connection: the report
-  was applied, but the worker never learns it.
+  was applied, but the worker never learns it. Or it answers everything
+  503 (the server unreachable).
 
 One request per connection (`Connection: close`), which keeps both simple.
 """
@@ -65,8 +66,8 @@ class Vendor:
             method, path, _ = line.decode().split(" ", 2)
             writer.write(await self._route(method, path, headers))
             await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
+            pass  # a peer gone, or the test's loop closing: nothing to answer
         finally:
             writer.close()
 
@@ -94,6 +95,7 @@ class Vendor:
 class CuttingProxy:
     upstream: str  # host:port
     cut_reports: int = 0
+    unreachable: bool = False  # answer everything 503 without forwarding it
     reports: list[tuple[str, bytes]] = field(default_factory=list)  # (webhook-id, body)
     url: str = ""
     _server: asyncio.Server | None = None
@@ -114,6 +116,13 @@ class CuttingProxy:
             is_report = line.startswith(b"POST ") and b"/callbacks " in line
             if is_report:
                 self.reports.append((headers.get("webhook-id", ""), body))
+            if self.unreachable:
+                writer.write(
+                    b"HTTP/1.1 503 X\r\nretry-after: 0\r\ncontent-length: 0\r\n"
+                    b"connection: close\r\n\r\n"
+                )
+                await writer.drain()
+                return
             host, port = self.upstream.rsplit(":", 1)
             up_reader, up_writer = await asyncio.open_connection(host, int(port))
             head = [line.decode("latin-1")]
@@ -132,7 +141,7 @@ class CuttingProxy:
             out.append("connection: close")
             writer.write(("\r\n".join(out) + "\r\n\r\n").encode("latin-1") + resp_body)
             await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
+            pass  # a peer gone, or the test's loop closing: nothing to answer
         finally:
             writer.close()

@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 from conftest import Server, running
 
-from taskwire_worker import FatalError, Job, Result, RetryableError
+from taskwire_worker import FatalError, Job, ReportError, Result, RetryableError, Worker
 
 
 async def test_claimed_job_reports_progress_and_success_that_the_page_sees(server: Server) -> None:
@@ -142,3 +143,40 @@ async def test_a_handler_that_returns_no_result_fails_final_naming_the_field(
         done = await server.wait_state(task["id"], "failed")
     assert "resultHash" in done["error"]
     assert done["attempts"] == 1
+
+
+async def test_concurrent_jobs_run_side_by_side(server: Server) -> None:
+    tasks = [await server.create(input={"n": n}) for n in range(3)]
+    inside = 0
+    most = 0
+    all_in = asyncio.Event()
+    worker = server.worker(concurrency=3)
+
+    @worker.job("summary")
+    async def together(job: Job) -> Result:
+        nonlocal inside, most
+        inside += 1
+        most = max(most, inside)
+        if most == 3:
+            all_in.set()
+        await asyncio.wait_for(all_in.wait(), 30)
+        inside -= 1
+        return Result(result_ref=f"mem://{job.input['n']}", result_hash="sha256:3")
+
+    async with running(worker):
+        for task in tasks:
+            await server.wait_state(task["id"], "succeeded")
+    assert most == 3
+
+
+async def test_a_wrong_secret_stops_the_worker_with_the_servers_refusal(server: Server) -> None:
+    worker = Worker(
+        url=server.url,
+        tenant=server.tenant,
+        secret="whsec_" + "A" * 44,
+        wait_ms=0,
+    )
+    worker.handle("summary", lambda job: None)  # type: ignore[arg-type, return-value]
+    with pytest.raises(ReportError) as refused:
+        await asyncio.wait_for(worker.run(), 30)
+    assert refused.value.status == 401

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -108,3 +109,50 @@ async def test_a_report_whose_answer_was_lost_is_resent_with_the_same_id_and_bod
     kinds = [e["event"]["type"] for e in history["events"]]
     assert kinds.count("progress") == 1
     assert done["version"] == 3  # start, progress, succeed
+
+
+async def test_a_worker_cut_off_from_the_server_gives_its_job_up_and_another_finishes_it(
+    server: Server,
+) -> None:
+    upstream = server.url.removeprefix("http://")
+    proxy = await CuttingProxy(upstream=upstream).start()
+    task = await server.create(unknownGraceMs=100)
+    started = asyncio.Event()
+    why: list[str | None] = []
+    client = httpx.AsyncClient(timeout=httpx.Timeout(15.0, connect=5.0))
+    cut_off = Worker(
+        url=proxy.url,
+        tenant=server.tenant,
+        secret=server.secret,
+        lease_ms=1500,
+        wait_ms=2000,
+        client=client,
+    )
+
+    @cut_off.job("summary")
+    async def stranded(job: Job) -> Result:
+        started.set()
+        proxy.unreachable = True  # from now on nothing gets through
+        try:
+            await asyncio.Event().wait()
+        finally:
+            why.append(job.cancelled)
+        raise AssertionError("unreachable")
+
+    rescuer = server.worker(name="rescuer")
+
+    @rescuer.job("summary")
+    async def rescue(job: Job) -> Result:
+        return Result(result_ref="mem://rescued", result_hash="sha256:4")
+
+    try:
+        async with running(cut_off):
+            await asyncio.wait_for(started.wait(), 30)
+            async with running(rescuer):
+                done = await server.wait_state(task["id"], "succeeded")
+            assert why == ["lease-lost"]
+    finally:
+        await proxy.close()
+        await client.aclose()
+    assert done["attempts"] == 2
+    assert done["resultRef"] == "mem://rescued"
