@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Python worker library's checks: lint, format and its tests, which
+# The Python worker library's checks: lint, format, types and its tests, which
 # start the real server binary given as $1 (default: the debug build).
 #
 #   cargo build -p taskwire-server --bin taskwire-server
@@ -42,4 +42,5 @@ fi
 cd "$pkg"
 "$venv/bin/ruff" check .
 "$venv/bin/ruff" format --check .
+"$venv/bin/mypy"
 TASKWIRE_SERVER_BIN="$server" "$venv/bin/pytest" -q

@@ -54,6 +54,8 @@ class Result:
 
 def _result_fields(value: Any) -> tuple[str, str] | str:
     """The result's ref and hash, or why the value is not a result."""
+    ref: Any
+    digest: Any
     if isinstance(value, Result):
         ref, digest = value.result_ref, value.result_hash
     elif isinstance(value, Mapping):
@@ -106,7 +108,8 @@ class Attempt:
         self.task_id: str = task["id"]
         self.number: int = task["attempts"]
         self.transport = transport
-        lease = task.get("lease") if isinstance(task.get("lease"), Mapping) else {}
+        given = task.get("lease")
+        lease: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
         self.lease_ms = float(lease.get("leaseMs", lease_ms))
         clock_now = transport.clock.now_ms()
         expires = lease.get("expiresAtMs")

@@ -209,6 +209,9 @@ class Worker:
         stop = asyncio.create_task(self._stopping.wait())
         try:
             await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            task.cancel()  # run() itself was cancelled: take the claim down with it
+            raise
         finally:
             stop.cancel()
         if task.done():
