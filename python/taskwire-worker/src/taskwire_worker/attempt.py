@@ -30,7 +30,7 @@ import httpx
 from .errors import ReportError, classify, describe
 from .transport import Answer, GaveUp, Transport
 
-__all__ = ["Attempt", "Result", "final_event"]
+__all__ = ["Attempt", "Result", "final_event", "signal_for"]
 
 log = logging.getLogger("taskwire_worker")
 
@@ -99,6 +99,21 @@ def final_event(
         # work is wrong, so another attempt may run it.
         return {"type": "fail", "error": "the job's task was cancelled", "retryable": True}
     return {"type": "fail", "error": describe(error), "retryable": classify(error)}
+
+
+def signal_for(next_: str, event_type: str) -> str | None:
+    """Why an answer's `next` fires the job's signal, if it does.
+
+    `continue`: nothing. `cancel`: `"cancel"` (the worker answers
+    `ack_cancel`). `stop`: `"stop"`, except after the attempt's own last
+    report (a hold, a result, a fail, an `ack_cancel`), for which `stop` is
+    the expected answer. Only `next` is read, never `reason`.
+    """
+    if next_ == "cancel":
+        return "cancel"
+    if next_ == "stop" and event_type in ("progress", "heartbeat", "start"):
+        return "stop"
+    return None
 
 
 class Attempt:
@@ -177,12 +192,9 @@ class Attempt:
             return None
         if answer.next == "continue":
             self.lease_until = max(self.lease_until, sent_at + self.lease_ms)
-        elif answer.next == "cancel":
-            self.fire("cancel")
-        elif event_type in ("progress", "heartbeat"):
-            # `stop`: replaced, ended or terminal. (After a hold or a final
-            # report `stop` is the expected answer, not a signal.)
-            self.fire("stop")
+        reason = signal_for(answer.next, event_type)
+        if reason is not None:
+            self.fire(reason)
         return answer
 
     async def heartbeats(self) -> None:
