@@ -167,3 +167,26 @@ async def test_graceful_shutdown_lets_a_job_finish_within_the_grace(server: Serv
     await run
     done = await server.get(task["id"])
     assert (done["state"], done["attempts"]) == ("succeeded", 1)
+
+
+async def test_the_example_holds_for_approval_and_publishes_once_approved(
+    server: Server, tmp_path: Path
+) -> None:
+    task = await server.create(input={"doc": "one two three", "approval": True})
+    log = tmp_path / "example.log"
+    example = start_example(server, log, TASKWIRE_STEP_MS="50")
+    try:
+        held = await server.wait_state(task["id"], "waiting_approval")
+        assert held["question"] == "Publish this summary?"
+        assert "publish" not in log.read_text()
+        await server.decide(task["id"], "approve", held["artifactHash"], held["version"])
+        done = await server.wait_state(task["id"], "succeeded")
+    finally:
+        example.send_signal(signal.SIGTERM)
+        try:
+            example.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            example.kill()
+    assert done["attempts"] == 2
+    assert log.read_text().count(f"publish {task['id']}:publish:write") == 1
+    assert example.returncode == 0, log.read_text()  # SIGTERM: a graceful shutdown
