@@ -180,3 +180,34 @@ async def test_a_wrong_secret_stops_the_worker_with_the_servers_refusal(server: 
     with pytest.raises(ReportError) as refused:
         await asyncio.wait_for(worker.run(), 30)
     assert refused.value.status == 401
+
+
+async def test_a_cancel_the_job_cannot_honour_is_shown_and_the_job_goes_on(
+    server: Server,
+) -> None:
+    task = await server.create()
+    started = asyncio.Event()
+    finish = asyncio.Event()
+    seen: list[str | None] = []
+    worker = server.worker(lease_ms=3000)
+
+    @worker.job("summary")
+    async def published(job: Job) -> Result:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            seen.append(job.cancelled)
+            await job.cannot_cancel("the report is already published")
+            seen.append(job.cancelled)
+        await finish.wait()
+        return Result(result_ref="mem://published", result_hash="sha256:77")
+
+    async with running(worker):
+        await asyncio.wait_for(started.wait(), 30)
+        await server.cancel(task["id"])
+        await server.wait_state(task["id"], "cancel_ineffective")
+        finish.set()
+        done = await server.wait_state(task["id"], "cancelled")
+    assert seen == ["cancel", None]
+    assert done["resultRef"] == "mem://published"

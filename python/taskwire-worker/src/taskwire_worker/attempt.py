@@ -107,11 +107,12 @@ def signal_for(next_: str, event_type: str) -> str | None:
     `continue`: nothing. `cancel`: `"cancel"` (the worker answers
     `ack_cancel`). `stop`: `"stop"`, except after the attempt's own last
     report (a hold, a result, a fail, an `ack_cancel`), for which `stop` is
-    the expected answer. Only `next` is read, never `reason`.
+    the expected answer (after a `cannot_cancel` the job goes on, so a
+    `stop` there stops it). Only `next` is read, never `reason`.
     """
     if next_ == "cancel":
         return "cancel"
-    if next_ == "stop" and event_type in ("progress", "heartbeat", "start"):
+    if next_ == "stop" and event_type in ("progress", "heartbeat", "start", "cannot_cancel"):
         return "stop"
     return None
 
@@ -158,6 +159,16 @@ class Attempt:
             log.info("task %s attempt %d: signal fired (%s)", self.task_id, self.number, reason)
             if self._handler is not None and not self._handler.done():
                 self._handler.cancel()
+
+    def resume(self) -> None:
+        """Takes back a `cancel` the job cannot honour (after `cannot_cancel`):
+        the signal is clear again and the job's task may await normally."""
+        if self.cancelled != "cancel":
+            return
+        self.cancelled = None
+        if self._handler is not None and self._handler is asyncio.current_task():
+            while self._handler.uncancel() > 0:
+                pass
 
     @property
     def silent(self) -> bool:

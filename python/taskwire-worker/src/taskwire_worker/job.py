@@ -111,6 +111,26 @@ class Job:
         await self._attempt.send("progress", progress=percent, cursor=cursor)
         self.check()
 
+    async def cannot_cancel(self, reason: str | None = None) -> None:
+        """Answers a cancel the work cannot honour (an external write already
+        done, say): the task shows `cancel_ineffective` and the job goes on.
+
+        Call it from the handler, in the `except asyncio.CancelledError` of
+        a `"cancel"`; the job's task is then uncancelled. Whatever the job
+        ends with, the task ends `cancelled` (a result is kept for
+        compensation, never delivered).
+        """
+        if self._attempt.cancelled != "cancel":
+            raise RuntimeError(
+                f"cannot_cancel: only after a cancel, but job.cancelled is {self.cancelled!r}"
+            )
+        if reason is not None and not isinstance(reason, str):
+            raise ConfigError(f"reason: must be a string, got {type(reason).__name__}")
+        fields: dict[str, Any] = {} if reason is None else {"reason": reason}
+        self._attempt.resume()
+        await self._attempt.send("cannot_cancel", **fields)
+        self.check()
+
     async def hold(
         self, artifact_ref: str, artifact_hash: str, question: str | None = None
     ) -> NoReturn:
