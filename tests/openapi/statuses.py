@@ -17,7 +17,9 @@ The server must run with `--body-timeout-ms 300 --max-watchers 4` (408 and
 `create-rate=0.01,create-burst=1,max-watches=1` (429: its one create is a
 batch of one item, whose task the watch quotas hold):
 TASKWIRE_BASE_URL, TASKWIRE_TOKEN, TASKWIRE_CALLBACK_SECRET,
-TASKWIRE_BROWSER_KEY (the key, base64), as tests/openapi/run.sh starts it.
+TASKWIRE_BROWSER_KEY (the key, base64), and the two tenants' names
+TASKWIRE_TENANT and TASKWIRE_QUOTA_TENANT (claims name their tenant), as
+tests/openapi/run.sh starts it.
 """
 
 import json
