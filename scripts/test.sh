@@ -40,6 +40,11 @@ cargo clippy -p taskwire-wasm --all-targets --target wasm32-unknown-unknown --lo
 step "rust: tests (core unit, vectors, properties, server on SQLite and PostgreSQL)"
 cargo test --workspace --locked
 
+step "python: the worker library (ruff, mypy --strict, pytest against the real server)"
+# Makes its venv under ~/.cache/taskwire/venv-worker once (python3.11).
+cargo build --locked -p taskwire-server --bin taskwire-server
+bash scripts/test-python.sh "${CARGO_TARGET_DIR:-target}/debug/taskwire-server"
+
 step "npm package: build (fails above the size budget)"
 node scripts/build.mjs --no-setup
 
