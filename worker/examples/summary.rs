@@ -72,7 +72,7 @@ async fn summarize(job: Job, step_ms: u64) -> Result<Done, JobError> {
         job.check()?; // before the tool call
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_millis(step_ms)) => {}
-            _ = job.token().cancelled() => {}
+            _ = job.token().cancelled_owned() => {}
         }
         job.check()?; // and after it
         summary.push_str(step);
@@ -113,6 +113,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tokio::signal::ctrl_c().await?;
     println!("shutting down (10 s of grace)");
     worker.shutdown(Duration::from_secs(10)).await;
-    running.await?;
+    running.await??;
     Ok(())
 }

@@ -106,9 +106,10 @@ impl Job {
 
     /// The cancellation signal: fires on a cancel, when the attempt is
     /// over, when the lease is lost, or at the end of a shutdown's grace.
-    /// [`Job::stop_reason`] tells which.
-    pub fn token(&self) -> &CancellationToken {
-        &self.inner.reporter.signal.token
+    /// [`Job::stop_reason`] tells which. After [`Job::cannot_cancel`] the
+    /// job has a fresh token: take it again.
+    pub fn token(&self) -> CancellationToken {
+        self.inner.reporter.signal.token()
     }
 
     /// Why the signal fired, or `None` while it has not.
@@ -118,7 +119,7 @@ impl Job {
 
     /// Waits until the signal fires; its reason.
     pub async fn cancelled(&self) -> StopReason {
-        self.token().cancelled().await;
+        self.token().cancelled_owned().await;
         self.stop_reason().unwrap_or(StopReason::Stop)
     }
 
@@ -161,6 +162,29 @@ impl Job {
             Err(e) => {
                 self.check()?;
                 Err(report_error("progress", e))
+            }
+        }
+    }
+
+    /// Answers a cancel the work cannot honour (an external write already
+    /// under way): `cannot_cancel` with an optional reason for the person
+    /// who asked. The task shows `cancel_ineffective`, the job goes on
+    /// with a fresh [`Job::token`], and whatever it ends with ends the
+    /// task `cancelled` (a result is kept for compensation, never
+    /// delivered). Only after the signal fired for a cancel: otherwise a
+    /// final error.
+    pub async fn cannot_cancel(&self, reason: Option<&str>) -> Result<(), JobError> {
+        let why = self.stop_reason();
+        match self.inner.reporter.cannot_cancel(reason).await {
+            Ok(true) => self.check(),
+            Ok(false) => Err(JobError::fatal(format!(
+                "cannot_cancel: only after a cancel, but the job's stop reason is {}",
+                why.map_or("none", StopReason::as_str)
+            ))),
+            Err(ReportError::Ended) => Err(JobError::cancelled()),
+            Err(e) => {
+                self.check()?;
+                Err(report_error("cannot_cancel", e))
             }
         }
     }

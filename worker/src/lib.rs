@@ -29,7 +29,7 @@
 //! });
 //! // … on SIGTERM:
 //! worker.shutdown(Duration::from_secs(10)).await;
-//! # running.await?; Ok(()) }
+//! # running.await??; Ok(()) }
 //! ```
 //!
 //! What the worker does for the handler:
@@ -60,17 +60,21 @@
 //!
 //! [`CancellationToken`]: tokio_util::sync::CancellationToken
 
+mod claim;
 mod clock;
 mod error;
 mod http;
 mod job;
 mod report;
+#[cfg(test)]
+mod report_vectors;
 mod run;
 mod sign;
 mod vendor;
 mod wire;
 mod worker;
 
+pub use claim::RunError;
 pub use clock::{system_clock, Clock};
 pub use error::{
     classify, ConfigError, ErrorClass, FatalError, HttpStatusError, JobError, RetryableError,

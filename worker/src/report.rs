@@ -15,7 +15,7 @@
 //! sent after its last one (`succeed`, `fail`, `hold`, `ack_cancel`) or
 //! after the attempt was stopped.
 
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use taskwire_core::{Directive, Event, Millis};
@@ -56,21 +56,49 @@ impl StopReason {
 }
 
 /// A job's cancellation token and the reason it fired (the first reason
-/// wins).
-#[derive(Clone, Default)]
+/// wins). The token is replaced by a fresh one when the job answers a
+/// cancel with `cannot_cancel` and goes on ([`Signal::resume`]): a
+/// `CancellationToken` cannot be un-fired.
+#[derive(Default)]
 pub(crate) struct Signal {
-    pub(crate) token: CancellationToken,
-    why: Arc<OnceLock<StopReason>>,
+    state: Mutex<SignalState>,
+}
+
+#[derive(Default)]
+struct SignalState {
+    token: CancellationToken,
+    why: Option<StopReason>,
 }
 
 impl Signal {
+    fn state(&self) -> std::sync::MutexGuard<'_, SignalState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     pub(crate) fn fire(&self, why: StopReason) {
-        let _ = self.why.set(why);
-        self.token.cancel();
+        let state = &mut *self.state();
+        state.why.get_or_insert(why);
+        state.token.cancel();
     }
 
     pub(crate) fn why(&self) -> Option<StopReason> {
-        self.why.get().copied()
+        self.state().why
+    }
+
+    /// The current token.
+    pub(crate) fn token(&self) -> CancellationToken {
+        self.state().token.clone()
+    }
+
+    /// After a cancel only: a fresh token, no reason; false otherwise.
+    pub(crate) fn resume(&self) -> bool {
+        let state = &mut *self.state();
+        if state.why != Some(StopReason::Cancel) {
+            return false;
+        }
+        state.why = None;
+        state.token = CancellationToken::new();
+        true
     }
 }
 
@@ -79,8 +107,23 @@ impl Signal {
 pub(crate) enum Kind {
     /// `progress`, `heartbeat`: the lease runs on from its arrival.
     Renewing,
+    /// `cannot_cancel`: the attempt goes on, its lease unchanged.
+    Note,
     /// `succeed`, `fail`, `hold`, `ack_cancel`: the attempt's last word.
     Last,
+}
+
+/// Why an answer's `next` fires the job's signal after a report of
+/// `kind`, if it does: `cancel` fires [`StopReason::Cancel`]; `stop` fires
+/// [`StopReason::Stop`], except after the attempt's last word, to which
+/// `stop` is the expected answer. Only `next` is read, never `reason`
+/// (the shared vectors pin it: tests/vectors.rs).
+pub(crate) fn signal_for(kind: Kind, next: Directive) -> Option<StopReason> {
+    match (kind, next) {
+        (_, Directive::Continue) | (Kind::Last, _) => None,
+        (_, Directive::Cancel) => Some(StopReason::Cancel),
+        (_, Directive::Stop) => Some(StopReason::Stop),
+    }
 }
 
 /// Why a report was not delivered.
@@ -232,23 +275,37 @@ impl Reporter {
 
     /// What an answer's `next` changes: the lease, the signal, the end.
     fn heard(&self, kind: Kind, next: Directive, sent_at: Instant) {
-        let mut state = self.state();
-        match (kind, next) {
-            (Kind::Last, _) => state.ended = true,
-            (Kind::Renewing, Directive::Continue) => state.until = sent_at + self.lease,
-            (Kind::Renewing, Directive::Cancel) => {
-                // Still this worker's attempt: the lease runs on while the
-                // job winds down to its `ack_cancel`.
-                state.until = sent_at + self.lease;
-                drop(state);
-                self.signal.fire(StopReason::Cancel);
-            }
-            (Kind::Renewing, Directive::Stop) => {
+        let fired = signal_for(kind, next);
+        {
+            let mut state = self.state();
+            if kind == Kind::Last || fired == Some(StopReason::Stop) {
                 state.ended = true;
-                drop(state);
-                self.signal.fire(StopReason::Stop);
+            } else if kind == Kind::Renewing {
+                // Still this worker's attempt (also while it winds down to
+                // its `ack_cancel`): the lease runs on from the send.
+                state.until = sent_at + self.lease;
             }
         }
+        if let Some(why) = fired {
+            self.signal.fire(why);
+        }
+    }
+
+    /// `cannot_cancel`: the job goes on after a cancel it cannot honour.
+    /// False (nothing sent) unless the signal fired for a cancel.
+    pub(crate) async fn cannot_cancel(&self, reason: Option<&str>) -> Result<bool, ReportError> {
+        if !self.signal.resume() {
+            return Ok(false);
+        }
+        self.report(Kind::Note, |at_ms, attempt| {
+            Ok(Event::CannotCancel {
+                at_ms,
+                reason: reason.map(str::to_string),
+                attempt: Some(attempt),
+            })
+        })
+        .await
+        .map(|_| true)
     }
 
     /// `heartbeat` with the lease: renews it, and hears `next`.

@@ -24,13 +24,13 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
+use crate::claim::{claim, ClaimError, RunError};
+use crate::error::ConfigError;
 use crate::error::{ErrorClass, JobError};
-use crate::http::{backoff, Persist, SendError};
+use crate::http::backoff;
 use crate::job::{Done, Ending, Job};
 use crate::report::{Kind, Reporter, StopReason};
-use crate::sign::random_id;
-use crate::wire::{read_claim, ClaimRequest, Claimed};
-use crate::worker::{Handler, Inner, Worker};
+use crate::worker::{Handler, Worker};
 
 /// What a job whose shutdown grace ran out is reported as.
 const SHUT_DOWN: &str = "worker shut down";
@@ -39,13 +39,34 @@ const SHUT_DOWN: &str = "worker shut down";
 type Running = Arc<Mutex<HashMap<String, Arc<Reporter>>>>;
 
 impl Worker {
-    /// Claims and runs jobs until [`Worker::shutdown`]. Errors of the
-    /// claim (the server down, a refused credential) are written to
-    /// stderr and the claim is tried again with backoff: a worker outlives
-    /// a server restart.
-    pub async fn run(&self) {
+    /// Claims and runs jobs until [`Worker::shutdown`]. A claim that fails
+    /// for a while (the server down or restarting, a 5xx, a 429) is
+    /// written to stderr and tried again with backoff: a worker outlives a
+    /// server restart. A claim refused for a reason no retry fixes (a
+    /// wrong secret or tenant: 401; a server without the claim route:
+    /// 404) ends the run with [`RunError::Refused`], after the running
+    /// jobs were handed back as in a shutdown with no grace.
+    pub async fn run(&self) -> Result<(), RunError> {
         let inner = &self.inner;
-        *inner.running.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        if inner
+            .handlers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_empty()
+        {
+            return Err(RunError::Config(ConfigError::new(
+                "handlers",
+                "register one with handle(kind, handler) before run()",
+            )));
+        }
+        {
+            let mut running = inner.running.lock().unwrap_or_else(|e| e.into_inner());
+            if *running {
+                return Err(RunError::AlreadyRunning);
+            }
+            *running = true;
+        }
+        let mut refused = None;
         let slots = Arc::new(Semaphore::new(inner.concurrency));
         let running: Running = Arc::default();
         let mut jobs = JoinSet::new();
@@ -73,14 +94,6 @@ impl Worker {
                 .keys()
                 .cloned()
                 .collect();
-            if kinds.is_empty() {
-                // Nothing to claim for yet: wait for a handler or a stop.
-                tokio::select! {
-                    _ = tokio::time::sleep(Duration::from_millis(200)) => {}
-                    _ = stop.changed() => {}
-                }
-                continue;
-            }
             let claim = claim(inner, &kinds, permits.len());
             tokio::pin!(claim);
             let (answer, stopped) = tokio::select! {
@@ -132,7 +145,11 @@ impl Worker {
                         });
                     }
                 }
-                Err((e, retry_after)) => {
+                Err(ClaimError::Refused(e)) => {
+                    refused = Some(e);
+                    break Instant::now();
+                }
+                Err(ClaimError::Again(e, retry_after)) => {
                     eprintln!("taskwire-worker {}: claim: {e}", inner.name);
                     let wait =
                         backoff(failures.saturating_add(3)).max(retry_after.unwrap_or_default());
@@ -150,63 +167,8 @@ impl Worker {
         wind_down(&mut jobs, &running, deadline).await;
         *inner.running.lock().unwrap_or_else(|e| e.into_inner()) = false;
         inner.finished.notify_waiters();
+        refused.map_or(Ok(()), Err)
     }
-}
-
-/// One claim of at most `max` tasks of `kinds`, each with the latest time
-/// its lease may end, as far as this worker can tell. An
-/// error is its text and the server's `Retry-After`, if it sent one.
-async fn claim(
-    inner: &Inner,
-    kinds: &[String],
-    max: usize,
-) -> Result<Vec<(Claimed, Instant)>, (String, Option<Duration>)> {
-    let body = taskwire_wire::to_json(&ClaimRequest {
-        worker: &inner.name,
-        kinds,
-        max,
-        wait_ms: inner.wait_ms,
-        lease_ms: inner.lease.as_millis() as u64,
-    });
-    // One try per claim id: a claim lost to the network may have claimed
-    // tasks, which lapse and are re-queued; the loop claims afresh.
-    let persist = Persist {
-        until: None,
-        timeout: Duration::from_millis(inner.wait_ms) + Duration::from_secs(15),
-        resend: false,
-    };
-    let sent_at = Instant::now();
-    // A held claim may be answered long after it was sent, and its
-    // leases start when it is answered: each lease's end is taken from
-    // the answer (`lease.expiresAtMs - nowMs` from now), else counted from
-    // the send, which is early but safe.
-    let text = inner
-        .transport
-        .post_signed("/v1/work/claim", &random_id("clm"), &body, persist)
-        .await
-        .map_err(|e| {
-            let wait = match &e {
-                SendError::Status { retry_after, .. } => *retry_after,
-                SendError::GaveUp(_) => None,
-            };
-            (e.to_string(), wait)
-        })?;
-    let received_at = Instant::now();
-    let answer = read_claim(&text).map_err(|e| (e, None))?;
-    if let Some(now) = answer.now_ms {
-        inner.transport.clock.sync(now);
-    }
-    let lease_end = |t: &Claimed| match (t.lease_expires_at_ms, answer.now_ms) {
-        (Some(end), Some(now)) if end > now => {
-            received_at + Duration::from_millis((end - now) as u64).min(inner.lease)
-        }
-        _ => sent_at + inner.lease,
-    };
-    Ok(answer
-        .tasks
-        .iter()
-        .map(|t| (t.clone(), lease_end(t)))
-        .collect())
 }
 
 /// A job's life: heartbeats beside the handler, then its last word.

@@ -179,7 +179,7 @@ impl Job {
             }
             tokio::select! {
                 _ = tokio::time::sleep(wait) => {}
-                _ = self.token().cancelled() => return Err(JobError::cancelled()),
+                _ = self.token().cancelled_owned() => return Err(JobError::cancelled()),
             }
         }
     }

@@ -164,7 +164,7 @@ fn default_name() -> String {
 ///     job.progress(50, Some("half")).await?;
 ///     Ok(Done::result("blob://r", "sha256:ab"))
 /// })?;
-/// worker.run().await;
+/// worker.run().await?;
 /// # Ok(()) }
 /// ```
 #[derive(Clone)]

@@ -174,3 +174,38 @@ async fn a_task_a_held_claim_brings_during_a_shutdown_is_handed_back_at_once() {
     assert_eq!(task["error"], "worker shut down");
     assert!(seen.lock().unwrap().is_empty(), "no job was started");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_the_job_cannot_honour_is_answered_cannot_cancel_and_the_job_goes_on() {
+    let server = Server::start(&[]);
+    let worker = server.worker("w-committed").build().unwrap();
+    let go = Arc::new(tokio::sync::Notify::new());
+    let g = Arc::clone(&go);
+    worker
+        .handle("send-email", move |job| {
+            let go = Arc::clone(&g);
+            async move {
+                // The email is on its way: a cancel can no longer stop it.
+                assert_eq!(job.cancelled().await, StopReason::Cancel);
+                job.cannot_cancel(Some("the email is already sent")).await?;
+                assert_eq!(job.stop_reason(), None);
+                assert!(!job.token().is_cancelled(), "a fresh token");
+                go.notified().await;
+                job.progress(90, Some("sent")).await?;
+                Ok(Done::result("blob://sent", "sha256:e"))
+            }
+        })
+        .unwrap();
+    let run = spawn(&worker);
+    let id = server.create("send-email", json!(null), json!({})).await;
+    server.wait_state(&id, "running").await;
+    server.cancel(&id).await;
+    server.wait_state(&id, "cancel_ineffective").await;
+    go.notify_one();
+    // Whatever the work ends with ends the task cancelled; the result is
+    // kept for compensation.
+    let task = server.wait_state(&id, "cancelled").await;
+    assert_eq!(task["resultRef"], "blob://sent", "{task}");
+    worker.shutdown(Duration::from_secs(1)).await;
+    run.await.unwrap();
+}

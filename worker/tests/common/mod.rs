@@ -260,5 +260,5 @@ pub fn now_ms() -> f64 {
 /// `worker.shutdown(..)` and await the handle.
 pub fn spawn(worker: &Worker) -> tokio::task::JoinHandle<()> {
     let worker = worker.clone();
-    tokio::spawn(async move { worker.run().await })
+    tokio::spawn(async move { worker.run().await.expect("the run ended in an error") })
 }
