@@ -52,3 +52,43 @@ async fn a_report_answered_503_is_sent_again_until_it_lands() {
     worker.shutdown(Duration::from_secs(1)).await;
     run.await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_outlives_a_server_restart_and_its_report_lands_after_it() {
+    let mut server = Server::start(&[]);
+    let worker = server.worker("w-restart").lease_ms(20_000).build().unwrap();
+    let ready = Arc::new(Notify::new());
+    let go = Arc::new(Notify::new());
+    let (r, g) = (Arc::clone(&ready), Arc::clone(&go));
+    worker
+        .handle("summary", move |job| {
+            let (ready, go) = (Arc::clone(&r), Arc::clone(&g));
+            async move {
+                job.progress(10, None).await?;
+                ready.notify_one();
+                go.notified().await;
+                // Sent while the server is down: refused connections, resent
+                // with backoff under the same callback id until it is back.
+                job.progress(50, None).await?;
+                Ok(Done::result("blob://after-restart", "sha256:a"))
+            }
+        })
+        .unwrap();
+    let run = spawn(&worker);
+    let first = server.create("summary", json!(null), json!({})).await;
+    ready.notified().await;
+    server.kill();
+    go.notify_one();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    server.start_again();
+
+    let task = server.wait_state(&first, "succeeded").await;
+    assert_eq!(task["attempts"], 1, "{task}");
+    // The claim loop came back too: a new task is taken.
+    let second = server.create("summary", json!(null), json!({})).await;
+    ready.notified().await;
+    go.notify_one();
+    server.wait_state(&second, "succeeded").await;
+    worker.shutdown(Duration::from_secs(1)).await;
+    run.await.unwrap();
+}

@@ -60,7 +60,46 @@ pub struct Server {
     /// `127.0.0.1:port`.
     pub addr: String,
     _data: tempfile::TempDir,
+    extra: Vec<String>,
     client: Client<HttpConnector, Full<Bytes>>,
+}
+
+/// The server listening on `listen` with `data`; its process and address,
+/// or `None` if it did not start (its port still taken).
+fn spawn_server(listen: &str, data: &std::path::Path, extra: &[&str]) -> Option<(Child, String)> {
+    let mut child = Command::new(server_binary())
+        .args(["--listen", listen, "--token", "demo=demo"])
+        .arg("--data")
+        .arg(data)
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn the server");
+    let mut err = BufReader::new(child.stderr.take().expect("stderr"));
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        while err.read_line(&mut line).is_ok_and(|n| n > 0) {
+            eprint!("server: {line}");
+            line.clear();
+        }
+    });
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    out.read_line(&mut line).expect("the listening line");
+    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+    let addr = line
+        .trim()
+        .rsplit("http://")
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    if !line.contains("http://") || addr.is_empty() {
+        let _ = child.kill();
+        let _ = child.wait();
+        return None;
+    }
+    Some((child, addr))
 }
 
 impl Drop for Server {
@@ -71,43 +110,38 @@ impl Drop for Server {
 }
 
 impl Server {
-    /// The server with tenant `demo`, a fast sweeper, and `extra` flags.
+    /// The server with tenant `demo` and `extra` flags, on a free port.
     pub fn start(extra: &[&str]) -> Server {
         let data = tempfile::tempdir().expect("tempdir");
-        let mut child = Command::new(server_binary())
-            .args(["--listen", "127.0.0.1:0", "--token", "demo=demo"])
-            .arg("--data")
-            .arg(data.path())
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn the server");
-        let mut err = BufReader::new(child.stderr.take().expect("stderr"));
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            while err.read_line(&mut line).is_ok_and(|n| n > 0) {
-                eprint!("server: {line}");
-                line.clear();
-            }
-        });
-        let mut out = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut line = String::new();
-        out.read_line(&mut line).expect("the listening line");
-        std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
-        let addr = line
-            .trim()
-            .rsplit("http://")
-            .next()
-            .unwrap_or_default()
-            .to_string();
-        assert!(!addr.is_empty(), "the server did not start: {line:?}");
+        let (child, addr) = spawn_server("127.0.0.1:0", data.path(), extra)
+            .unwrap_or_else(|| panic!("the server did not start"));
         Server {
             child,
             addr,
             _data: data,
+            extra: extra.iter().map(|s| s.to_string()).collect(),
             client: Client::builder(TokioExecutor::new()).build(HttpConnector::new()),
         }
+    }
+
+    /// Stops the server (as a crash would: SIGKILL).
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Starts it again on the same address and data, once the port is
+    /// free again (a few tries).
+    pub fn start_again(&mut self) {
+        let extra: Vec<&str> = self.extra.iter().map(String::as_str).collect();
+        for _ in 0..50 {
+            if let Some((child, _)) = spawn_server(&self.addr, self._data.path(), &extra) {
+                self.child = child;
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("the server did not start again on {}", self.addr);
     }
 
     /// The server's SQLite file.
