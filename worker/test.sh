@@ -7,6 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo fmt -p taskwire-worker -- --check
 cargo clippy -p taskwire-worker --all-targets --locked -- -D warnings
+# Without TLS too (`http://` only, no ring), as a loopback user takes it.
+cargo clippy -p taskwire-worker --no-default-features --all-targets --locked -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc -p taskwire-worker --no-deps --locked
 cargo build -p taskwire-server --bin taskwire-server --locked
 cargo test -p taskwire-worker --locked "$@"

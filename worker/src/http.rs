@@ -24,6 +24,9 @@ use hyper::body::Bytes;
 use hyper::{Request, StatusCode};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
+
+use crate::connect::Connector;
+use crate::error::ConfigError;
 use hyper_util::rt::TokioExecutor;
 use serde::Deserialize;
 use tokio::time::Instant;
@@ -97,7 +100,7 @@ struct ErrorFields {
 
 /// The connection to one server, shared by the claim loop and every job.
 pub(crate) struct Transport {
-    client: Client<HttpConnector, Full<Bytes>>,
+    client: Client<Connector, Full<Bytes>>,
     /// `http://host:port` plus any path prefix, without a trailing `/`.
     base: String,
     tenant: String,
@@ -106,27 +109,29 @@ pub(crate) struct Transport {
 }
 
 impl Transport {
+    /// `roots_pem`: certificates trusted beside Mozilla's (`https://`).
     pub(crate) fn new(
         base: String,
         tenant: String,
         secret: Secret,
         clock: Arc<ServerClock>,
-    ) -> Self {
-        let mut connector = HttpConnector::new();
-        connector.set_nodelay(true);
-        connector.set_connect_timeout(Some(Duration::from_secs(10)));
+        roots_pem: Option<&[u8]>,
+    ) -> Result<Self, ConfigError> {
+        let mut http = HttpConnector::new();
+        http.set_nodelay(true);
+        http.set_connect_timeout(Some(Duration::from_secs(10)));
         let client = Client::builder(TokioExecutor::new())
             // Below the server's own keep-alive, so that a pooled
             // connection is not reused just as the server closes it.
             .pool_idle_timeout(Duration::from_secs(20))
-            .build(connector);
-        Transport {
+            .build(Connector::new(http, roots_pem)?);
+        Ok(Transport {
             client,
             base,
             tenant,
             secret,
             clock,
-        }
+        })
     }
 
     /// POSTs `body` to `path` signed under `id`, resent per `persist`;

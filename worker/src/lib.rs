@@ -62,6 +62,7 @@
 
 mod claim;
 mod clock;
+mod connect;
 mod error;
 mod http;
 mod job;

@@ -31,6 +31,7 @@ pub struct WorkerBuilder {
     lease_ms: u64,
     wait_ms: u64,
     clock: Clock,
+    roots_pem: Option<Vec<u8>>,
 }
 
 impl WorkerBuilder {
@@ -70,16 +71,32 @@ impl WorkerBuilder {
         self
     }
 
+    /// PEM certificates to trust for an `https://` server beside
+    /// Mozilla's roots (a private CA, a test certificate).
+    pub fn root_certificates_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.roots_pem = Some(pem.into());
+        self
+    }
+
     /// Checks the configuration and makes the worker.
     pub fn build(self) -> Result<Worker, ConfigError> {
         let base = self.url.trim_end_matches('/').to_string();
-        if !base.starts_with("http://") || base.len() <= "http://".len() {
+        let scheme = ["http://", "https://"]
+            .into_iter()
+            .find(|p| base.starts_with(p) && base.len() > p.len());
+        if scheme.is_none() {
             return Err(ConfigError::new(
                 "url",
                 format!(
-                    "must be an http:// URL of the server, got {:?} (https is not supported yet)",
+                    "must be an http:// or https:// URL of the server, got {:?}",
                     self.url
                 ),
+            ));
+        }
+        if scheme == Some("https://") && !cfg!(feature = "tls") {
+            return Err(ConfigError::new(
+                "url",
+                "https:// needs the crate's `tls` feature (on by default)",
             ));
         }
         if self.tenant.trim().is_empty() || self.tenant.len() > 255 {
@@ -121,7 +138,13 @@ impl WorkerBuilder {
             ));
         }
         let clock = Arc::new(ServerClock::new(self.clock));
-        let transport = Arc::new(Transport::new(base, self.tenant, secret, clock));
+        let transport = Arc::new(Transport::new(
+            base,
+            self.tenant,
+            secret,
+            clock,
+            self.roots_pem.as_deref(),
+        )?);
         let (stop, _) = watch::channel(None);
         Ok(Worker {
             inner: Arc::new(Inner {
@@ -203,6 +226,7 @@ impl Worker {
             lease_ms: 30_000,
             wait_ms: 25_000,
             clock: system_clock(),
+            roots_pem: None,
         }
     }
 
