@@ -148,17 +148,20 @@ export declare class FatalError extends Error {
 
 /** `job.vendor`'s refusal to repeat a submit whose outcome is unknown; `key` is its idempotency key. Final. */
 export declare class SubmitUnknownError extends FatalError {
+  constructor(message: string, key: string, options?: ErrorOptions);
   readonly code: "submit-unknown";
   readonly key: string;
 }
 
 /** The reason of a fired `job.signal`; its `name` is `"AbortError"`, as Node's aborts are. */
 export declare class CancelledError extends Error {
+  constructor(code: CancelCode);
   readonly code: CancelCode;
 }
 
 /** A failure of the worker rather than of a job. */
 export declare class WorkerError extends Error {
+  constructor(code: string, message: string, status?: number);
   readonly code: string;
   /** The HTTP status, when the server answered. */
   readonly status?: number;
