@@ -152,8 +152,11 @@ export class Worker {
 
   /** Waits for the running jobs up to `graceMs`, then hands back those left. */
   async #drain(graceMs) {
-    const all = () => Promise.all([...this.#running.values()].map((r) => r.done));
-    if (graceMs > 0) await Promise.race([all(), sleep(graceMs)]);
+    if (graceMs > 0) {
+      const timer = new AbortController();
+      await Promise.race([Promise.all([...this.#running.values()].map((r) => r.done)), sleep(graceMs, timer.signal)]);
+      timer.abort(); // so the grace's timer keeps no process alive
+    }
     await Promise.all([...this.#running.values()].map((r) => r.job.abandon("shutdown")));
   }
 

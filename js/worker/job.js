@@ -20,6 +20,7 @@ export class Job {
   #heartbeat; // the timer
   #beating; // the heartbeat in flight, if any
   #ended = false; // the attempt's last report went out (or will not)
+  #finishing; // that report in flight
   #warn;
 
   constructor(task, { wire, warn }) {
@@ -142,16 +143,19 @@ export class Job {
     await this.#beating;
   }
 
-  /** The attempt's last report, sent at most once. */
-  async #finish(event) {
-    if (this.#ended) return;
+  /** The attempt's last report, sent at most once; a second call waits for the first. */
+  #finish(event) {
+    if (this.#ended) return this.#finishing;
     this.#ended = true;
-    await this.#stopBeating();
-    try {
-      await this.#send(event, true);
-    } catch (e) {
-      this.#warn(`the ${event.type} report of ${this.id} (attempt ${this.attempt}) was not delivered: ${e.message}`);
-    }
+    this.#finishing = (async () => {
+      await this.#stopBeating();
+      try {
+        await this.#send(event, true);
+      } catch (e) {
+        this.#warn(`the ${event.type} report of ${this.id} (attempt ${this.attempt}) was not delivered: ${e.message}`);
+      }
+    })();
+    return this.#finishing;
   }
 
   /** Called by the worker's shutdown past its grace: fire, and hand the task back to the queue now. */
