@@ -53,6 +53,9 @@ worker.handle("summary", async (job) => {
   if (!Number.isFinite(stepMs) || stepMs < 0) throw new FatalError("input.stepMs: must be a number ≥ 0");
   const { decision, decisionReason } = job.task;
   const draft = draftOf(doc, decision === "request_changes");
+  // Once approved, what is published is the artifact the person saw
+  // (named by its hash), not a draft written again.
+  const draftHash = decision === "approve" ? job.task.artifactHash : sha256(draft);
   console.log(`${job.id}: attempt ${job.attempt}${decision ? `, decision ${decision}${decisionReason ? ` (${decisionReason})` : ""}` : ""}`);
 
   // After a decision the work goes on from the artifact: publish it once
@@ -61,18 +64,18 @@ worker.handle("summary", async (job) => {
   for (let i = first; i < STEPS.length; i++) {
     const step = STEPS[i];
     if (step === "request_approval" && approval && decision !== "approve") {
-      await job.hold(`mem://summary/${job.id}/draft`, sha256(draft), `Publish this summary? "${draft}"`);
+      await job.hold(`mem://summary/${job.id}/draft`, draftHash, `Publish this summary? "${draft}"`);
       console.log(`${job.id}: waiting for a person`);
       return;
     }
     job.checkpoint();
     // A tool call: the signal aborts it when the task is cancelled.
     await sleep(stepMs, undefined, { signal: job.signal });
-    if (step === "publish") console.log(`${job.id}: publishing under idempotency key ${job.key("publish", "post")}`);
+    if (step === "publish") console.log(`${job.id}: publishing ${draftHash} under idempotency key ${job.key("publish", "post")}`);
     job.checkpoint();
     await job.progress(Math.round(((i + 1) * 100) / STEPS.length), step);
   }
-  return { resultRef: `mem://summary/${job.id}`, resultHash: sha256(draft) };
+  return { resultRef: `mem://summary/${job.id}`, resultHash: draftHash };
 });
 
 for (const signal of ["SIGINT", "SIGTERM"]) {
