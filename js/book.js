@@ -69,6 +69,22 @@ export class TaskBook {
     return parse(call(() => book.apply(taskId, json, callbackId ?? undefined)));
   }
 
+  redelivered(taskId, event) {
+    str(taskId, "taskId");
+    const json = text(event, "event");
+    const book = this.#book();
+    return parse(call(() => book.redelivered(taskId, json)));
+  }
+
+  applyAt(taskId, event, callbackId, nowMs) {
+    str(taskId, "taskId");
+    const json = text(event, "event");
+    if (callbackId !== undefined && callbackId !== null) str(callbackId, "callbackId");
+    num(nowMs, "nowMs");
+    const book = this.#book();
+    return parse(call(() => book.apply_at(taskId, json, callbackId ?? undefined, nowMs)));
+  }
+
   resume(taskId, cursor) {
     str(taskId, "taskId");
     num(cursor, "cursor");

@@ -35,6 +35,10 @@ export interface CallbackResult extends Transition<TaskView> {
   duplicateCallback: boolean;
   /** The current attempt's lease after the event, when one runs. */
   lease?: Lease;
+  /** What the executor does now (PROTOCOL.md §Workers). */
+  next: "continue" | "cancel" | "stop";
+  /** The task's current attempt. */
+  attempt: number;
 }
 
 /** One step `TaskBook.sweepDue` took. */
@@ -194,6 +198,7 @@ export type ErrorCode =
   | "watch-limit"
   | "connection-limit"
   | "storage-unavailable"
+  | "clock-skew"
   | `http-${number}`;
 
 /** Every taskwire error: an `Error` with a stable `code`. */
@@ -249,6 +254,18 @@ export class TaskBook {
    * person's (with the `actor` the caller authenticated) or a sweeper's.
    */
   apply(taskId: string, event: TaskEvent, callbackId?: string): CallbackResult;
+  /**
+   * `apply` as a server receives a callback at `nowMs` on its own clock:
+   * an event with `attempt` whose `atMs` is more than 5 minutes from
+   * `nowMs` throws `clock-skew`, and leases run from `nowMs`.
+   */
+  applyAt(taskId: string, event: TaskEvent, callbackId: string | undefined, nowMs: number): CallbackResult;
+  /**
+   * The answer to a callback a server recognized as judged before without
+   * the book (the very signed request sent again): `duplicate-callback`,
+   * nothing changes, with the `next` the task calls for now.
+   */
+  redelivered(taskId: string, event: TaskEvent): CallbackResult;
   /** Answers a client that last saw version `cursor`. */
   resume(taskId: string, cursor: number): ResumeAnswer;
   /** The same answer as JSON text, ready to send over HTTP. */

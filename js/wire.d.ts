@@ -293,7 +293,8 @@ export type Reason =
   | "changes-requested"
   | "rejected"
   | "stale-decision"
-  | "duplicate-decision";
+  | "duplicate-decision"
+  | "not-started";
 
 // ---- batches (PROTOCOL.md §Batches) ----------------------------------------
 

@@ -18,15 +18,20 @@ pub enum ErrorCode {
     NotFound,
     /// A task with that id already exists (the existing one is untouched).
     TaskExists,
+    /// An executor event that carries `attempt` has an `atMs` too far
+    /// from the server's clock (see [`crate::work::check_report_clock`]).
+    ClockSkew,
 }
 
 impl ErrorCode {
-    /// The wire spelling: `invalid-request`, `not-found` or `task-exists`.
+    /// The wire spelling: `invalid-request`, `not-found`, `task-exists` or
+    /// `clock-skew`.
     pub const fn as_str(self) -> &'static str {
         match self {
             ErrorCode::InvalidRequest => "invalid-request",
             ErrorCode::NotFound => "not-found",
             ErrorCode::TaskExists => "task-exists",
+            ErrorCode::ClockSkew => "clock-skew",
         }
     }
 }
@@ -88,6 +93,7 @@ mod tests {
         assert_eq!(ErrorCode::InvalidRequest.as_str(), "invalid-request");
         assert_eq!(ErrorCode::NotFound.as_str(), "not-found");
         assert_eq!(ErrorCode::TaskExists.as_str(), "task-exists");
+        assert_eq!(ErrorCode::ClockSkew.as_str(), "clock-skew");
     }
 
     #[test]

@@ -160,6 +160,7 @@ pub mod task;
 pub mod text;
 pub mod transition;
 pub mod value;
+pub mod work;
 
 pub use batch::{BatchAnswer, BatchMirror};
 #[cfg(feature = "std")]
@@ -178,3 +179,4 @@ pub use resume::{
 pub use task::{create_task, CreateTask, Decision, HistoryEntry, State, Task, TaskView};
 pub use transition::{apply_event, expire_task, Outcome, Reason, Step, Transition};
 pub use value::{Millis, NonBlank, Percent, MAX_SAFE_INTEGER};
+pub use work::{check_report_clock, claim_start, claimable, ClaimRequest, Directive};

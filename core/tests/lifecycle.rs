@@ -144,9 +144,10 @@ proptest! {
                     let (changed, notify, reason) = (applied.changed, applied.notify, applied.reason);
                     let after = book.get(&id).unwrap();
                     if reason != Reason::DuplicateCallback && reason != Reason::CallbackConflict {
-                        prop_assert_eq!(reason == Reason::StaleAttempt, must_fence, "fencing rule");
+                        let refused = matches!(reason, Reason::StaleAttempt | Reason::NotStarted);
+                        prop_assert_eq!(refused, must_fence, "fencing rule");
                     }
-                    if reason == Reason::StaleAttempt {
+                    if matches!(reason, Reason::StaleAttempt | Reason::NotStarted) {
                         prop_assert_eq!(after, before, "a fenced attempt changed something");
                     }
                     if changed {

@@ -93,7 +93,11 @@ impl Run {
             "apply" => {
                 let event: Event = parse(&text("event"), "event")?;
                 let callback = step["callbackId"].as_str();
-                let applied = self.book.apply(&s("taskId"), event, callback)?;
+                // `nowMs`: the server's clock when the callback arrived.
+                let applied = match step["nowMs"].as_f64() {
+                    Some(now) => self.book.apply_at(&s("taskId"), event, callback, now)?,
+                    None => self.book.apply(&s("taskId"), event, callback)?,
+                };
                 serde_json::to_value(applied).unwrap()
             }
             "resume" => {

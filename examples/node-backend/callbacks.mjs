@@ -63,6 +63,9 @@ export async function callback({ req, res, rawId, store, config }) {
     state: t.task.state,
     // The executor should stop and answer ack_cancel (or cannot_cancel).
     cancelRequested: t.task.state === "cancelling",
+    // What the executor does now, and the current attempt (core's Directive).
+    next: t.next,
+    attempt: t.task.attempts,
     epoch: store.epoch,
   });
 }

@@ -77,6 +77,7 @@ export function createApp(store, config) {
 function fail(res, err, config) {
   let answer = err;
   if (err instanceof TaskwireError && err.code === "invalid-request") answer = invalid(err.message);
+  else if (err instanceof TaskwireError && err.code === "clock-skew") answer = new HttpError(400, "clock-skew", err.message);
   else if (err instanceof TaskwireError && err.code === "not-found") answer = notFound(err.message);
   else if (!(err instanceof HttpError)) {
     console.error("internal error:", err);

@@ -205,11 +205,12 @@ export class Store {
     if (this.tenantOf(taskId) !== tenant) throw new HttpError(404, "not-found", `taskId: no task with id ${quoted(taskId)}`);
     const owner = this.#callbackOwners.get(JSON.stringify([tenant, callbackId]));
     // The very request judged before: a redelivery, nothing recorded.
-    if (owner !== taskId && this.#used.has(tenant, callbackId, signed)) return UsedRequests.duplicate(this.#view(taskId));
+    if (owner !== taskId && this.#used.has(tenant, callbackId, signed)) return this.#book.redelivered(taskId, event);
     if (owner !== undefined && owner !== taskId) {
       throw new HttpError(422, "callback-id-reused-for-other-task", `webhook-id: ${quoted(callbackId)} was already used for another task`);
     }
-    const record = { op: "callback", taskId, callbackId, event, ...(signed === undefined ? {} : { signed }) };
+    // The server's clock when it arrived: leases run from it (PROTOCOL.md §Workers).
+    const record = { op: "callback", taskId, callbackId, event, receivedAtMs: Date.now(), ...(signed === undefined ? {} : { signed }) };
     return this.#commit(record);
   }
 
@@ -307,7 +308,11 @@ export class Store {
       }
       case "callback":
       case "act": {
-        const result = this.#book.apply(record.taskId, record.event, record.callbackId);
+        // Journals before leases ran on the server's clock have no receivedAtMs.
+        const result =
+          record.receivedAtMs === undefined
+            ? this.#book.apply(record.taskId, record.event, record.callbackId)
+            : this.#book.applyAt(record.taskId, record.event, record.callbackId, record.receivedAtMs);
         const leaseMoved = this.#leaseMoved(record.taskId, result.lease);
         const { tenant } = this.#tasks.get(record.taskId);
         if (result.changed) {

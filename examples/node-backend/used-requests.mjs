@@ -33,9 +33,4 @@ export class UsedRequests {
     const before = Math.floor(nowMs / 1000) - TOLERANCE_SECONDS - MARGIN_SECONDS;
     for (const [key, at] of this.#used) if (at < before) this.#used.delete(key);
   }
-
-  /** The answer to a used request: core's to a redelivery of an id with its own event. */
-  static duplicate(task) {
-    return { changed: false, duplicate: true, duplicateCallback: true, notify: false, reason: "duplicate-callback", task };
-  }
 }

@@ -113,6 +113,14 @@ pub struct Config {
     #[arg(long, env = "TASKWIRE_LEASE_MS", default_value_t = 30_000)]
     pub lease_ms: u64,
 
+    /// Limits of one task kind for workers' claims (PROTOCOL.md §Workers),
+    /// across every tenant and instance: `KIND:max-running=N,per-second=R`
+    /// (either or both; repeatable, `;`-separated in the environment).
+    /// Past them, work waits in the queue; a claim is never refused.
+    #[arg(long = "kind-limit", env = "TASKWIRE_KIND_LIMIT", value_delimiter = ';',
+          value_parser = parse_kind_limit)]
+    pub kind_limit: Vec<(String, crate::store::KindLimit)>,
+
     /// How long an `unknown` task waits for word from its attempt before it
     /// is re-queued (or failed, with no attempt left), in milliseconds, for
     /// a task created without `unknownGraceMs` (and without
@@ -361,5 +369,46 @@ impl Config {
                     .to_string()
             }),
         }
+    }
+}
+
+/// One `--kind-limit KIND:max-running=N,per-second=R`.
+fn parse_kind_limit(text: &str) -> Result<(String, crate::store::KindLimit), String> {
+    let (kind, spec) = text
+        .rsplit_once(':')
+        .ok_or_else(|| format!("{text:?}: expected KIND:max-running=N,per-second=R"))?;
+    let mut limit = crate::store::KindLimit::default();
+    for part in spec.split(',') {
+        match part.split_once('=') {
+            Some(("max-running", n)) => {
+                let n: u64 = n
+                    .parse()
+                    .map_err(|_| format!("{text:?}: max-running must be an integer, got {n:?}"))?;
+                limit.max_running = Some(n);
+            }
+            Some(("per-second", r)) => {
+                let r: f64 = r
+                    .parse()
+                    .ok()
+                    .filter(|r: &f64| r.is_finite() && *r > 0.0)
+                    .ok_or_else(|| {
+                        format!("{text:?}: per-second must be a number > 0, got {r:?}")
+                    })?;
+                limit.per_second = Some(r);
+            }
+            _ => {
+                return Err(format!(
+                    "{text:?}: unknown limit {part:?} (max-running, per-second)"
+                ))
+            }
+        }
+    }
+    Ok((kind.to_string(), limit))
+}
+
+impl Config {
+    /// `--kind-limit`s by kind (the last one given for a kind wins).
+    pub fn kind_limits(&self) -> crate::store::KindLimits {
+        crate::store::KindLimits(self.kind_limit.iter().cloned().collect())
     }
 }

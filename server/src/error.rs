@@ -188,6 +188,7 @@ impl From<CoreError> for ApiError {
             ErrorCode::NotFound => ApiError::not_found(e.message),
             // Ids are server-assigned, so a clash is a server bug.
             ErrorCode::TaskExists => ApiError::internal(e.message),
+            ErrorCode::ClockSkew => ApiError::new(StatusCode::BAD_REQUEST, "clock-skew", e.message),
         }
     }
 }
@@ -211,6 +212,14 @@ impl From<StoreError> for ApiError {
                 "callback-id-reused-for-other-task",
                 format!(
                     "webhook-id: {} was already used for another task",
+                    quoted(&id)
+                ),
+            ),
+            StoreError::ClaimReplayed(id) => ApiError::conflict(
+                "claim-replayed",
+                format!(
+                    "webhook-id: the claim {} was sent before, signed the same: it claims \
+                     nothing again (sign each claim with a new webhook-id)",
                     quoted(&id)
                 ),
             ),

@@ -29,6 +29,7 @@ use crate::metrics::Metrics;
 use crate::store::outage::Outage;
 
 mod batches;
+pub mod work;
 pub use batches::{BatchMark, BatchSubscription, BatchWake};
 
 /// A committed change, as the hub hands it to waiters. The stores make
@@ -90,6 +91,8 @@ pub struct Hub {
     /// Storage outages: the stores report every write here, so a full
     /// disk is logged once, not once per failing write.
     pub outage: Outage,
+    /// Woken when work may be waiting for a held claim ([`work`]).
+    pub work: work::WorkSignal,
 }
 
 impl Hub {
@@ -109,6 +112,7 @@ impl Hub {
             outbox: Notify::new(),
             metrics,
             outage: Outage::default(),
+            work: work::WorkSignal::default(),
         })
     }
 
@@ -165,6 +169,9 @@ impl Hub {
         }
         for mark in changes.iter().filter_map(|c| c.batch.as_ref()) {
             self.publish_batch(&mark.id, mark.seq);
+        }
+        if changes.iter().any(|c| !c.view.state.holds_attempt()) {
+            self.work.bump();
         }
         let published_at = Instant::now();
         let slots = self.slots();

@@ -28,6 +28,10 @@ pub struct Keyring {
     own: BTreeMap<String, Vec<Secret>>,
     /// For every other tenant.
     shared: Vec<Secret>,
+    /// Every tenant (from `--token`), and those without a secret of
+    /// their own: a claim signed with the shared secret takes their work.
+    tenants: BTreeSet<String>,
+    sharing: Vec<String>,
     /// Hashes like a secret for a task with none (see
     /// [`crate::signature::SignedHeaders::decoy`]); nobody holds it.
     decoy: Secret,
@@ -103,7 +107,10 @@ impl Keyring {
                 }
             }
         }
+        let sharing = without.iter().map(|t| t.to_string()).collect();
         Ok(Keyring {
+            tenants: tenants.iter().map(|t| t.to_string()).collect(),
+            sharing,
             own,
             shared,
             decoy: Secret::random()?,
@@ -115,6 +122,19 @@ impl Keyring {
     /// with (several during a rotation).
     pub fn secrets_of(&self, tenant: &str) -> &[Secret] {
         self.own.get(tenant).map_or(&self.shared, Vec::as_slice)
+    }
+
+    /// The secrets a worker's claim is checked against, and the tenants
+    /// it claims from: `tenant`'s own (or the shared ones, if it has
+    /// none), or, without a tenant, the shared secrets and every tenant
+    /// that uses them. `None` for a tenant nobody configured.
+    pub fn claim_scope(&self, tenant: Option<&str>) -> Option<(&[Secret], Vec<String>)> {
+        match tenant {
+            Some(t) if self.tenants.contains(t) => Some((self.secrets_of(t), vec![t.to_string()])),
+            Some(_) => None,
+            None if self.shared.is_empty() || self.sharing.is_empty() => None,
+            None => Some((&self.shared, self.sharing.clone())),
+        }
     }
 
     /// The key for tasks without a tenant (see [`Self::decoy`]'s field).

@@ -39,7 +39,10 @@ function runStep(state, step) {
   switch (step.op) {
     case "create": return { task: book.create(step.input) };
     case "get": return book.get(step.taskId) ?? null;
-    case "apply": return book.apply(step.taskId, step.event, step.callbackId);
+    case "apply":
+      // `nowMs`: the server's clock when the callback arrived.
+      if (step.nowMs !== undefined) return book.applyAt(step.taskId, step.event, step.callbackId, step.nowMs);
+      return book.apply(step.taskId, step.event, step.callbackId);
     case "resume": return book.resume(step.taskId, step.cursor);
     case "deliver": return book.deliverResult(step.taskId, step.key, step.nowMs);
     case "expireDue": return book.expireDue(step.nowMs);

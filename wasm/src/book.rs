@@ -52,6 +52,32 @@ impl BookHandle {
             .map_err(throw)
     }
 
+    /// [`Book::apply`] as a server receives the callback at `now_ms`
+    /// (core's `Book::apply_at`: the clock check, leases on that clock).
+    pub fn apply_at(
+        &mut self,
+        task_id: &str,
+        event: &str,
+        callback_id: Option<String>,
+        now_ms: f64,
+    ) -> Result<String> {
+        let event: tw::Event = from_json(event, "event").map_err(throw)?;
+        self.book
+            .apply_at(task_id, event, callback_id.as_deref(), now_ms)
+            .map(|applied| to_json(&applied))
+            .map_err(throw)
+    }
+
+    /// The answer to the very signed request sent again (core's
+    /// `Book::redelivered`): `duplicate-callback`, with `next`.
+    pub fn redelivered(&self, task_id: &str, event: &str) -> Result<String> {
+        let event: tw::Event = from_json(event, "event").map_err(throw)?;
+        self.book
+            .redelivered(task_id, &event)
+            .map(|applied| to_json(&applied))
+            .map_err(throw)
+    }
+
     /// `{mode, events, task}`.
     pub fn resume(&self, task_id: &str, cursor: f64) -> Result<String> {
         let cursor = safe_int(cursor, "cursor")?;

@@ -105,6 +105,8 @@ codes! {
     ConnectionLimit => "connection-limit",
     /// 503: the server's storage cannot serve now.
     StorageUnavailable => "storage-unavailable",
+    /// 400: an executor event's `atMs` is too far from the server's clock.
+    ClockSkew => "clock-skew",
 }
 
 impl Code {
@@ -120,6 +122,7 @@ impl From<tw::ErrorCode> for Code {
             tw::ErrorCode::InvalidRequest => Code::InvalidRequest,
             tw::ErrorCode::NotFound => Code::NotFound,
             tw::ErrorCode::TaskExists => Code::TaskExists,
+            tw::ErrorCode::ClockSkew => Code::ClockSkew,
         }
     }
 }

@@ -32,6 +32,7 @@ use crate::resume::{plan_resume, ResumeAnswer, DEFAULT_RETENTION_VERSIONS};
 use crate::task::{create_task, CreateTask, State, Task};
 use crate::transition::{Outcome, Reason};
 use crate::value::{cmp_js, Millis, NonBlank};
+use crate::work::{check_report_clock, Directive};
 use crate::Error;
 
 /// A notification that a task reached a terminal state. It only says "go
@@ -98,6 +99,10 @@ pub struct Applied<'a> {
     /// versioned: a heartbeat moves it with `changed: false`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lease: Option<&'a Lease>,
+    /// What the executor does now ([`Directive::after`]).
+    pub next: Directive,
+    /// The task's current attempt (a stale executor learns which).
+    pub attempt: u64,
 }
 
 /// One task and the callback ids applied to it. Ids are scoped to their
@@ -235,12 +240,60 @@ impl Book {
     ///
     /// The callback id is checked before the task is looked up, so an
     /// invalid request is an error even for an unknown task. A terminal
-    /// transition puts one notification in the outbox.
+    /// transition puts one notification in the outbox. A lease the event
+    /// opens or extends is counted from its `atMs`: what the vectors and
+    /// the seed's runs replay. A server uses [`Book::apply_at`].
     pub fn apply(
         &mut self,
         task_id: &str,
         event: Event,
         callback_id: Option<&str>,
+    ) -> Result<Applied<'_>, Error> {
+        self.apply_received(task_id, event, callback_id, None)
+    }
+
+    /// [`Book::apply`] as a server receives a callback at `now_ms` on its
+    /// own clock (PROTOCOL.md §Workers, "Reports"): an event that carries
+    /// `attempt` with an `atMs` more than 5 minutes from `now_ms` is
+    /// refused (`clock-skew`), and leases run from `now_ms`, not from the
+    /// worker's clock.
+    pub fn apply_at(
+        &mut self,
+        task_id: &str,
+        event: Event,
+        callback_id: Option<&str>,
+        now_ms: f64,
+    ) -> Result<Applied<'_>, Error> {
+        let now = Millis::new(now_ms, "nowMs")?;
+        check_callback_id(callback_id)?;
+        check_report_clock(&event, now)?;
+        self.apply_received(task_id, event, callback_id, Some(now))
+    }
+
+    /// The answer to a callback the server recognized as judged before
+    /// without the book (the very signed request sent again: PROTOCOL.md
+    /// "A signed request is used once"): `duplicate-callback`, nothing
+    /// changes, with the `next` the task calls for now.
+    pub fn redelivered(&self, task_id: &str, event: &Event) -> Result<Applied<'_>, Error> {
+        let entry = self
+            .tasks
+            .get(task_id)
+            .ok_or_else(|| Error::not_found(task_id))?;
+        let outcome = Outcome {
+            changed: false,
+            duplicate: true,
+            notify: false,
+            reason: Reason::DuplicateCallback,
+        };
+        Ok(Applied::new(&entry.task, event.attempt(), outcome, true))
+    }
+
+    fn apply_received(
+        &mut self,
+        task_id: &str,
+        event: Event,
+        callback_id: Option<&str>,
+        received: Option<Millis>,
     ) -> Result<Applied<'_>, Error> {
         check_callback_id(callback_id)?;
         // One lookup per call: the outbox and the due queue are other
@@ -252,12 +305,18 @@ impl Book {
         let seen = callback_id.and_then(|id| entry.callbacks.get(id));
         if let Some(outcome) = check_callback(seen, &event) {
             let duplicate_callback = outcome.reason == Reason::DuplicateCallback;
-            return Ok(Applied::new(&entry.task, outcome, duplicate_callback));
+            return Ok(Applied::new(
+                &entry.task,
+                event.attempt(),
+                outcome,
+                duplicate_callback,
+            ));
         }
         let at_ms = event.at_ms().get();
+        let attempt = event.attempt();
         let remembered = callback_id.map(|id| (id.to_string(), event.clone()));
         let lease_before = entry.task.lease().copied();
-        let outcome = entry.task.apply(event);
+        let outcome = entry.task.apply_received(event, received);
         if outcome.changed {
             if let Some((id, event)) = remembered {
                 entry.callbacks.insert(id, event);
@@ -273,7 +332,7 @@ impl Book {
         if outcome.changed || entry.task.lease().copied() != lease_before {
             sweep::schedule(&mut self.due, entry, task_id);
         }
-        Ok(Applied::new(&entry.task, outcome, false))
+        Ok(Applied::new(&entry.task, attempt, outcome, false))
     }
 
     /// Answers a client that last saw version `cursor` of a task: O(k) in
@@ -348,8 +407,10 @@ impl Book {
 }
 
 impl<'a> Applied<'a> {
-    fn new(task: &'a Task, o: Outcome, duplicate_callback: bool) -> Self {
+    fn new(task: &'a Task, attempt: Option<u64>, o: Outcome, duplicate_callback: bool) -> Self {
         Applied {
+            next: Directive::after(attempt, &o, task.view()),
+            attempt: task.view().attempts,
             task: task.view(),
             changed: o.changed,
             duplicate: o.duplicate,

@@ -30,17 +30,20 @@ use crate::value::Millis;
 use alloc::string::String;
 
 impl TaskView {
-    /// True when `event` carries an attempt that is not the current one.
-    /// On a queued task nothing is open: only the `start` of the next
-    /// attempt is current.
-    pub(crate) fn fenced(&self, event: &Event) -> bool {
-        let Some(attempt) = event.attempt() else {
-            return false;
-        };
+    /// Why `event` is fenced off, if it is: it carries an attempt that
+    /// is not the current one (`stale-attempt`), or, on a queued task,
+    /// it reports for the next attempt before that attempt's `start`
+    /// (`not-started`). On a queued task nothing is open: only the
+    /// `start` of attempt `attempts + 1` is current.
+    pub(crate) fn fence(&self, event: &Event) -> Option<Reason> {
+        let attempt = event.attempt()?;
+        let next = self.attempts.checked_add(1);
         match (self.state, event) {
-            (State::Queued, Event::Start { .. }) => Some(attempt) != self.attempts.checked_add(1),
-            (State::Queued, _) => true,
-            _ => attempt != self.attempts,
+            (State::Queued, Event::Start { .. }) if Some(attempt) == next => None,
+            (State::Queued, Event::Start { .. }) => Some(Reason::StaleAttempt),
+            (State::Queued, _) if Some(attempt) == next => Some(Reason::NotStarted),
+            (State::Queued, _) => Some(Reason::StaleAttempt),
+            _ => (attempt != self.attempts).then_some(Reason::StaleAttempt),
         }
     }
 
@@ -94,19 +97,21 @@ impl TaskView {
     /// that ended takes its lease along (`Clear`, even one the caller did
     /// not pass, so a store can always write it); a start with `leaseMs`
     /// opens one; a heartbeat or progress of the current attempt extends
-    /// it. Kept out of the versioned judge, which the page's mirror runs
-    /// without any lease.
+    /// it, from `received` when the server gave its clock, else from the
+    /// event's `atMs`. Kept out of the versioned judge, which the page's
+    /// mirror runs without any lease.
     pub(super) fn lease_change(
         &self,
         event: &Event,
         outcome: Outcome,
         before: Option<&Lease>,
+        received: Option<Millis>,
     ) -> LeaseChange {
         use Reason::*;
         if outcome.changed && !self.state.holds_attempt() {
             return LeaseChange::Clear;
         }
-        let at = event.at_ms();
+        let at = received.unwrap_or_else(|| event.at_ms());
         let after = match (event, outcome.reason) {
             (Event::Start { lease_ms, .. }, Started) => {
                 // Without leaseMs, no lease: the seed's executors never lapse.

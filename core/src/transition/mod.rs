@@ -65,6 +65,7 @@ use serde::Serialize;
 use crate::event::Event;
 use crate::lease::{Lease, LeaseChange};
 use crate::task::{HistoryEntry, Task, TaskView};
+use crate::value::Millis;
 
 /// What an event did, without the task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -192,10 +193,19 @@ impl Step {
 
 impl Task {
     /// Applies `event` in place, with the task's lease; see
-    /// [`apply_event`].
+    /// [`apply_event`]. A lease it opens or extends is counted from the
+    /// event's `atMs`; a server counts it from its own clock with
+    /// [`Task::apply_received`].
     pub fn apply(&mut self, event: Event) -> Outcome {
+        self.apply_received(event, None)
+    }
+
+    /// [`Task::apply`], with the lease counted from `received` (the
+    /// server's clock when the report arrived) when given: a worker whose
+    /// clock is wrong can neither lapse its lease nor stretch it.
+    pub fn apply_received(&mut self, event: Event, received: Option<Millis>) -> Outcome {
         let (view, lease, history) = self.parts_mut();
-        let judged = view.decide(&event, lease.as_ref());
+        let judged = view.decide(&event, lease.as_ref(), received);
         if judged.outcome.changed {
             history.push(HistoryEntry {
                 version: view.version,
@@ -232,7 +242,22 @@ impl TaskView {
     /// change. A heartbeat answers `changed: false`, no entry, and
     /// `lease: Set(..)`: the store writes the lease alone.
     pub fn step_with(&mut self, lease: Option<&Lease>, event: &Event) -> Step {
-        let judged = self.decide(event, lease);
+        self.step_received(lease, event, None)
+    }
+
+    /// [`TaskView::step_with`], with the lease counted from `received`
+    /// (the server's clock when the report arrived) instead of the
+    /// event's `atMs` when given (PROTOCOL.md §Workers, "Leases run on
+    /// the server's clock"). The history records the event as sent; the
+    /// lapse, if it comes, is recorded at the lease's end, so a replay
+    /// needs no clock.
+    pub fn step_received(
+        &mut self,
+        lease: Option<&Lease>,
+        event: &Event,
+        received: Option<Millis>,
+    ) -> Step {
+        let judged = self.decide(event, lease, received);
         let entry = judged.outcome.changed.then(|| HistoryEntry {
             version: self.version,
             event: self.recorded_event(judged.recorded, event.clone()),
@@ -263,7 +288,7 @@ impl TaskView {
     /// Which event the history would record for `event`, without applying
     /// it (what a mirror checks before replaying an entry).
     pub(crate) fn would_record(&self, event: &Event) -> Recorded {
-        if self.fenced(event) || self.state.is_terminal() {
+        if self.fence(event).is_some() || self.state.is_terminal() {
             Recorded::Incoming
         } else {
             self.time_rule(event).unwrap_or(Recorded::Incoming)
@@ -272,7 +297,12 @@ impl TaskView {
 
     /// The one judge, given the stored lease: the versioned outcome
     /// (rules 1 to 4), then what it does to the lease.
-    pub(crate) fn decide(&mut self, event: &Event, lease: Option<&Lease>) -> Judgement {
+    pub(crate) fn decide(
+        &mut self,
+        event: &Event,
+        lease: Option<&Lease>,
+        received: Option<Millis>,
+    ) -> Judgement {
         // Whether a system event judged on the lease has come due.
         let at = event.at_ms();
         let due = match event {
@@ -286,7 +316,7 @@ impl TaskView {
         Judgement {
             outcome,
             recorded,
-            lease: self.lease_change(event, outcome, lease),
+            lease: self.lease_change(event, outcome, lease, received),
         }
     }
 
@@ -304,8 +334,8 @@ impl TaskView {
 
     fn judge(&mut self, event: &Event, due: bool) -> (Outcome, Recorded) {
         use Recorded::Incoming;
-        if self.fenced(event) {
-            return (Outcome::unchanged(Reason::StaleAttempt, false), Incoming);
+        if let Some(reason) = self.fence(event) {
+            return (Outcome::unchanged(reason, false), Incoming);
         }
         if self.state.is_terminal() {
             return (self.absorb(event), Incoming);

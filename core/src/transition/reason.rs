@@ -99,11 +99,16 @@ pub enum Reason {
     StaleDecision,
     /// The decision already taken, again (a duplicate).
     DuplicateDecision,
+    /// An executor report of the attempt after the current one, other than
+    /// its `start`, on a queued task: the worker is early (its attempt
+    /// was never opened), not replaced. Nothing changes, as for
+    /// [`Reason::StaleAttempt`].
+    NotStarted,
 }
 
 impl Reason {
     /// Every reason, in declaration order.
-    pub const ALL: [Reason; 38] = {
+    pub const ALL: [Reason; 39] = {
         use Reason::*;
         [
             Started,
@@ -144,6 +149,7 @@ impl Reason {
             Rejected,
             StaleDecision,
             DuplicateDecision,
+            NotStarted,
         ]
     };
 
@@ -188,6 +194,7 @@ impl Reason {
             Reason::Rejected => "rejected",
             Reason::StaleDecision => "stale-decision",
             Reason::DuplicateDecision => "duplicate-decision",
+            Reason::NotStarted => "not-started",
         }
     }
 }

@@ -142,6 +142,7 @@ pub async fn start(
         })
         .await
         .inspect_err(|e| count_open_task_refusal(state, e))?;
+    state.hub.work.bump();
     state.demo.made.batch(&batch.id);
     for task in &batch.tasks {
         state.demo.made.task(&task.view.id);

@@ -30,7 +30,7 @@ use tokio::sync::oneshot;
 
 use super::counter_at;
 use crate::routes::now_ms;
-use crate::store::OutboxBacklog;
+use crate::store::{OutboxBacklog, QueueDepth};
 use crate::{AppState, Config, Inner};
 
 /// Binds `--metrics-listen` when it is given; an address that does not
@@ -90,7 +90,15 @@ async fn scrape(State(state): State<AppState>) -> Response {
         },
         None => None,
     };
-    match render(&state, backlog) {
+    let queue = match state.store.queue_depth(now_ms()).await {
+        Ok(queue) => queue,
+        Err(crate::store::StoreError::Unavailable(_)) => Vec::new(),
+        Err(e) => {
+            eprintln!("taskwire-server: metrics: work queue: {e}");
+            Vec::new()
+        }
+    };
+    match render(&state, backlog, &queue) {
         Ok(text) => {
             let mut res = text.into_response();
             res.headers_mut().insert(
@@ -108,7 +116,11 @@ async fn scrape(State(state): State<AppState>) -> Response {
 }
 
 /// The whole exposition: the live set, then this scrape's.
-pub fn render(state: &Inner, backlog: Option<OutboxBacklog>) -> Result<String, std::fmt::Error> {
+pub fn render(
+    state: &Inner,
+    backlog: Option<OutboxBacklog>,
+    queue: &[QueueDepth],
+) -> Result<String, std::fmt::Error> {
     let metrics = &state.hub.metrics;
     let mut out = String::new();
     prometheus_text::encode(&mut out, &metrics.registry)?;
@@ -144,6 +156,28 @@ pub fn render(state: &Inner, backlog: Option<OutboxBacklog>) -> Result<String, s
         "quarantined_rows",
         "Rows a sweep or the notify sender set aside as unreadable",
         counter_at(state.stats.quarantined_rows()),
+    );
+
+    let depth = Family::<[(&'static str, String); 1], Gauge>::default();
+    let age =
+        Family::<[(&'static str, String); 1], Gauge<f64, std::sync::atomic::AtomicU64>>::default();
+    for kind in queue {
+        let label = [("kind", kind.kind.clone())];
+        depth
+            .get_or_create(&label)
+            .set(i64::try_from(kind.queued).unwrap_or(i64::MAX));
+        age.get_or_create(&label).set(kind.oldest_age_secs);
+    }
+    read.register(
+        "work_queued_tasks",
+        "Tasks queued for workers' claims, by kind (PROTOCOL.md §Workers)",
+        depth,
+    );
+    read.register_with_unit(
+        "work_oldest_queued_age",
+        "How long the oldest queued task of each kind has waited",
+        Unit::Seconds,
+        age,
     );
 
     if let Some(backlog) = backlog {

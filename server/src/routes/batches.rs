@@ -79,6 +79,7 @@ pub async fn create(
             created_at_ms: now_ms(),
         })
         .await
+        .inspect(|_| state.hub.work.bump())
         .inspect_err(|e| count_open_task_refusal(&state, e));
     let created = match created {
         Ok(c) => c,

@@ -28,8 +28,8 @@ use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap};
 use futures_util::StreamExt;
 use sha2::{Digest, Sha256};
-use taskwire_core::check_callback_id;
 use taskwire_core::json::{Fields, FromJson, Path as JsonPath, Value};
+use taskwire_core::{check_callback_id, check_report_clock};
 use taskwire_core::{Event, EventKind, Millis};
 use taskwire_wire::from_json_bytes;
 use tokio::time::Instant;
@@ -96,6 +96,8 @@ pub async fn callback(
     let event: Event = from_json_bytes(&raw, "event")?;
     refuse_if_not_an_executors(&event)?;
     let event = with_default_lease(event, state.config.lease_ms);
+    let received = Millis::new(super::now_ms(), "nowMs")?;
+    check_report_clock(&event, received)?;
     let signed_request = SignedRequest {
         at: signed.timestamp_secs(),
         body_sha256: Sha256::digest(&raw).into(),
@@ -107,6 +109,7 @@ pub async fn callback(
             task_id,
             callback_id: signed.id,
             event,
+            received,
             signed: signed_request,
         })
         .await?;
@@ -191,7 +194,7 @@ impl FromJson for NamedTask {
 
 /// `Content-Length`, when sent (hyper has already refused a malformed
 /// one); a chunked body counts as it arrives.
-fn declared_length(headers: &HeaderMap) -> Result<u64, ApiError> {
+pub(super) fn declared_length(headers: &HeaderMap) -> Result<u64, ApiError> {
     match headers.get(header::CONTENT_LENGTH) {
         None => Ok(0),
         Some(v) => v
@@ -214,7 +217,7 @@ const SMALL_PIECE: usize = 4096;
 /// read buffer, not copies), and small ones (a chunked body may come a
 /// byte at a time, each piece a handle) are copied into one. At most
 /// ~2 × 64 KiB / 4 KiB handles; joined once, by [`joined`], once verified.
-async fn read_body(
+pub(super) async fn read_body(
     body: Body,
     verifier: &mut Verifier,
     keep: bool,
@@ -261,7 +264,7 @@ async fn read_body(
 }
 
 /// The body in one piece (a copy only when it came in several).
-fn joined(mut pieces: Vec<Bytes>) -> Bytes {
+pub(super) fn joined(mut pieces: Vec<Bytes>) -> Bytes {
     match pieces.len() {
         0 => Bytes::new(),
         1 => pieces.pop().unwrap_or_default(),

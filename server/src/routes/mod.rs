@@ -13,6 +13,7 @@ mod legacy_request;
 mod notifications;
 mod resume;
 pub(crate) mod tasks;
+pub mod work;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -50,6 +51,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/tasks/{id}/resume", get(resume::resume))
         .route("/v1/tasks/{id}/events", get(events::events))
         .route("/v1/tasks/{id}/callbacks", post(callbacks::callback))
+        .route("/v1/work/claim", post(work::claim))
         .route("/v1/tasks/{id}/deliveries", post(tasks::deliver))
         .route("/v1/tasks/{id}/cancel", post(actions::cancel))
         .route("/v1/tasks/{id}/decisions", post(actions::decide))

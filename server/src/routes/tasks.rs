@@ -147,6 +147,8 @@ pub async fn create_for(
         })
         .await
         .inspect_err(|e| count_open_task_refusal(state, e))?;
+    // A new task is work for a held claim.
+    state.hub.work.bump();
     Ok((created.record, created.created))
 }
 

@@ -3,7 +3,7 @@
 //! ([`CallbackAnswer`], [`Acted`]).
 
 use serde::Serialize;
-use taskwire_core::{Event, Outcome, TaskView};
+use taskwire_core::{Directive, Event, Millis, Outcome, TaskView};
 
 /// A verified executor callback.
 #[derive(Debug, Clone)]
@@ -17,6 +17,9 @@ pub struct Callback {
     pub callback_id: String,
     /// The event.
     pub event: Event,
+    /// The server's clock when the callback arrived: the lease runs from
+    /// it (PROTOCOL.md §Workers, "Leases run on the server's clock").
+    pub received: Millis,
     /// The signed request itself: `webhook-timestamp` (seconds) and the
     /// SHA-256 of the body. With the tenant and the id they name the exact
     /// signed bytes, which are used once: a request whose id is not
@@ -81,11 +84,22 @@ pub struct CallbackAnswer {
     /// `cannot_cancel`). Executors that heartbeat learn it within one
     /// heartbeat.
     pub cancel_requested: bool,
+    /// What the executor does now (core's [`Directive`]): go on, cancel,
+    /// or stop this attempt.
+    pub next: Directive,
+    /// The task's current attempt: a fenced executor learns which.
+    pub attempt: u64,
 }
 
 impl CallbackAnswer {
-    /// Builds the answer from core's outcome.
-    pub fn new(outcome: Outcome, duplicate_callback: bool, view: &TaskView) -> Self {
+    /// Builds the answer from core's outcome, for an event of `attempt`
+    /// (its `attempt` field; `None` for a person's request).
+    pub fn new(
+        outcome: Outcome,
+        duplicate_callback: bool,
+        view: &TaskView,
+        attempt: Option<u64>,
+    ) -> Self {
         CallbackAnswer {
             changed: outcome.changed,
             duplicate: outcome.duplicate,
@@ -95,6 +109,8 @@ impl CallbackAnswer {
             version: view.version,
             state: view.state,
             cancel_requested: view.state == taskwire_core::State::Cancelling,
+            next: Directive::after(attempt, &outcome, view),
+            attempt: view.attempts,
         }
     }
 }

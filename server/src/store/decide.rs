@@ -117,13 +117,14 @@ pub(crate) fn judge_callback(
             outcome,
             duplicate_callback,
             &record.view,
+            callback.event.attempt(),
         )));
     }
     if owned_elsewhere()? {
         // Not this task's (that would have been `seen`): another one's.
         return Err(StoreError::CallbackIdReused(callback.callback_id.clone()));
     }
-    let judged = judge_event(record, &callback.event);
+    let judged = judge_event(record, &callback.event, Some(callback.received));
     // Only ids whose event changed the task are remembered (core fix 1);
     // the request itself is remembered otherwise.
     let remember = judged
@@ -131,7 +132,12 @@ pub(crate) fn judge_callback(
         .first()
         .map(|first| CallbackRef::of(&callback.event, &first.entry));
     let remember_request = remember.is_none();
-    let answer = CallbackAnswer::new(judged.outcome, false, &record.view);
+    let answer = CallbackAnswer::new(
+        judged.outcome,
+        false,
+        &record.view,
+        callback.event.attempt(),
+    );
     Ok(CallbackStep::Judged(JudgedCallback {
         judged,
         remember,

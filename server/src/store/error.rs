@@ -16,6 +16,9 @@ pub enum StoreError {
     IdempotencyKeyReused(String),
     /// The callback id is remembered on another task of the tenant.
     CallbackIdReused(String),
+    /// A claim's signed request (this `webhook-id`) was used before: it
+    /// claims nothing (409 `claim-replayed`).
+    ClaimReplayed(String),
     /// The tenant already has `max` open tasks, its `max-open-tasks`
     /// quota (429 `open-task-quota`); nothing was written.
     OpenTaskQuota {
@@ -52,6 +55,7 @@ impl std::fmt::Display for StoreError {
             StoreError::CallbackIdReused(id) => {
                 write!(f, "callback id {id} is remembered on another task")
             }
+            StoreError::ClaimReplayed(id) => write!(f, "claim {id} was used before"),
             StoreError::OpenTaskQuota {
                 tenant,
                 max,

@@ -41,9 +41,17 @@ pub(crate) struct Judged {
 }
 
 /// Applies `event` to the record in place (view and lease) with core's
-/// [`TaskView::step_with`].
-pub(crate) fn judge_event(record: &mut TaskRecord, event: &Event) -> Judged {
-    let step = record.view.step_with(record.lease.as_ref(), event);
+/// [`TaskView::step_received`]: a lease runs from `received`, the
+/// server's clock when an executor's report arrived (`None` for a
+/// person's request, which moves no lease).
+pub(crate) fn judge_event(
+    record: &mut TaskRecord,
+    event: &Event,
+    received: Option<Millis>,
+) -> Judged {
+    let step = record
+        .view
+        .step_received(record.lease.as_ref(), event, received);
     judge_one(record, step)
 }
 

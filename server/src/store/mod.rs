@@ -39,6 +39,7 @@ pub mod sqlite;
 mod sqlite_schema;
 mod sweep;
 mod task;
+pub mod work;
 mod write_done;
 
 use std::future::Future;
@@ -54,6 +55,7 @@ pub use quarantine::Quarantined;
 pub use sweep::{PendingWebhooks, Swept, TenantScope, WebhookClaim};
 pub use task::{Created, Idempotency, NewTask, TaskRecord, EXACT_REQUEST};
 use taskwire_core::{Delivery, ResumeAnswer};
+pub use work::{Claim, Claimed, KindLimit, KindLimits, QueueDepth};
 pub(crate) use write_done::WriteDone;
 
 /// Defined by the hub, which hands changes to waiters; still importable
@@ -202,4 +204,13 @@ pub trait Store: Send + Sync + 'static {
 
     /// The notify outbox's backlog, for `/metrics` ([`OutboxBacklog`]).
     fn outbox_backlog(&self) -> StoreFuture<'_, OutboxBacklog>;
+
+    /// Claims up to `claim.max` queued tasks for a worker ([`work`]): each
+    /// one's next attempt opened by core's `start`, in one transaction,
+    /// and published like any change. A claim's signed request used
+    /// before is [`StoreError::ClaimReplayed`].
+    fn claim(&self, claim: Claim) -> StoreFuture<'_, Claimed>;
+
+    /// The work queue per kind, for `/metrics` ([`QueueDepth`]).
+    fn queue_depth(&self, now_ms: f64) -> StoreFuture<'_, Vec<QueueDepth>>;
 }

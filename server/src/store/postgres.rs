@@ -76,6 +76,7 @@ mod jobs;
 mod listen;
 mod read;
 mod sweep;
+mod work;
 mod writer;
 
 use std::sync::Arc;
@@ -418,6 +419,15 @@ impl Store for PostgresStore {
 
     fn forget_used_callbacks(&self, now_ms: f64) -> StoreFuture<'_, ()> {
         Box::pin(sweep::forget_used_callbacks(self, now_ms))
+    }
+
+    fn claim(&self, claim: super::Claim) -> StoreFuture<'_, super::Claimed> {
+        let done = self.write(Op::Claim(claim));
+        Box::pin(async move { done.await?.claimed() })
+    }
+
+    fn queue_depth(&self, now_ms: f64) -> StoreFuture<'_, Vec<super::QueueDepth>> {
+        Box::pin(async move { work::queue_depth(&self.conn().await?, now_ms).await })
     }
 
     fn outbox_backlog(&self) -> StoreFuture<'_, super::OutboxBacklog> {

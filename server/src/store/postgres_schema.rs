@@ -28,7 +28,7 @@
 use deadpool_postgres::Object;
 
 /// The schema version this server writes.
-pub const CURRENT: i32 = 4;
+pub const CURRENT: i32 = 5;
 
 /// The schema (same tables as SQLite). Run by
 /// [`prepare`] in one transaction under an advisory lock,
@@ -52,9 +52,21 @@ CREATE TABLE IF NOT EXISTS tasks (
     -- the batch cursor of its last change.
     batch_id      text,
     batch_index   bigint,
-    batch_seq     bigint
+    batch_seq     bigint,
+    -- The work queue (store/work.rs): when the task was last queued, on
+    -- the server's clock; NULL unless it is queued.
+    queued_at_ms  double precision
 );
 CREATE INDEX IF NOT EXISTS tasks_due ON tasks (expires_at_ms) WHERE live;
+CREATE INDEX IF NOT EXISTS tasks_queue ON tasks (tenant, queued_at_ms)
+    WHERE queued_at_ms IS NOT NULL;
+-- Attempts holding a lease, per kind: a kind's `max-running` limit.
+CREATE INDEX IF NOT EXISTS tasks_leased ON tasks (kind) WHERE live AND lease IS NOT NULL;
+-- A kind's rate limit across claims and instances (store/work.rs).
+CREATE TABLE IF NOT EXISTS work_rates (
+    kind   text PRIMARY KEY,
+    tat_ms double precision NOT NULL
+);
 CREATE INDEX IF NOT EXISTS tasks_lifecycle_due ON tasks (due_at_ms)
     WHERE live AND due_at_ms IS NOT NULL;
 -- Each tenant's open tasks, for the `max-open-tasks` quota (quotas/):
@@ -188,6 +200,16 @@ pub async fn prepare(client: &mut Object, schema: &str) -> Result<Prepared, Stri
                               ADD COLUMN IF NOT EXISTS batch_index bigint,
                               ADD COLUMN IF NOT EXISTS batch_seq bigint;
              ALTER TABLE history ADD COLUMN IF NOT EXISTS batch_seq bigint",
+        )
+        .await
+        .map_err(fail)?;
+    }
+    if (1..5).contains(&from) {
+        // The queue: every task queued now joins it.
+        tx.batch_execute(
+            "ALTER TABLE tasks ADD COLUMN IF NOT EXISTS queued_at_ms double precision;
+             UPDATE tasks SET queued_at_ms = extract(epoch from now()) * 1000
+             WHERE live AND view::jsonb ->> 'state' = 'queued'",
         )
         .await
         .map_err(fail)?;

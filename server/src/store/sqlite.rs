@@ -31,6 +31,7 @@ mod health;
 mod jobs;
 mod read;
 mod sweep;
+mod work;
 mod writer;
 
 use std::path::Path;
@@ -336,6 +337,15 @@ impl Store for SqliteStore {
     fn forget_used_callbacks(&self, now_ms: f64) -> StoreFuture<'_, ()> {
         let done = self.write(Op::ForgetUsedCallbacks { now_ms });
         Box::pin(async move { done.await.map(drop) })
+    }
+
+    fn claim(&self, claim: super::Claim) -> StoreFuture<'_, super::Claimed> {
+        let done = self.write(Op::Claim(claim));
+        Box::pin(async move { done.await?.claimed() })
+    }
+
+    fn queue_depth(&self, now_ms: f64) -> StoreFuture<'_, Vec<super::QueueDepth>> {
+        self.read(move |conn| work::queue_depth(conn, now_ms))
     }
 
     fn outbox_backlog(&self) -> StoreFuture<'_, super::OutboxBacklog> {

@@ -29,7 +29,7 @@
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
 
 /// The schema version this server writes.
-pub const CURRENT: i64 = 4;
+pub const CURRENT: i64 = 5;
 
 /// The schema. `view` holds the task's `TaskView` as JSON (parsed back
 /// through core, which re-checks its invariants); the other task columns
@@ -52,9 +52,22 @@ CREATE TABLE IF NOT EXISTS tasks (
     -- the batch cursor of its last change.
     batch_id      TEXT,
     batch_index   INTEGER,
-    batch_seq     INTEGER
+    batch_seq     INTEGER,
+    -- The work queue (store/work.rs): when the task was last queued, on
+    -- the server's clock; NULL unless it is queued.
+    queued_at_ms  REAL
 );
 CREATE INDEX IF NOT EXISTS tasks_due ON tasks (expires_at_ms) WHERE live = 1;
+CREATE INDEX IF NOT EXISTS tasks_queue ON tasks (tenant, queued_at_ms)
+    WHERE queued_at_ms IS NOT NULL;
+-- Attempts holding a lease, per kind: a kind's `max-running` limit.
+CREATE INDEX IF NOT EXISTS tasks_leased ON tasks (kind) WHERE live = 1 AND lease IS NOT NULL;
+-- A kind's rate limit across claims (store/work.rs): when its bucket is
+-- empty again.
+CREATE TABLE IF NOT EXISTS work_rates (
+    kind   TEXT PRIMARY KEY,
+    tat_ms REAL NOT NULL
+);
 CREATE INDEX IF NOT EXISTS tasks_lifecycle_due ON tasks (due_at_ms)
     WHERE live = 1 AND due_at_ms IS NOT NULL;
 -- Each tenant's open (live) tasks, for the `max-open-tasks` quota
@@ -188,6 +201,15 @@ pub fn prepare(conn: &mut Connection, schema: &str, path: &str) -> Result<Prepar
              ALTER TABLE tasks ADD COLUMN batch_index INTEGER;
              ALTER TABLE tasks ADD COLUMN batch_seq INTEGER;
              ALTER TABLE history ADD COLUMN batch_seq INTEGER;",
+        )
+        .map_err(fail)?;
+    }
+    if (1..5).contains(&from) {
+        // The queue: every task queued now joins it, oldest first.
+        tx.execute_batch(
+            "ALTER TABLE tasks ADD COLUMN queued_at_ms REAL;
+             UPDATE tasks SET queued_at_ms = unixepoch('subsec') * 1000.0
+             WHERE live = 1 AND json_extract(view, '$.state') = 'queued';",
         )
         .map_err(fail)?;
     }

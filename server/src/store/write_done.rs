@@ -2,7 +2,9 @@
 
 use taskwire_core::Delivery;
 
-use super::{Acted, BatchCreated, CallbackAnswer, Created, Quarantined, StoreError, Swept};
+use super::{
+    Acted, BatchCreated, CallbackAnswer, Claimed, Created, Quarantined, StoreError, Swept,
+};
 
 /// What a store's writer hands back for one write job. Both stores queue
 /// writes to a writer that batches them into transactions; the job's
@@ -17,6 +19,7 @@ pub(crate) enum WriteDone {
     BatchCreated(BatchCreated),
     Callback(CallbackAnswer),
     Acted(Acted),
+    Claimed(Claimed),
     Delivery(Delivery),
     Expired(Swept),
     Quarantined(Vec<Quarantined>),
@@ -53,6 +56,13 @@ impl WriteDone {
     pub(crate) fn acted(self) -> Result<Acted, StoreError> {
         match self {
             WriteDone::Acted(a) => Ok(a),
+            _ => Err(Self::unexpected()),
+        }
+    }
+
+    pub(crate) fn claimed(self) -> Result<Claimed, StoreError> {
+        match self {
+            WriteDone::Claimed(c) => Ok(c),
             _ => Err(Self::unexpected()),
         }
     }

@@ -52,6 +52,24 @@ async function stateOf(a, id, state) {
   return t;
 }
 
+/** How far behind the server's clock the leased workers' clocks run (within the 5 minutes allowed). */
+const SKEW_MS = 60_000;
+/** How far the suite's clock and the backend's may disagree. */
+const CLOCK_SLACK_MS = 2000;
+
+/**
+ * §Workers, "Leases run on the server's clock": a lease opened by a start
+ * sent at `sent` (answered at `answered`) ends `LEASE_MS` after the
+ * backend received it, whatever the start's own atMs said.
+ */
+function assertLeaseFromReceipt(lapseAt, sent, answered) {
+  const [low, high] = [sent + LEASE_MS - CLOCK_SLACK_MS, answered + LEASE_MS + CLOCK_SLACK_MS];
+  assert.ok(
+    lapseAt >= low && lapseAt <= high,
+    `the lapse is at ${lapseAt}: a lease runs from when the backend received the start (${sent}..${answered}) + ${LEASE_MS} ms, not from the start's atMs (${SKEW_MS} ms earlier)`,
+  );
+}
+
 /** The actor is the caller's credential; atMs the server's clock. */
 function assertRecordedByServer(event, what) {
   assert.match(String(event.actor), ACTOR, `${what}: the history entry must record the actor (the caller's credential)`);
@@ -170,12 +188,16 @@ export default {
       async run({ a, exec }) {
         const task = await a.createTask({ ttlMs: HOUR, maxAttempts: 2, unknownGraceMs: GRACE_MS });
         assert.equal(task.unknownGraceMs, GRACE_MS, 'created task.unknownGraceMs');
-        const s = startOf(1, LEASE_MS);
+        // A worker whose clock runs a minute behind: the lease runs on the server's.
+        const s = { ...startOf(1, LEASE_MS), atMs: Date.now() - SKEW_MS };
+        const sent = Date.now();
         await exec.drive(task.id, [s]);
+        const answered = Date.now();
         // Silence: the lease lapses, recorded when it fell due, not when the sweeper saw it.
-        const lapseAt = s.atMs + LEASE_MS;
         const woke = await held(a, task.id, 1);
-        assertMatches(woke.events[0], { version: 2, event: { type: 'lapse', atMs: lapseAt, attempt: 1 } }, 'the entry that woke the held resume');
+        assertMatches(woke.events[0], { version: 2, event: { type: 'lapse', attempt: 1 } }, 'the entry that woke the held resume');
+        const lapseAt = woke.events[0].event.atMs;
+        assertLeaseFromReceipt(lapseAt, sent, answered);
         await stateOf(a, task.id, 'queued');
         await a.answer(task.id, 1, {
           mode: 'delta',
@@ -195,10 +217,13 @@ export default {
       async run({ a, exec }) {
         const kept = await a.createTask({ ttlMs: HOUR, maxAttempts: 1, autoRequeue: false });
         assertMatches(kept, { unknownGraceMs: null }, 'a task created with autoRequeue false');
-        const s = startOf(1, LEASE_MS);
+        const s = { ...startOf(1, LEASE_MS), atMs: Date.now() - SKEW_MS };
+        const sent = Date.now();
         await exec.drive(kept.id, [s]);
+        const answered = Date.now();
         const woke = await held(a, kept.id, 1);
-        assertMatches(woke, { events: [{ version: 2, event: { type: 'lapse', atMs: s.atMs + LEASE_MS, attempt: 1 } }], task: { state: 'unknown' } }, 'the lapse');
+        assertMatches(woke, { events: [{ version: 2, event: { type: 'lapse', attempt: 1 } }], task: { state: 'unknown' } }, 'the lapse');
+        assertLeaseFromReceipt(woke.events[0].event.atMs, sent, answered);
         const back = await exec.apply(kept.id, ev('heartbeat', 1, { leaseMs: 60_000 }));
         assertMatches(back, { changed: true, reason: 'recovered', state: 'running', version: 3 }, 'a heartbeat of the unknown attempt');
         const fenced = await exec.apply(kept.id, ev('heartbeat', 2));

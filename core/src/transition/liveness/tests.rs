@@ -47,9 +47,10 @@ fn a_fenced_attempt_changes_nothing_and_is_not_a_duplicate() {
         queued.apply(start(1.0, Some(2), None)).reason,
         Reason::StaleAttempt
     );
+    // A report of that next attempt before its start is early, not stale.
     assert_eq!(
         queued.apply(heartbeat(1.0, Some(1), None)).reason,
-        Reason::StaleAttempt
+        Reason::NotStarted
     );
     assert_eq!(
         queued.apply(start(1.0, Some(1), None)).reason,

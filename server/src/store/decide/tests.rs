@@ -31,6 +31,7 @@ fn callback(event: Event) -> Callback {
         task_id: "t1".into(),
         callback_id: "msg_1".into(),
         event,
+        received: taskwire_core::Millis::new(10.0, "t").unwrap(),
         signed: SignedRequest {
             at: 1_000,
             body_sha256: [7; 32],
@@ -170,7 +171,7 @@ fn a_signed_request_used_before_is_a_duplicate_callback_and_changes_nothing() {
     assert_eq!(first.answer.reason, Reason::NotRunning);
     // After a start, the same signed request again changes nothing, and
     // no owner is asked.
-    judge_event(&mut r, &start());
+    judge_event(&mut r, &start(), None);
     let before = r.clone();
     let Ok(CallbackStep::Answered(replayed)) =
         judge_callback(&mut r, &fail, None, || Ok(true), never)
@@ -211,10 +212,11 @@ fn delivery_errors_become_store_errors_and_only_a_new_receipt_is_filed() {
     let early = judge_delivery(None, "t1", Some(&r.view), &key, now).expect("an answer");
     assert_eq!(early.reason, DeliveryReason::NotSucceeded);
     assert_eq!(receipt_to_store(&early), None, "nothing to file");
-    judge_event(&mut r, &start());
+    judge_event(&mut r, &start(), None);
     judge_event(
         &mut r,
         &event(r#"{"type":"succeed","atMs":20,"resultRef":"r","resultHash":"h"}"#),
+        None,
     );
     let first = judge_delivery(None, "t1", Some(&r.view), &key, now).expect("delivered");
     assert_eq!(first.reason, DeliveryReason::Delivered);

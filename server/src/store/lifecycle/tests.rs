@@ -29,6 +29,7 @@ fn a_heartbeat_writes_the_lease_alone_and_a_start_both() {
     let started = judge_event(
         &mut r,
         &event(r#"{"type":"start","atMs":10,"worker":"w","attempt":1,"leaseMs":50}"#),
+        None,
     );
     assert!(started.write);
     assert_eq!(started.appended.len(), 1);
@@ -36,6 +37,7 @@ fn a_heartbeat_writes_the_lease_alone_and_a_start_both() {
     let beat = judge_event(
         &mut r,
         &event(r#"{"type":"heartbeat","atMs":30,"attempt":1}"#),
+        None,
     );
     assert!(beat.write, "the lease moved");
     assert!(beat.appended.is_empty(), "no version for a heartbeat");
@@ -49,6 +51,7 @@ fn a_heartbeat_writes_the_lease_alone_and_a_start_both() {
     let again = judge_event(
         &mut r,
         &event(r#"{"type":"heartbeat","atMs":30,"attempt":1}"#),
+        None,
     );
     assert!(!again.write);
 }
@@ -59,6 +62,7 @@ fn a_sweep_runs_every_due_step_in_order() {
     judge_event(
         &mut r,
         &event(r#"{"type":"start","atMs":10,"worker":"w","attempt":1,"leaseMs":50}"#),
+        None,
     );
     // At 500 the lease (60) and the grace period (160) are both over.
     let swept = judge_sweep(&mut r, Millis::new(500.0, "now").unwrap());

@@ -122,14 +122,18 @@ impl Batch {
         // executions go out in this order and run in it.
         let sql = [
             "INSERT INTO tasks (id, tenant, view, version, live, expires_at_ms, kind, input, due_at_ms,
-                                batch_id, batch_index, batch_seq)
-             SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bool[],
-                                  $6::float8[], $7::text[], $8::text[], $9::float8[],
-                                  $10::text[], $11::bigint[], $12::bigint[])",
+                                batch_id, batch_index, batch_seq, queued_at_ms)
+             SELECT u.*, extract(epoch from clock_timestamp()) * 1000
+             FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bool[],
+                         $6::float8[], $7::text[], $8::text[], $9::float8[],
+                         $10::text[], $11::bigint[], $12::bigint[]) AS u",
             // `batch_seq` only moves with history (NULL: as it was).
             "UPDATE tasks t SET view = u.view, version = u.version, live = u.live,
                                 lease = u.lease, due_at_ms = u.due_at_ms,
-                                batch_seq = coalesce(u.batch_seq, t.batch_seq)
+                                batch_seq = coalesce(u.batch_seq, t.batch_seq),
+                                queued_at_ms = CASE WHEN u.view::jsonb ->> 'state' = 'queued'
+                                    THEN coalesce(t.queued_at_ms,
+                                                  extract(epoch from clock_timestamp()) * 1000) END
              FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bool[], $5::text[], $6::float8[],
                          $7::bigint[])
                   AS u(id, view, version, live, lease, due_at_ms, batch_seq)

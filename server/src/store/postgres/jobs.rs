@@ -178,10 +178,10 @@ pub(super) async fn act(tx: &Transaction<'_>, b: &mut Batch, action: &Action) ->
             rec
         }
     };
-    let judged = judge_event(&mut record, &action.event);
+    let judged = judge_event(&mut record, &action.event, None);
     b.judged(&record, &judged, action.event.at_ms().get());
     Ok(Ok(Acted {
-        answer: CallbackAnswer::new(judged.outcome, false, &record.view),
+        answer: CallbackAnswer::new(judged.outcome, false, &record.view, None),
         task: record.view,
     }))
 }

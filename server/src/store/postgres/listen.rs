@@ -165,6 +165,8 @@ async fn listen_once(
                 }
             }
         };
+        // Another instance changed something: work may be waiting.
+        hub.work.bump();
         let mut heard = Heard::default();
         parse_payload(&first, &mut heard);
         while let Ok(more) = rx.try_recv() {

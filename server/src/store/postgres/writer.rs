@@ -18,7 +18,9 @@ use super::callback::{callback, prefetch};
 use super::errors::pool_error;
 use super::jobs::{act, create, deliver, open_tasks_lock};
 use crate::hub::Hub;
-use crate::store::{callback_ids, Action, Callback, NewBatch, NewTask, StoreError, WriteDone};
+use crate::store::{
+    callback_ids, Action, Callback, Claim, NewBatch, NewTask, StoreError, WriteDone,
+};
 
 // A task view (in `NewTask`/`Created`) makes one variant ~400 bytes since
 // the lifecycle fields (issue 11); each value lives only while its write
@@ -31,6 +33,7 @@ pub(super) enum Op {
     CreateBatch(NewBatch),
     Callback(Callback),
     Act(Action),
+    Claim(Claim),
     Deliver {
         tenant: String,
         id: String,
@@ -88,6 +91,8 @@ pub(super) fn order_of(op: &Op) -> LockOrder {
         Op::Deliver { tenant, key, .. } => (0, lock_id(&["delivery", tenant, key]), String::new()),
         Op::Callback(cb) => (1, 0, cb.task_id.clone()),
         Op::Act(action) => (1, 0, action.task_id.clone()),
+        // Its row locks skip what others hold; its kind locks come last.
+        Op::Claim(_) => (3, 0, String::new()),
     }
 }
 
@@ -254,6 +259,9 @@ async fn run_batch(pool: &Pool, jobs: &[Job]) -> Result<(Results, Batch), BatchE
             Op::Act(action) => act(&tx, &mut batch, action)
                 .await
                 .map(|r| r.map(WriteDone::Acted)),
+            Op::Claim(c) => super::work::claim(&tx, &mut batch, c)
+                .await
+                .map(|r| r.map(WriteDone::Claimed)),
             Op::Deliver {
                 tenant,
                 id,

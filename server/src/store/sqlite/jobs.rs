@@ -67,8 +67,8 @@ pub(super) fn insert_task(
     };
     tx.prepare_cached(
         "INSERT INTO tasks (id, tenant, view, version, live, expires_at_ms, kind, input, due_at_ms,
-                            batch_id, batch_index, batch_seq)
-         VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                            batch_id, batch_index, batch_seq, queued_at_ms)
+         VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?8, ?9, ?10, ?11, unixepoch('subsec') * 1000.0)",
     )?
     .execute(params![
         record.view.id,
@@ -166,11 +166,11 @@ pub(super) fn act(
 ) -> Result<Acted, StoreError> {
     let mut record = load_own_task(tx, &action.tenant, &action.task_id)?
         .ok_or_else(|| StoreError::NotFound(action.task_id.clone()))?;
-    let judged = judge_event(&mut record, &action.event);
+    let judged = judge_event(&mut record, &action.event, None);
     let at_ms = action.event.at_ms().get();
     write_judged(tx, &record, &judged, at_ms, changes, outbox)?;
     Ok(Acted {
-        answer: CallbackAnswer::new(judged.outcome, false, &record.view),
+        answer: CallbackAnswer::new(judged.outcome, false, &record.view, None),
         task: record.view,
     })
 }
@@ -200,7 +200,9 @@ pub(super) fn write_judged(
     let batch_seq = batch.as_ref().map(|b| to_i64(b.seq));
     tx.prepare_cached(
         "UPDATE tasks SET view = ?2, version = ?3, live = ?4, lease = ?5, due_at_ms = ?6,
-                          batch_seq = coalesce(?7, batch_seq)
+                          batch_seq = coalesce(?7, batch_seq),
+                          queued_at_ms = CASE WHEN ?8 THEN coalesce(queued_at_ms,
+                                                                    unixepoch('subsec') * 1000.0) END
          WHERE id = ?1",
     )?
     .execute(params![
@@ -210,7 +212,8 @@ pub(super) fn write_judged(
         !view.state.is_terminal(),
         lease_column(record),
         due_column(record),
-        batch_seq
+        batch_seq,
+        view.state == taskwire_core::State::Queued
     ])?;
     for appended in &judged.appended {
         let entry = &appended.entry;

@@ -1,0 +1,199 @@
+//! The work queue on SQLite (store/work.rs has the rules): a claim runs
+//! in the writer's transaction, so exactly one claim sees each queued
+//! task; the queue is the partial index on `tasks.queued_at_ms`.
+
+use std::collections::BTreeMap;
+
+use rusqlite::{params, params_from_iter, Connection, OptionalExtension};
+
+use super::jobs::write_judged;
+use super::read::load_own_task;
+use crate::hub::Change;
+use crate::store::rows::to_i64;
+use crate::store::work::{judge_claim, Budget, Claim, Claimed, QueueDepth, CLAIM_SCOPE};
+use crate::store::StoreError;
+
+/// Claims up to `claim.max` tasks (see [`crate::store::Store::claim`]).
+pub(super) fn claim(
+    tx: &Connection,
+    claim: Claim,
+    changes: &mut Vec<Change>,
+    outbox: &mut bool,
+) -> Result<Claimed, StoreError> {
+    if let Some((id, signed)) = &claim.signed {
+        let scope = format!("{CLAIM_SCOPE}{}", claim.tenants.join(","));
+        let fresh = tx
+            .prepare_cached(
+                "INSERT OR IGNORE INTO callback_replays (tenant, callback_id, signed_at, body_sha256)
+                 VALUES (?1, ?2, ?3, ?4)",
+            )?
+            .execute(params![scope, id, signed.at, &signed.body_sha256[..]])?;
+        if fresh == 0 {
+            return Err(StoreError::ClaimReplayed(id.clone()));
+        }
+    }
+    let mut budgets = budgets(tx, &claim)?;
+    let mut claimed = Claimed {
+        retry_at_ms: budgets
+            .values()
+            .filter_map(|b| b.retry_at_ms)
+            .reduce(f64::min),
+        ..Claimed::default()
+    };
+    let mut started: BTreeMap<String, u64> = BTreeMap::new();
+    // Kinds run out of budget one by one: look again without them, until
+    // the claim is full or no kind is left.
+    loop {
+        let open: Vec<&String> = claim
+            .kinds
+            .iter()
+            .filter(|k| budgets.get(*k).map_or(true, |b| b.left > 0))
+            .collect();
+        let wanted = claim.max - claimed.tasks.len() as u64;
+        if open.is_empty() || wanted == 0 {
+            break;
+        }
+        let candidates = candidates(tx, &claim.tenants, &open, wanted)?;
+        let mut exhausted = false;
+        for (tenant, id, kind) in &candidates {
+            if claimed.tasks.len() as u64 == claim.max {
+                break;
+            }
+            if let Some(budget) = budgets.get_mut(kind) {
+                if budget.left == 0 {
+                    exhausted = true;
+                    continue;
+                }
+                budget.left -= 1;
+            }
+            let Some(mut record) = load_own_task(tx, tenant, id)? else {
+                continue;
+            };
+            let Some(judged) = judge_claim(&mut record, &claim)? else {
+                continue;
+            };
+            write_judged(tx, &record, &judged, claim.now_ms, changes, outbox)?;
+            *started.entry(kind.clone()).or_default() += 1;
+            claimed.tasks.push(record);
+        }
+        // Every candidate was looked at and no budget ran out: the queue
+        // holds nothing more for these kinds.
+        if !exhausted || (candidates.len() as u64) < wanted {
+            break;
+        }
+    }
+    record_rates(tx, &claim, &started)?;
+    Ok(claimed)
+}
+
+/// Each limited kind's budget for this claim.
+fn budgets(tx: &Connection, claim: &Claim) -> Result<BTreeMap<String, Budget>, StoreError> {
+    let mut out = BTreeMap::new();
+    for kind in &claim.kinds {
+        let Some(limit) = claim.limits.of(kind) else {
+            continue;
+        };
+        let running: i64 = match limit.max_running {
+            Some(_) => tx
+                .prepare_cached(
+                    "SELECT count(*) FROM tasks
+                     WHERE coalesce(kind, '') = ?1 AND live = 1 AND lease IS NOT NULL",
+                )?
+                .query_row([kind], |r| r.get(0))?,
+            None => 0,
+        };
+        let tat = rate_tat(tx, kind)?;
+        out.insert(
+            kind.clone(),
+            limit.budget(running.max(0) as u64, tat, claim.now_ms),
+        );
+    }
+    Ok(out)
+}
+
+fn rate_tat(tx: &Connection, kind: &str) -> Result<Option<f64>, StoreError> {
+    Ok(tx
+        .prepare_cached("SELECT tat_ms FROM work_rates WHERE kind = ?1")?
+        .query_row([kind], |r| r.get(0))
+        .optional()?)
+}
+
+/// Moves each rate-limited kind's bucket by the starts this claim made.
+fn record_rates(
+    tx: &Connection,
+    claim: &Claim,
+    started: &BTreeMap<String, u64>,
+) -> Result<(), StoreError> {
+    for (kind, n) in started {
+        let Some(limit) = claim.limits.of(kind) else {
+            continue;
+        };
+        let Some(tat) = limit.tat_after(rate_tat(tx, kind)?, claim.now_ms, *n) else {
+            continue;
+        };
+        tx.prepare_cached(
+            "INSERT INTO work_rates (kind, tat_ms) VALUES (?1, ?2)
+             ON CONFLICT (kind) DO UPDATE SET tat_ms = excluded.tat_ms",
+        )?
+        .execute(params![kind, tat])?;
+    }
+    Ok(())
+}
+
+/// Up to `limit` queued tasks of `tenants` with a kind in `kinds`:
+/// `(tenant, id, kind)`, each tenant's first before anyone's second, then
+/// oldest in the queue first.
+fn candidates(
+    tx: &Connection,
+    tenants: &[String],
+    kinds: &[&String],
+    limit: u64,
+) -> Result<Vec<(String, String, String)>, StoreError> {
+    let marks = |n: usize, from: usize| {
+        (from..from + n)
+            .map(|i| format!("?{i}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let sql = format!(
+        "SELECT tenant, id, kind FROM (
+             SELECT tenant, id, coalesce(kind, '') AS kind, queued_at_ms,
+                    row_number() OVER (PARTITION BY tenant ORDER BY queued_at_ms, id) AS turn
+             FROM tasks
+             WHERE queued_at_ms IS NOT NULL AND tenant IN ({}) AND coalesce(kind, '') IN ({}))
+         ORDER BY turn, queued_at_ms, id LIMIT {}",
+        marks(tenants.len(), 1),
+        marks(kinds.len(), tenants.len() + 1),
+        to_i64(limit),
+    );
+    let values = tenants
+        .iter()
+        .map(String::as_str)
+        .chain(kinds.iter().map(|k| k.as_str()));
+    let rows = tx
+        .prepare(&sql)?
+        .query_map(params_from_iter(values), |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}
+
+/// The queue per kind (`/metrics`).
+pub(super) fn queue_depth(conn: &Connection, now_ms: f64) -> Result<Vec<QueueDepth>, StoreError> {
+    let rows = conn
+        .prepare_cached(
+            "SELECT coalesce(kind, ''), count(*), min(queued_at_ms) FROM tasks
+             WHERE queued_at_ms IS NOT NULL GROUP BY coalesce(kind, '')",
+        )?
+        .query_map([], |r| {
+            let oldest: f64 = r.get(2)?;
+            Ok(QueueDepth {
+                kind: r.get(0)?,
+                queued: r.get::<_, i64>(1)?.max(0) as u64,
+                oldest_age_secs: ((now_ms - oldest) / 1000.0).max(0.0),
+            })
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}
