@@ -103,9 +103,11 @@ test("shutdown waits for a job within the grace, then fires 'shutdown' and hands
   assert.equal(back.attempts, 1);
 
   // A handler that ignores its signal does not hold the shutdown up.
-  const stuck = await createTask(server, { kind: k });
+  // (Another kind: the task handed back above is first in its queue.)
+  const k2 = kind("shutdown-stuck");
+  const stuck = await createTask(server, { kind: k2 });
   const second = createWorker({ url: server.baseUrl, tenant: "tenant", secret: server.secret, waitMs: 1000, onWarning: () => {} });
-  second.handle(k, () => new Promise(() => {}));
+  second.handle(k2, () => new Promise(() => {}));
   const secondRuns = second.run();
   await waitForTask(server, stuck.id, (x) => x.state === "running", "running");
   await within(second.shutdown(100), "the shutdown past a stuck handler");
