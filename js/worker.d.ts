@@ -127,8 +127,9 @@ export declare class Worker {
   run(): Promise<void>;
   /**
    * Stops claiming, waits up to `graceMs` (default 10,000) for running
-   * jobs, then fires the signal of each left (`shutdown`) and hands its
-   * task back (`fail`, retryable, "worker shut down").
+   * jobs (a claim in flight gets up to 1 s of it to come back), then
+   * fires the signal of each left (`shutdown`) and hands its task back
+   * (`fail`, retryable, "worker shut down").
    */
   shutdown(graceMs?: number): Promise<void>;
 }

@@ -18,6 +18,13 @@ export { isOutcomeUnknown } from "./worker/vendor.js";
 
 const CLAIM_BACKOFF_FIRST_MS = 500;
 const CLAIM_BACKOFF_CAP_MS = 30_000;
+// How long a shutdown lets the claim in flight come back before aborting
+// it. The server may have claimed a task for it just before (its answer
+// on the way): aborted, that task would wait for its lease and grace.
+// Waited for, it runs within the grace like the others. A held claim
+// with nothing to give is aborted after this, so an idle worker stops
+// at once, or nearly.
+const CLAIM_SETTLE_MS = 1_000;
 
 function integer(options, name, fallback, min, max) {
   const v = options[name] ?? fallback;
@@ -72,7 +79,10 @@ export class Worker {
   #handlers = new Map();
   #running = new Map(); // taskId → { job, done }
   #stopping = false;
-  #claimAbort = new AbortController();
+  #stopped = new AbortController(); // fires at shutdown: ends the claim loop's waits
+  #claimAbort = new AbortController(); // fires CLAIM_SETTLE_MS later: ends the claim in flight
+  #claimTimer;
+  #graceEnds = 0; // performance.now() at which the grace runs out
   #wake = () => {};
   #runs; // the promise of run()
 
@@ -129,12 +139,13 @@ export class Worker {
         const step = Math.min(CLAIM_BACKOFF_CAP_MS, CLAIM_BACKOFF_FIRST_MS * 2 ** failures++);
         const wait = Math.max(e.retryAfterMs ?? 0, step / 2 + Math.random() * (step / 2));
         this.#config.onWarning(`claim failed (${e.message}); trying again in ${Math.round(wait)} ms`);
-        await sleep(wait, this.#claimAbort.signal);
+        await sleep(wait, this.#stopped.signal);
         continue;
       }
       for (const task of answer.tasks) this.#start(task);
     }
-    await this.#drain(this.#graceMs);
+    clearTimeout(this.#claimTimer);
+    await this.#drain(this.#graceEnds - performance.now());
   }
 
   #start(task) {
@@ -147,8 +158,6 @@ export class Worker {
     });
     this.#running.set(job.id, { job, done });
   }
-
-  #graceMs = 0;
 
   /** Waits for the running jobs up to `graceMs`, then hands back those left. */
   async #drain(graceMs) {
@@ -170,8 +179,9 @@ export class Worker {
     if (!Number.isFinite(graceMs) || graceMs < 0) throw new TypeError(`worker.shutdown: graceMs: must be a finite number ≥ 0, got ${describe(graceMs)}`);
     if (!this.#stopping) {
       this.#stopping = true;
-      this.#graceMs = graceMs;
-      this.#claimAbort.abort();
+      this.#graceEnds = performance.now() + graceMs;
+      this.#stopped.abort();
+      this.#claimTimer = setTimeout(() => this.#claimAbort.abort(), Math.min(graceMs, CLAIM_SETTLE_MS));
       this.#wake();
     }
     if (this.#runs) await this.#runs.catch(() => {});
