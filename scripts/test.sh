@@ -40,6 +40,11 @@ cargo clippy -p taskwire-wasm --all-targets --target wasm32-unknown-unknown --lo
 step "rust: tests (core unit, vectors, properties, server on SQLite and PostgreSQL)"
 cargo test --workspace --locked
 
+step "python: the worker library (ruff, mypy --strict, pytest against the real server)"
+# Makes its venv under ~/.cache/taskwire/venv-worker once (python3.11).
+cargo build --locked -p taskwire-server --bin taskwire-server
+bash scripts/test-python.sh "${CARGO_TARGET_DIR:-target}/debug/taskwire-server"
+
 step "npm package: build (fails above the size budget)"
 node scripts/build.mjs --no-setup
 
@@ -70,7 +75,7 @@ node --test tests/cluster/
 
 step "node backend (examples/node-backend): its tests, then the conformance suite"
 node --test examples/node-backend/
-node tests/conformance/local.mjs --server "node examples/node-backend/server.mjs" --cors-origin http://127.0.0.1:5173
+node tests/conformance/local.mjs --server "node examples/node-backend/server.mjs" --cors-origin http://127.0.0.1:5173 --no-workers
 
 step "wasm bindings: wasm-pack test --node, --headless --chrome and --headless --firefox"
 wasm-pack test --node wasm

@@ -2,7 +2,8 @@
 
 Loaded with SCHEMATHESIS_HOOKS=tests/openapi/hooks.py. The environment
 says where the server is and how to act as its tenant and its executor:
-TASKWIRE_BASE_URL, TASKWIRE_TOKEN, TASKWIRE_CALLBACK_SECRET.
+TASKWIRE_BASE_URL, TASKWIRE_TOKEN, TASKWIRE_CALLBACK_SECRET and
+TASKWIRE_TENANT (the tenant the token and the secret are of).
 
 Without help, fuzzing would only ever meet unknown tasks (404) and
 unsigned callbacks (401). So before each call:
@@ -22,8 +23,14 @@ unsigned callbacks (401). So before each call:
   met, not only snapshots;
 - a callback whose headers were generated as valid is signed: the body
   names the path's task (`taskId`), is serialized once, and the signature
-  covers exactly those bytes, with a fresh timestamp;
-- `waitMs` is at most 50 ms, so that long-polls do not eat the time budget;
+  covers exactly those bytes, with a fresh timestamp. An event that
+  carries `attempt` is dated now: more than 5 minutes from the server's
+  clock is `clock-skew` (PROTOCOL.md §Workers › Reports), which no schema
+  can say;
+- a worker's claim whose headers were generated as valid is signed the
+  same way, for the run's tenant (`taskwire-tenant`, TASKWIRE_TENANT);
+- `waitMs` (a long-poll's query, a claim's body) is at most 50 ms, so that
+  long-polls and held claims do not eat the time budget;
 - the `access_token` query (the other way to authenticate) is left out:
   the run sends the tenant token's header, and both at once is a 400.
 
@@ -48,6 +55,7 @@ BASE = os.environ["TASKWIRE_BASE_URL"]
 TOKEN = os.environ["TASKWIRE_TOKEN"]
 SECRET = os.environ["TASKWIRE_CALLBACK_SECRET"]
 KEY = base64.b64decode(SECRET.removeprefix("whsec_"))
+TENANT = os.environ.get("TASKWIRE_TENANT", "tenant-a")
 MAX_WAIT_MS = 50
 
 _rng = random.Random(int(os.environ.get("TASKWIRE_SEED", "13")))
@@ -149,6 +157,8 @@ def before_call(context, case, **kwargs):
         case.query = {k: v for k, v in case.query.items() if k != "access_token"}
     if method == "POST" and path.endswith("/callbacks"):
         _sign_callback(case)
+    if (method, path) == ("POST", "/v1/work/claim"):
+        _sign_claim(case)
 
 
 def _aim_cursor(case, path):
@@ -174,17 +184,38 @@ def after_call(context, case, response):
 
 
 def _sign_callback(case):
-    negative_headers = negative_at(case, ParameterLocation.HEADER)
-    headers = dict(case.headers or {})
-    callback_id = headers.get("webhook-id")
-    if negative_headers or not isinstance(callback_id, str):
+    if negative_at(case, ParameterLocation.HEADER):
         return
     body = case.body
     # The body names the path's task, so that the event itself is judged.
     # A negative body keeps its own `taskId` when it has one (that may be
     # what was made invalid); schemathesis revalidates what a hook changed.
-    if isinstance(body, dict) and (not negative_at(case, ParameterLocation.BODY) or "taskId" not in body):
+    negative_body = negative_at(case, ParameterLocation.BODY)
+    if isinstance(body, dict) and (not negative_body or "taskId" not in body):
         body = {**body, "taskId": case.path_parameters.get("id")}
+    # A report of an attempt is dated on the server's clock, give or take
+    # 5 minutes; a negative body keeps its own (it may be the invalid part).
+    if isinstance(body, dict) and not negative_body and body.get("attempt") is not None:
+        body = {**body, "atMs": int(time.time() * 1000)}
+    _sign(case, dict(case.headers or {}), body)
+
+
+def _sign_claim(case):
+    wait = case.body.get("waitMs") if isinstance(case.body, dict) else None
+    # Only a valid hold is shortened: an invalid one stays invalid.
+    if type(wait) is int and MAX_WAIT_MS < wait <= 30_000:
+        case.body = {**case.body, "waitMs": MAX_WAIT_MS}
+    if not negative_at(case, ParameterLocation.HEADER):
+        _sign(case, {**(case.headers or {}), "taskwire-tenant": TENANT}, case.body)
+
+
+def _sign(case, headers, body):
+    """Signs `body` as the run's tenant (Standard Webhooks, as its executor
+    and its workers do) under the generated `webhook-id`, with a fresh
+    timestamp; leaves the case as it was when that cannot be done."""
+    callback_id = headers.get("webhook-id")
+    if not isinstance(callback_id, str):
+        return
     try:
         # Exactly the bytes requests will send for this body (the transport
         # passes it as `json=`: `json.dumps(body, allow_nan=False)`, UTF-8).

@@ -37,6 +37,23 @@ def callback(task_id, event, callback_id=None, body=None, signer=sign):
     return requests.post(f"{BASE}/v1/tasks/{task_id}/callbacks", data=raw, headers=headers, timeout=10)
 
 
+TENANT = os.environ.get("TASKWIRE_TENANT", "tenant-a")
+
+
+def claim_headers(raw, claim_id=None, tenant=TENANT, signer=sign):
+    """A worker's claim headers, signed over `raw` as a callback is, naming `tenant`."""
+    cid = claim_id or f"clm_{uuid.uuid4().hex}"
+    ts = str(int(time.time()))
+    return {"content-type": "application/json", "webhook-id": cid, "webhook-timestamp": ts, "webhook-signature": signer(cid, ts, raw), "taskwire-tenant": tenant}
+
+
+def claim(body=None, raw=None, headers=None, tenant=TENANT, signer=sign):
+    """A worker's claim (PROTOCOL.md §Workers), signed with the tenant's callback secret."""
+    raw = raw if raw is not None else json.dumps(body).encode()
+    headers = headers or claim_headers(raw, tenant=tenant, signer=signer)
+    return requests.post(f"{BASE}/v1/work/claim", data=raw, headers=headers, timeout=10)
+
+
 def create(body=None, key=None):
     headers = {**AUTH, **({"idempotency-key": key} if key else {})}
     return requests.post(f"{BASE}/v1/tasks", json=body or {"ttlMs": 3_600_000, "maxAttempts": 2}, headers=headers, timeout=10)
@@ -108,21 +125,23 @@ def _header(data, name):
     return None
 
 
-def watch_limit(path_of):
-    """Fills the held-watch cap with long-polls, then asks once more: 503."""
+def watch_limit(path_of, send=None):
+    """Fills the held-watch cap with long-polls, then asks once more (a GET
+    of `path_of(live)`, or `send(live)`): 503."""
     live = task(START)
     held = [threading.Thread(target=requests.get, args=(f"{BASE}/v1/tasks/{live}/resume?cursor=1&waitMs=10000",), kwargs={"headers": AUTH, "timeout": 15}) for _ in range(MAX_WATCHERS)]
     for t in held:
         t.start()
     time.sleep(0.5)
     try:
-        return requests.get(f"{BASE}{path_of(live)}", headers=AUTH, timeout=10)
+        return send(live) if send else requests.get(f"{BASE}{path_of(live)}", headers=AUTH, timeout=10)
     finally:
         assert callback(live, {"type": "progress", "atMs": 3, "progress": 5, "cursor": "c"}).status_code == 200
         for t in held:
             t.join()
 
 
+QUOTA_TENANT = os.environ.get("TASKWIRE_QUOTA_TENANT", "tenant-q")
 QUOTA_AUTH = {"authorization": f"Bearer {os.environ['TASKWIRE_QUOTA_TOKEN']}"}
 QUOTA_KEY = base64.b64decode(os.environ["TASKWIRE_QUOTA_SECRET"].removeprefix("whsec_"))
 
@@ -133,14 +152,15 @@ def quota_sign(callback_id, timestamp, body):
     return "v1," + base64.b64encode(mac.digest()).decode()
 
 
-def watch_quota(live, path_of):
-    """Holds the quota tenant's one watch on its task `live`, then asks once more: 429."""
+def watch_quota(live, path_of, send=None):
+    """Holds the quota tenant's one watch on its task `live`, then asks once
+    more (a GET of `path_of(version)`, or `send(version)`): 429."""
     version = requests.get(f"{BASE}/v1/tasks/{live}", headers=QUOTA_AUTH, timeout=10).json()["version"]
     held = threading.Thread(target=requests.get, args=(f"{BASE}/v1/tasks/{live}/resume?cursor={version}&waitMs=10000",), kwargs={"headers": QUOTA_AUTH, "timeout": 15})
     held.start()
     time.sleep(0.5)
     try:
-        return requests.get(f"{BASE}{path_of(version)}", headers=QUOTA_AUTH, timeout=10)
+        return send(version) if send else requests.get(f"{BASE}{path_of(version)}", headers=QUOTA_AUTH, timeout=10)
     finally:
         wake = {"type": "progress", "atMs": 3 + version, "progress": version, "cursor": f"c{version}"}
         assert callback(live, wake, signer=quota_sign).status_code == 200

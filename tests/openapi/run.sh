@@ -8,9 +8,9 @@
 #    headers (and nothing undocumented is produced).
 # 2. schemathesis fuzzes every operation (examples, coverage, fuzzing and
 #    stateful phases, every check) with the hooks of hooks.py: real tasks
-#    and batches in the path, signed executor callbacks. It must find no
-#    5xx, no answer outside the description, and no crash (the server is
-#    alive at the end).
+#    and batches in the path, signed executor callbacks and worker claims.
+#    It must find no 5xx, no answer outside the description, and no crash
+#    (the server is alive at the end).
 #
 # Bounded: 15 generated cases per operation and phase (OPENAPI_EXAMPLES), a
 # fixed seed (OPENAPI_SEED), and a hard stop after 300 s. Installs
@@ -31,6 +31,9 @@ export TASKWIRE_BASE_URL="http://127.0.0.1:$port"
 export TASKWIRE_TOKEN="tok_$("$py" -c 'import secrets; print(secrets.token_hex(16))')"
 export TASKWIRE_CALLBACK_SECRET="whsec_$("$py" -c 'import base64, secrets; print(base64.b64encode(secrets.token_bytes(32)).decode())')"
 export TASKWIRE_SEED="$seed"
+# The tenants the server runs with below: tenant-a is the one fuzzing acts
+# as (hooks.py names it in the claims it signs), tenant-q the quota one.
+export TASKWIRE_TENANT=tenant-a TASKWIRE_QUOTA_TENANT=tenant-q
 # A second tenant with small quotas (429s, statuses.py): one create, then
 # one per 100 s, and one held watch. Fuzzing uses the first tenant only.
 export TASKWIRE_QUOTA_TOKEN="tok_$("$py" -c 'import secrets; print(secrets.token_hex(16))')"

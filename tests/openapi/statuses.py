@@ -17,7 +17,9 @@ The server must run with `--body-timeout-ms 300 --max-watchers 4` (408 and
 `create-rate=0.01,create-burst=1,max-watches=1` (429: its one create is a
 batch of one item, whose task the watch quotas hold):
 TASKWIRE_BASE_URL, TASKWIRE_TOKEN, TASKWIRE_CALLBACK_SECRET,
-TASKWIRE_BROWSER_KEY (the key, base64), as tests/openapi/run.sh starts it.
+TASKWIRE_BROWSER_KEY (the key, base64), and the two tenants' names
+TASKWIRE_TENANT and TASKWIRE_QUOTA_TENANT (claims name their tenant), as
+tests/openapi/run.sh starts it.
 """
 
 import json
@@ -38,11 +40,14 @@ from parties import (  # noqa: E402
     BASE,
     ITEM,
     QUOTA_AUTH,
+    QUOTA_TENANT,
     START,
     SUCCEED,
     batch,
     browser_token,
     callback,
+    claim,
+    claim_headers,
     create,
     create_batch,
     quota_sign,
@@ -57,7 +62,7 @@ ROOT = Path(__file__).resolve().parents[2]
 NOT_PRODUCIBLE = {
     "500": "a server bug or corrupt stored data (server/tests/faults.rs corrupts rows to see it)",
     "503": "storage-unavailable needs a failing disk or database (server/tests/faults.rs); "
-    "watch-limit is produced below for resume and events",
+    "watch-limit is produced below for resume, events and claims",
 }
 
 doc = yaml.safe_load((ROOT / "docs/openapi.yaml").read_text())
@@ -113,6 +118,15 @@ def check_answer(op_id, status, res, documented):
 # ---- one request per documented status --------------------------------------
 
 
+def claimed_one(res):
+    """A claim's answer that took the one task queued for its kinds."""
+    if res.status_code == 200:
+        tasks = res.json()["tasks"]
+        assert len(tasks) == 1, f"claimWork 200: expected the one task queued, got {len(tasks)}"
+        assert tasks[0]["lease"]["attempt"] == tasks[0]["attempts"] == 1, f"claimWork 200: {tasks[0]}"
+    return res
+
+
 def recipes():
     running, done = task(START), task(START, SUCCEED)
     key = f"k_{uuid.uuid4().hex}"
@@ -144,6 +158,14 @@ def recipes():
     huge = json.dumps({"items": [{**ITEM, "input": "x" * (1024 * 1024)}]})
     watches_done = bearer(browser_token(None, ["watch"], batch=done_batch))
     cancels_done = bearer(browser_token(None, ["cancel"], batch=done_batch))
+    # Claims: a task of a kind of its own to take; other claims name kinds
+    # nothing is queued for, so that they take none of the tasks above.
+    claim_kind, idle_kind = f"claim-{uuid.uuid4().hex[:8]}", f"idle-{uuid.uuid4().hex[:8]}"
+    assert create({"ttlMs": 3_600_000, "maxAttempts": 2, "kind": claim_kind, "input": {"n": 1}}).status_code == 201
+    idle = {"worker": "openapi", "kinds": [idle_kind]}
+    replayed = json.dumps(idle).encode()
+    replayed_headers = claim_headers(replayed)
+    assert claim(raw=replayed, headers=replayed_headers).status_code == 200
     cb_headers = lambda tid, body: {"webhook-id": "cb_partial", "webhook-timestamp": str(int(time.time())), "webhook-signature": sign("cb_partial", str(int(time.time())), body)}  # noqa: E731
     return {
         "createTask": {
@@ -223,6 +245,17 @@ def recipes():
             "408": lambda: raw_partial(f"/v1/tasks/{running}/callbacks", cb_headers(running, b"{")),
             "413": lambda: callback(running, None, body=json.dumps({"taskId": running, **START, "worker": "w" * 70_000}).encode()),
             "422": lambda: callback(other, {"type": "progress", "atMs": 3, "progress": 9, "cursor": "c"}, used),
+        },
+        "claimWork": {
+            "200": lambda: claimed_one(claim({"worker": "openapi", "kinds": [claim_kind, idle_kind], "max": 2, "leaseMs": 60_000})),
+            "400": lambda: claim({**idle, "max": 101}),
+            "401": lambda: requests.post(f"{BASE}/v1/work/claim", json=idle, headers=AUTH, timeout=10),
+            "408": lambda: raw_partial("/v1/work/claim", {k: v for k, v in claim_headers(b"{").items() if k != "content-type"}),
+            "409": lambda: claim(raw=replayed, headers=replayed_headers),
+            "413": lambda: claim({**idle, "worker": "w" * 70_000}),
+            # A claim that finds no work and would be held is a held watch.
+            "429": lambda: watch_quota(quota_task, None, send=lambda _: claim({**idle, "waitMs": 5000}, tenant=QUOTA_TENANT, signer=quota_sign)),
+            "503": lambda: watch_limit(None, send=lambda _: claim({**idle, "waitMs": 5000})),
         },
         "deliverResult": {
             "201": lambda: post(f"/v1/tasks/{done}/deliveries", headers={"idempotency-key": f"d_{uuid.uuid4().hex}"}),

@@ -127,7 +127,7 @@ impl KindLimit {
         let by_rate = room.floor().max(0.0) as u64;
         Budget {
             left: by_running.min(by_rate),
-            retry_at_ms: (by_rate == 0).then(|| tat - burst_ms + interval),
+            retry_at_ms: (by_rate == 0).then_some(tat - burst_ms + interval),
         }
     }
 

@@ -1,0 +1,44 @@
+"""taskwire-worker: run taskwire tasks as asyncio jobs.
+
+The library owns the plumbing (claims, signed reports, heartbeats, leases,
+retries of lost answers, the clock offset, cancellation); a job is a plain
+async function of a `Job`. See the README for the whole picture.
+"""
+
+from .attempt import Result
+from .clock import ServerClock
+from .errors import (
+    Cancelled,
+    ConfigError,
+    FatalError,
+    ReportError,
+    RetryableError,
+    SubmitUnknownError,
+    VendorTimeoutError,
+    classify,
+)
+from .job import Held, Job
+from .vendor import PENDING, outcome_unknown, submit_once_then_poll
+from .worker import Handler, Worker
+
+__all__ = [
+    "PENDING",
+    "Cancelled",
+    "ConfigError",
+    "FatalError",
+    "Handler",
+    "Held",
+    "Job",
+    "ReportError",
+    "Result",
+    "RetryableError",
+    "ServerClock",
+    "SubmitUnknownError",
+    "VendorTimeoutError",
+    "Worker",
+    "classify",
+    "outcome_unknown",
+    "submit_once_then_poll",
+]
+
+__version__ = "0.1.0"

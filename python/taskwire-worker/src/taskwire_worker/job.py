@@ -1,0 +1,183 @@
+"""What a handler gets: the claimed task, and the few calls a job makes.
+
+The job never sees a signature, a lease, a heartbeat or a retry: the
+worker does those. Cancellation arrives as asyncio's own: the job's task
+is cancelled (`asyncio.CancelledError` at its next `await`) and
+`job.cancelled` says why. Code that runs long between awaits calls
+`job.check()`; seed 001 asks for a check before and after each tool call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, NoReturn, TypeVar
+
+from .attempt import Attempt
+from .errors import Cancelled, ConfigError
+
+__all__ = ["Held", "Job"]
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class Held(BaseException):
+    """Raised by `Job.hold()` to end the handler: the task waits for a person.
+
+    A `BaseException`, like `asyncio.CancelledError`, so a handler's
+    `except Exception` does not swallow it and go on working on a task that
+    is no longer its own. The worker catches it; a handler never needs to.
+    """
+
+
+class Job:
+    """One attempt at one task, as a handler sees it.
+
+    - `id`, `kind`, `input`: the task's.
+    - `attempt`: the attempt this job runs (the claimed task's `attempts`);
+      every report carries it, so a replaced job cannot overwrite its
+      successor.
+    - `task`: the claimed task as the server sent it: `decision`,
+      `decisionReason`, `artifactRef`, `artifactHash` after a person
+      decided on a hold; `error` after a failed attempt; `deadlineAtMs`.
+    - `cancelled`: None while the job may go on; else why it must stop:
+      `"cancel"` (a person cancelled; the worker answers `ack_cancel`),
+      `"stop"` (the attempt was replaced or ended: nothing more is
+      reported), `"lease-lost"` (the worker could not reach the server
+      before the lease ran out), `"shutdown"` (the worker is shutting
+      down; the task goes back to the queue).
+    """
+
+    def __init__(self, task: Mapping[str, Any], attempt: Attempt) -> None:
+        self.task: Mapping[str, Any] = task
+        self.id: str = task["id"]
+        self.kind: str = str(task.get("kind", ""))
+        self.input: Any = task.get("input")
+        self.attempt: int = task["attempts"]
+        self._attempt = attempt
+
+    def __repr__(self) -> str:
+        return f"Job(id={self.id!r}, kind={self.kind!r}, attempt={self.attempt})"
+
+    @property
+    def cancelled(self) -> str | None:
+        return self._attempt.cancelled
+
+    @property
+    def deadline_at_ms(self) -> float | None:
+        """The task's execution deadline on the server's clock, if it has one."""
+        value = self.task.get("deadlineAtMs")
+        return float(value) if isinstance(value, int | float) else None
+
+    def now_ms(self) -> float:
+        """The server's clock as this worker knows it (compare with deadlines)."""
+        return self._attempt.transport.clock.now_ms()
+
+    def key(self, step: str, action: str) -> str:
+        """An idempotency key for an external write: `"<taskId>:<step>:<action>"`.
+
+        The same in every attempt of the task, so a vendor or a table with a
+        unique key turns a write repeated by a later attempt into a no-op.
+        """
+        for name, value in (("step", step), ("action", action)):
+            if not isinstance(value, str) or not value.strip():
+                raise ConfigError(f"{name}: must be a non-blank string, got {value!r}")
+        return f"{self.id}:{step}:{action}"
+
+    def check(self) -> None:
+        """Raises `Cancelled` if the job's signal fired; cheap, call it often."""
+        reason = self._attempt.cancelled
+        if reason is not None:
+            raise Cancelled(reason)
+
+    async def checkpoint(self) -> None:
+        """`check()` after letting the event loop run once, so that a cancel
+        answered to a heartbeat meanwhile is seen here."""
+        await asyncio.sleep(0)
+        self.check()
+
+    async def progress(self, percent: int, cursor: str = "") -> None:
+        """Reports progress (an integer 0-100, only upward) and a cursor.
+
+        The answer may carry a cancel: the job's task is then cancelled,
+        and this call raises `Cancelled`.
+        """
+        if isinstance(percent, bool) or not isinstance(percent, int) or not 0 <= percent <= 100:
+            raise ConfigError(f"percent: must be an integer from 0 to 100, got {percent!r}")
+        if not isinstance(cursor, str):
+            raise ConfigError(f"cursor: must be a string, got {type(cursor).__name__}")
+        self.check()
+        await self._attempt.send("progress", progress=percent, cursor=cursor)
+        self.check()
+
+    async def cannot_cancel(self, reason: str | None = None) -> None:
+        """Answers a cancel the work cannot honour (an external write already
+        done, say): the task shows `cancel_ineffective` and the job goes on.
+
+        Call it from the handler, in the `except asyncio.CancelledError` of
+        a `"cancel"`; the job's task is then uncancelled. Whatever the job
+        ends with, the task ends `cancelled` (a result is kept for
+        compensation, never delivered).
+        """
+        if self._attempt.cancelled != "cancel":
+            raise RuntimeError(
+                f"cannot_cancel: only after a cancel, but job.cancelled is {self.cancelled!r}"
+            )
+        if reason is not None and not isinstance(reason, str):
+            raise ConfigError(f"reason: must be a string, got {type(reason).__name__}")
+        fields: dict[str, Any] = {} if reason is None else {"reason": reason}
+        self._attempt.resume()
+        await self._attempt.send("cannot_cancel", **fields)
+        self.check()
+
+    async def hold(
+        self, artifact_ref: str, artifact_hash: str, question: str | None = None
+    ) -> NoReturn:
+        """Ends the job: the task waits in `waiting_approval` for a person.
+
+        A decision (`approve`, `request_changes`) queues the task again; the
+        next attempt reads it in `job.task["decision"]` and
+        `job.task["decisionReason"]`, with this artifact in
+        `job.task["artifactRef"]`/`["artifactHash"]`. Never returns.
+        """
+        for name, value in (("artifact_ref", artifact_ref), ("artifact_hash", artifact_hash)):
+            if not isinstance(value, str) or not value.strip():
+                raise ConfigError(f"{name}: must be a non-blank string, got {value!r}")
+        if question is not None and not isinstance(question, str):
+            raise ConfigError(f"question: must be a string, got {type(question).__name__}")
+        self.check()
+        fields: dict[str, Any] = {"artifactRef": artifact_ref, "artifactHash": artifact_hash}
+        if question is not None:
+            fields["question"] = question
+        await self._attempt.send("hold", **fields)
+        # A cancel answered to the hold (the task was cancelling) is still
+        # to be acknowledged; an undelivered hold is `lease-lost`.
+        self.check()
+        self._attempt.held = True
+        raise Held()
+
+    async def vendor(
+        self,
+        step: str,
+        *,
+        submit: Callable[[str], Awaitable[T]],
+        poll: Callable[[T], Awaitable[R | object]],
+        lookup: Callable[[str], Awaitable[T | None]] | None = None,
+        timeout_ms: float | None = None,
+        first_delay_ms: float = 1000.0,
+        max_delay_ms: float = 30000.0,
+    ) -> R:
+        """Submit once, then poll: see `taskwire_worker.vendor.submit_once_then_poll`."""
+        from .vendor import submit_once_then_poll
+
+        return await submit_once_then_poll(
+            self,
+            step,
+            submit=submit,
+            poll=poll,
+            lookup=lookup,
+            timeout_ms=timeout_ms,
+            first_delay_ms=first_delay_ms,
+            max_delay_ms=max_delay_ms,
+        )
