@@ -1,11 +1,12 @@
 // taskwire/worker's resends against the real server, through a `fetch`
 // that loses answers: a report whose answer was lost is sent again with
 // the same webhook-id and body, signed again, and the server takes it as
-// the same callback; a 503 before the server is waited out.
+// the same callback; a 503 before the server is waited out; a server out
+// of reach for longer than the lease fires 'lease-lost'.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { startServer } from "./server.mjs";
-import { createTask, history, kind, startWorker, waitForTask } from "./worker-helpers.mjs";
+import { createTask, deferred, history, kind, startWorker, waitForTask, within } from "./worker-helpers.mjs";
 
 let server;
 before(async () => {
@@ -72,4 +73,31 @@ test("a report whose answer was lost is sent again as the same callback; a 503 i
 
   const types = (await history(server, created.id)).map((e) => e.type);
   assert.deepEqual(types, ["start", "progress", "succeed"], "one progress in the history");
+});
+
+test("reports that cannot get through before the lease runs out fire 'lease-lost'; the task goes to another attempt", async (t) => {
+  const k = kind("lease-lost");
+  let cut = false;
+  const attempts = [];
+  const lost = deferred();
+  // Once `cut`, every report of this worker fails as a network error does.
+  const cutFetch = (url, init) =>
+    cut && String(url).includes("/callbacks") ? Promise.reject(new TypeError("fetch failed", { cause: Object.assign(new Error("connect"), { code: "ECONNRESET" }) })) : fetch(url, init);
+  startWorker(t, server, {
+    [k]: async (job) => {
+      attempts.push(job.attempt);
+      if (job.attempt > 1) return { resultRef: "mem://second", resultHash: "sha256:2" };
+      await job.progress(10, "before");
+      cut = true;
+      await new Promise((resolve) => job.signal.addEventListener("abort", resolve, { once: true }));
+      lost.resolve(job.signal.reason.code);
+      cut = false;
+      job.checkpoint();
+    },
+  }, { leaseMs: 1000, fetch: cutFetch });
+  const created = await createTask(server, { kind: k, unknownGraceMs: 200 });
+  assert.equal(await within(lost.promise, "the signal"), "lease-lost");
+  const done = await waitForTask(server, created.id, (x) => x.state === "succeeded", "succeeded by the next attempt");
+  assert.equal(done.attempts, 2);
+  assert.deepEqual(attempts, [1, 2]);
 });

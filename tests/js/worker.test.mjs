@@ -136,3 +136,20 @@ test("a handler's result without resultRef fails the task, naming the field", as
   const task = await waitForTask(server, created.id, (x) => x.state === "failed", "failed");
   assert.match(task.error, /resultRef: must be a non-blank string/);
 });
+
+test("a task that ends under a running job (its deadline) fires 'stop', and nothing more is sent", async (t) => {
+  const k = kind("deadline");
+  const aborted = deferred();
+  const { warnings } = startWorker(t, server, {
+    [k]: async (job) => {
+      await new Promise((resolve) => job.signal.addEventListener("abort", resolve, { once: true }));
+      aborted.resolve(job.signal.reason.code);
+      job.checkpoint();
+    },
+  }, { leaseMs: 3000 });
+  const created = await createTask(server, { kind: k, deadlineMs: 1500 });
+  assert.equal(await within(aborted.promise, "the signal"), "stop");
+  const task = await waitForTask(server, created.id, (x) => x.state === "timed_out", "timed_out");
+  assert.equal(task.attempts, 1);
+  assert.deepEqual(warnings, [], "no report was refused: none was sent after the stop");
+});
