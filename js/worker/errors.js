@@ -65,6 +65,7 @@ const WHY = {
  */
 export class CancelledError extends Error {
   constructor(code) {
+    if (!Object.hasOwn(WHY, code)) throw new TypeError(`CancelledError: code: must be one of ${Object.keys(WHY).join(", ")}, got ${String(code)}`);
     super(`${code}: ${WHY[code]}`);
     this.name = "AbortError";
     this.code = code;
