@@ -152,7 +152,7 @@ export class Worker {
     const job = new Job(task, { wire: this.#wire, warn: this.#config.onWarning });
     const handler = this.#handlers.get(job.kind);
     const body = handler ?? (() => Promise.reject(new WorkerError("protocol", `no handler for kind ${describe(job.kind)}`)));
-    const done = job.run(body).then(() => {
+    const done = Job.run(job, body).then(() => {
       this.#running.delete(job.id);
       this.#wake();
     });
@@ -166,7 +166,7 @@ export class Worker {
       await Promise.race([Promise.all([...this.#running.values()].map((r) => r.done)), sleep(graceMs, timer.signal)]);
       timer.abort(); // so the grace's timer keeps no process alive
     }
-    await Promise.all([...this.#running.values()].map((r) => r.job.abandon("shutdown")));
+    await Promise.all([...this.#running.values()].map((r) => Job.abandon(r.job)));
   }
 
   /**

@@ -2,11 +2,11 @@
 // heartbeats, and the one place that turns how the handler ended into
 // the attempt's last report.
 //
-// Driving it: `new Job(task, …)`, then `await job.run(handler)`; it
+// Driving it: `new Job(task, …)`, then `await Job.run(job, handler)`; it
 // resolves once the attempt's last report was judged (or there was none
-// to send). `job.abandon("shutdown")` from the worker's shutdown fires
-// the signal and hands the task back at once, without waiting for a
-// handler that ignores its signal.
+// to send). `Job.abandon(job)` from the worker's shutdown fires the
+// signal (`shutdown`) and hands the task back at once, without waiting
+// for a handler that ignores its signal.
 import { CancelledError, FatalError, WorkerError, classifyError, errorText } from "./errors.js";
 import { describe } from "./wire.js";
 import { submitOnceThenPoll } from "./vendor.js";
@@ -101,12 +101,6 @@ export class Job {
     return submitOnceThenPoll(this, options, this.#wire.clock);
   }
 
-  /** The task's execution deadline as a local time, when it has one. */
-  get deadlineLocal() {
-    const d = this.task.deadlineAtMs;
-    return Number.isFinite(d) ? d - this.#wire.clock.offsetMs : undefined;
-  }
-
   #abort(code) {
     if (!this.signal.aborted) this.#controller.abort(new CancelledError(code));
   }
@@ -158,14 +152,21 @@ export class Job {
     return this.#finishing;
   }
 
+  // The worker's two calls are static, so a handler, which holds the
+  // job, cannot run or abandon it.
+
   /** Called by the worker's shutdown past its grace: fire, and hand the task back to the queue now. */
-  async abandon(code) {
-    this.#abort(code);
-    await this.#finish({ type: "fail", error: "worker shut down", retryable: true });
+  static async abandon(job) {
+    job.#abort("shutdown");
+    await job.#finish({ type: "fail", error: "worker shut down", retryable: true });
   }
 
-  /** Runs `handler(this)` with heartbeats, then sends what its ending means. */
-  async run(handler) {
+  /** Runs `handler(job)` with heartbeats, then sends what its ending means. */
+  static run(job, handler) {
+    return job.#run(handler);
+  }
+
+  async #run(handler) {
     this.#heartbeat = setInterval(this.#beat, Math.max(100, Math.floor(this.#leaseMs / 3)));
     let result, thrown, ok;
     try {

@@ -98,8 +98,9 @@ export async function submitOnceThenPoll(job, options, clock) {
     if (submits >= MAX_SUBMITS) throw new RetryableError(`vendor step ${step}: ${submits} submits under key ${key} reached nothing the vendor knows`);
   }
 
-  const deadlines = [job.deadlineLocal, timeoutMs === undefined ? undefined : clock.local() + timeoutMs].filter((d) => d !== undefined);
-  const deadline = Math.min(Infinity, ...deadlines);
+  // The task's deadline is on the server's clock; the polls wait on this one.
+  const taskDeadline = Number.isFinite(job.task.deadlineAtMs) ? job.task.deadlineAtMs - clock.offsetMs : Infinity;
+  const deadline = Math.min(taskDeadline, timeoutMs === undefined ? Infinity : clock.local() + timeoutMs);
   let delay = firstDelayMs;
   let errors = 0;
   for (;;) {
@@ -115,7 +116,7 @@ export async function submitOnceThenPoll(job, options, clock) {
     }
     const wait = delay / 2 + Math.random() * (delay / 2);
     if (clock.local() + wait > deadline) {
-      throw new FatalError(`vendor step ${step}: no result before the ${deadline === job.deadlineLocal ? "task's deadline" : "timeout"}; the vendor's work under key ${key} may still be running`);
+      throw new FatalError(`vendor step ${step}: no result before the ${deadline === taskDeadline ? "task's deadline" : "timeout"}; the vendor's work under key ${key} may still be running`);
     }
     await sleep(wait, signal);
     delay = Math.min(delay * 2, maxDelayMs);
