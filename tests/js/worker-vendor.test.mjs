@@ -37,7 +37,8 @@ function startVendor() {
     const id = url.pathname.split("/")[2];
     const n = (polls.get(id) ?? 0) + 1;
     polls.set(id, n);
-    return json(200, n < 2 ? { state: "running" } : { state: "done", text: `summary of ${id}` });
+    const slow = url.searchParams.get("slow") === "1";
+    return json(200, n < 2 || slow ? { state: "running" } : { state: "done", text: `summary of ${id}` });
   });
   return new Promise((resolve) =>
     http.listen(0, "127.0.0.1", () => resolve({ url: `http://127.0.0.1:${http.address().port}`, submits, close: () => http.close() })),
@@ -53,8 +54,12 @@ after(() => {
   return server?.stop();
 });
 
-/** A handler that runs one vendor step; `drop` loses the submit's answer, `withLookup` gives the helper a lookup. */
-function vendorHandler({ drop, withLookup }) {
+/**
+ * A handler that runs one vendor step; `drop` loses the submit's answer,
+ * `withLookup` gives the helper a lookup, `slow` keeps the vendor's work
+ * running past `timeoutMs`.
+ */
+function vendorHandler({ drop, withLookup, slow, timeoutMs }) {
   return async (job) => {
     const text = await job.vendor({
       step: "summarise",
@@ -64,7 +69,7 @@ function vendorHandler({ drop, withLookup }) {
         return (await r.json()).id;
       },
       poll: async (id, signal) => {
-        const r = await (await fetch(`${vendor.url}/jobs/${id}`, { signal })).json();
+        const r = await (await fetch(`${vendor.url}/jobs/${id}${slow ? "?slow=1" : ""}`, { signal })).json();
         return r.state === "done" ? { done: true, value: r.text } : { done: false };
       },
       ...(withLookup && {
@@ -74,6 +79,7 @@ function vendorHandler({ drop, withLookup }) {
         },
       }),
       firstDelayMs: 50,
+      timeoutMs,
     });
     return { resultRef: `mem://${text}`, resultHash: "sha256:v" };
   };
@@ -106,4 +112,13 @@ test("a submit whose outcome is unknown is looked up, and the work found is poll
   const done = await waitForTask(server, created.id, (x) => x.state === "succeeded", "succeeded");
   assert.match(done.resultRef, /^mem:\/\/summary of v-\d+$/);
   assert.equal(vendor.submits.filter((key) => key.startsWith(created.id)).length, 1, "found by lookup, not submitted again");
+});
+
+test("polls stop at timeoutMs and the task fails final: the vendor's work may still be running", async (t) => {
+  const k = kind("vendor-slow");
+  startWorker(t, server, { [k]: vendorHandler({ slow: true, timeoutMs: 300 }) });
+  const created = await createTask(server, { kind: k, maxAttempts: 3 });
+  const failed = await waitForTask(server, created.id, (x) => x.state === "failed", "failed");
+  assert.equal(failed.attempts, 1);
+  assert.match(failed.error, /^FatalError: vendor step summarise: no result before the timeout; the vendor's work under key .*:summarise:submit may still be running$/);
 });
