@@ -68,7 +68,7 @@ export function sign(key, id, timestampSecs, body) {
   return { "webhook-id": id, "webhook-timestamp": String(timestampSecs), "webhook-signature": `v1,${sig}` };
 }
 
-/** Full jitter: a random wait up to the exponential step (so workers that failed together do not retry together). */
+/** A random wait from half to all of the exponential step, so workers that failed together do not retry together. */
 function backoff(tries) {
   const step = Math.min(BACKOFF_CAP_MS, BACKOFF_FIRST_MS * 2 ** tries);
   return step / 2 + Math.random() * (step / 2);
