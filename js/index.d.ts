@@ -198,7 +198,6 @@ export type ErrorCode =
   | "watch-limit"
   | "connection-limit"
   | "storage-unavailable"
-  | "clock-skew"
   | `http-${number}`;
 
 /** Every taskwire error: an `Error` with a stable `code`. */
@@ -257,7 +256,9 @@ export class TaskBook {
   /**
    * `apply` as a server receives a callback at `nowMs` on its own clock:
    * an event with `attempt` whose `atMs` is more than 5 minutes from
-   * `nowMs` throws `clock-skew`, and leases run from `nowMs`.
+   * `nowMs` throws a `TaskwireError` whose code is `"clock-skew"` (a
+   * server's code, outside `ErrorCode`, which lists what a page meets),
+   * and leases run from `nowMs`.
    */
   applyAt(taskId: string, event: TaskEvent, callbackId: string | undefined, nowMs: number): CallbackResult;
   /**

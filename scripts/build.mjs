@@ -49,6 +49,19 @@ const VARIANTS = {
   },
 };
 
+// taskwire/worker (js/worker.js, js/worker/) is for Node only and holds
+// a tenant's secret: no page bundle may contain it. Its claim route and
+// tenant header are string literals a minifier keeps, so their absence
+// shows the worker's code is not there.
+const WORKER_MARKERS = ["/v1/work/claim", "taskwire-tenant"];
+function assertNoWorkerCode(what, bytes) {
+  const found = WORKER_MARKERS.find((marker) => bytes.includes(marker));
+  if (found) {
+    console.error(`build: ${what} contains worker code (${JSON.stringify(found)}): taskwire/worker must stay out of every page bundle`);
+    process.exit(1);
+  }
+}
+
 // Cargo puts its output under CARGO_TARGET_DIR when set (relative to the
 // directory cargo runs in, here the root), else under target/.
 const targetDir = process.env.CARGO_TARGET_DIR ? resolve(root, process.env.CARGO_TARGET_DIR) : join(root, "target");
@@ -143,9 +156,11 @@ for (const [name, variant] of Object.entries(VARIANTS)) {
   const bundleDir = join(out, ".min");
   execFileSync(join(root, "node_modules/.bin/rolldown"), ["--minify", "--platform", "browser", "--format", "esm", "--logLevel", "silent", "-d", bundleDir, join(out, "index.js")], { cwd: root, stdio: ["ignore", "ignore", "inherit"] });
   const minified = readFileSync(join(bundleDir, "index.js"));
+  assertNoWorkerCode(`the ${name} build's page bundle`, minified);
   const lazy = {};
   for (const chunk of readdirSync(bundleDir).filter((f) => f !== "index.js")) {
     const bytes = readFileSync(join(bundleDir, chunk));
+    assertNoWorkerCode(`the ${name} build's chunk ${chunk}`, bytes);
     lazy[`on demand: ${chunk.replace(/-[\w-]+\.js$/, ".js")}`] = { raw: bytes.length, gzip: gzipSync(bytes, { level: 9 }).length, brotli: brotliCompressSync(bytes).length };
   }
   rmSync(bundleDir, { recursive: true });
@@ -179,9 +194,19 @@ copyFileSync(join(root, "js/react.d.ts"), join(dist, "react.d.ts"));
   execFileSync(join(root, "node_modules/.bin/rolldown"), ["--minify", "--platform", "browser", "--format", "esm", "--external", "react", "--logLevel", "silent", "-o", bundle, join(dist, "react.js")], { cwd: root, stdio: ["ignore", "ignore", "inherit"] });
   const minified = readFileSync(bundle);
   rmSync(bundle);
+  assertNoWorkerCode("the react entry's bundle", minified);
   report.react = { page: { raw: minified.length, gzip: gzipSync(minified, { level: 9 }).length, brotli: brotliCompressSync(minified).length } };
   const s = report.react.page;
   console.log(`\nreact entry (taskwire/react, minified, React not included):\n  ${"page".padEnd(24)} raw ${kb(s.raw).padStart(9)}  gzip ${kb(s.gzip).padStart(8)}  brotli ${kb(s.brotli).padStart(8)}`);
+}
+// taskwire/worker: plain JS for Node ≥ 20 beside the builds, copied as
+// written (no wasm, no bundling: Node loads it as it is, and no page
+// ever does, see assertNoWorkerCode).
+copyFileSync(join(root, "js/worker.js"), join(dist, "worker.js"));
+copyFileSync(join(root, "js/worker.d.ts"), join(dist, "worker.d.ts"));
+mkdirSync(join(dist, "worker"));
+for (const file of readdirSync(join(root, "js/worker")).filter((f) => f.endsWith(".js"))) {
+  copyFileSync(join(root, "js/worker", file), join(dist, "worker", file));
 }
 writeFileSync(join(dist, "size.json"), JSON.stringify(report, null, 2) + "\n");
 if (failed) process.exit(1);

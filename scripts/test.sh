@@ -75,7 +75,7 @@ node --test tests/cluster/
 
 step "node backend (examples/node-backend): its tests, then the conformance suite"
 node --test examples/node-backend/
-node tests/conformance/local.mjs --server "node examples/node-backend/server.mjs" --cors-origin http://127.0.0.1:5173
+node tests/conformance/local.mjs --server "node examples/node-backend/server.mjs" --cors-origin http://127.0.0.1:5173 --no-workers
 
 step "wasm bindings: wasm-pack test --node, --headless --chrome and --headless --firefox"
 wasm-pack test --node wasm

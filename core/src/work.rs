@@ -82,7 +82,7 @@ pub fn check_report_clock(event: &Event, now: Millis) -> Result<(), Error> {
         code: ErrorCode::ClockSkew,
         message: join(&[
             "atMs: ",
-            &crate::js::number(off.abs().round()),
+            &crate::js::number(crate::js::round(off.abs())),
             " ms",
             way,
             " the server's clock (",

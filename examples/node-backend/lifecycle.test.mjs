@@ -59,18 +59,23 @@ describe("lifecycle across a restart", () => {
     const silent = await create(base);
     assert.equal(silent.unknownGraceMs, 200, "the default grace period");
     const s = { type: "start", atMs: Date.now(), worker: "w", attempt: 1 };
+    const sent = Date.now();
     await ok(callback(base, silent.id, s));
+    const answered = Date.now();
     await until(base, silent.id, "queued");
-    assert.deepEqual(
-      (await events(base, silent.id)).map((e) => [e.type, e.atMs]),
-      [["start", s.atMs], ["lapse", s.atMs + 300], ["abandon", s.atMs + 500]],
-    );
+    const [started, lapsed, abandoned] = (await events(base, silent.id)).map((e) => [e.type, e.atMs]);
+    assert.deepEqual([started, lapsed[0], abandoned[0]], [["start", s.atMs], "lapse", "abandon"]);
+    // The lease runs from when the backend received the start (PROTOCOL.md §Workers).
+    assert.ok(lapsed[1] >= sent + 300 && lapsed[1] <= answered + 300, `lapse at ${lapsed[1]}, start sent at ${sent}`);
+    assert.equal(abandoned[1], lapsed[1] + 200, "the grace period runs from the lapse");
 
     // A heartbeat that only renews the lease: no version, but journaled.
     const renewed = await create(base, { unknownGraceMs: 60_000 });
     const t = Date.now();
     await ok(callback(base, renewed.id, { type: "start", atMs: t, worker: "w", attempt: 1, leaseMs: 2000 }));
+    const beatSent = Date.now();
     const beat = await ok(callback(base, renewed.id, { type: "heartbeat", atMs: t + 100, attempt: 1, leaseMs: 2500 }));
+    const beatAnswered = Date.now();
     assert.deepEqual([beat.changed, beat.reason, beat.version], [false, "heartbeat", 1]);
     // The lease is operational state, not part of the TaskView on the wire.
     for (const path of [`/v1/tasks/${renewed.id}`, `/v1/tasks/${renewed.id}/resume?cursor=0&snapshot=1`]) {
@@ -85,7 +90,8 @@ describe("lifecycle across a restart", () => {
     const journal = readFileSync(join(data, "journal.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
     const ops = new Set(journal.map((r) => r.op));
     for (const op of ["act", "sweep"]) assert.ok(ops.has(op), `the journal has ${op} records`);
-    assert.ok(journal.some((r) => r.op === "callback" && r.lease?.expiresAtMs === t + 2600), "the renewed lease is journaled");
+    const renewedLease = journal.findLast((r) => r.op === "callback" && r.taskId === renewed.id)?.lease?.expiresAtMs;
+    assert.ok(renewedLease >= beatSent + 2500 && renewedLease <= beatAnswered + 2500, `the renewed lease is journaled: ${renewedLease}`);
 
     server = await start(data, FLAGS);
     ({ base } = server);
@@ -93,10 +99,10 @@ describe("lifecycle across a restart", () => {
       assert.deepEqual(await observe(base, ids), before, "the same tasks, histories and feed after the restart");
       const [cancel] = await events(base, cancelled.id);
       assert.deepEqual([cancel.type, cancel.reason, cancel.actor], ["cancel", "not needed", "tenant:tenant-a"]);
-      // The lease the heartbeat renewed (t + 2600), not the start's (t + 2000).
+      // The lease the heartbeat renewed (2500 ms from its receipt), not the start's.
       await until(base, renewed.id, "unknown");
       const lapse = (await events(base, renewed.id)).find((e) => e.type === "lapse");
-      assert.equal(lapse.atMs, t + 2600, "the lapse falls at the renewed lease's end");
+      assert.equal(lapse.atMs, renewedLease, "the lapse falls at the renewed lease's end");
     } finally {
       await kill(server);
     }

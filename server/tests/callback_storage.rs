@@ -96,7 +96,7 @@ async fn sqlite_keeps_each_event_once_and_judges_repeated_ids_exactly() {
     );
     let kept: Value = serde_json::from_str(rows[0].2.as_deref().unwrap()).unwrap();
     assert_eq!(kept["type"], "succeed");
-    assert_eq!(user_version(&dir.join("taskwire.sqlite3")), 4);
+    assert_eq!(user_version(&dir.join("taskwire.sqlite3")), 5);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -136,7 +136,7 @@ async fn postgres_keeps_each_event_once_and_judges_repeated_ids_exactly() {
         .await
         .unwrap()
         .get(0);
-    assert_eq!(version, 4);
+    assert_eq!(version, 5);
 }
 
 // ---- newer databases are refused -----------------------------------------

@@ -124,7 +124,7 @@ async fn a_schema_1_sqlite_file_is_migrated_on_open() {
     let history = history_of(&file);
 
     let h = harness(|c| c.data = dir.path().to_path_buf()).await;
-    assert_eq!(user_version(&file), 4);
+    assert_eq!(user_version(&file), 5);
     let rows = fixture_rows(
         &file,
         "SELECT count(*), count(version), count(event) FROM callbacks",
@@ -169,7 +169,7 @@ async fn a_schema_1_file_with_tenants_keeps_them() {
     let history = history_of(&file);
 
     let h = harness(|c| c.data = dir.path().to_path_buf()).await;
-    assert_eq!(user_version(&file), 4);
+    assert_eq!(user_version(&file), 5);
     assert_eq!(
         fixture_rows(&file, "SELECT count(tenant) FROM callbacks"),
         old
@@ -293,7 +293,7 @@ async fn a_schema_1_postgres_database_is_migrated_by_the_first_instance_to_start
     assert_eq!(count("SELECT count(event) FROM callbacks").await, 1);
     assert_eq!(
         count("SELECT version::bigint FROM taskwire_schema").await,
-        4
+        5
     );
     judged_as_before(&a, &history).await;
     // Schema 4: the old tasks are in no batch, and batches work.
@@ -354,7 +354,7 @@ async fn a_schema_3_postgres_database_gains_batches_on_start() {
         .await
         .unwrap()
         .get(0);
-    assert_eq!(version, 4);
+    assert_eq!(version, 5);
     let got = h.get("demo", &format!("/v1/tasks/{old}")).await.json();
     assert_eq!(
         (got["state"].as_str(), got.get("batchId")),

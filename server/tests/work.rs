@@ -305,3 +305,39 @@ async fn drain(h: &Harness, n: usize) -> Vec<String> {
         mine.extend(ids);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kinds_running_limit_holds_across_two_postgres_instances() {
+    let Some(url) = pg::database().await else {
+        return;
+    };
+    let limited = |c: &mut taskwire_server::Config| {
+        c.data = url.clone().into();
+        c.kind_limit = vec![("vendor".into(), max_running(3))];
+    };
+    let a = harness(limited).await;
+    let b = harness(limited).await;
+    for _ in 0..12 {
+        create_kind(&a, "demo", "vendor").await;
+    }
+    // Six claims at once, three on each instance, each asking for five.
+    let body = || json!({"worker": "w", "kinds": ["vendor"], "max": 5});
+    let claims = (0..6).map(|n| claim_ids(if n % 2 == 0 { &a } else { &b }, body()));
+    let taken: Vec<String> = futures_util::future::join_all(claims)
+        .await
+        .into_iter()
+        .flatten()
+        .collect();
+    assert_eq!(taken.len(), 3, "exactly the limit, never more: {taken:?}");
+    // One ends, on the other instance: one more may start, on either.
+    let done = json!({"type": "succeed", "atMs": now_ms(), "resultRef": "r", "resultHash": "h", "attempt": 1});
+    let r = b.callback(&taken[0], "ok", &done).await;
+    assert_eq!(r.status, 200);
+    let claims = (0..4).map(|n| claim_ids(if n % 2 == 0 { &a } else { &b }, body()));
+    let more: usize = futures_util::future::join_all(claims)
+        .await
+        .iter()
+        .map(Vec::len)
+        .sum();
+    assert_eq!(more, 1);
+}

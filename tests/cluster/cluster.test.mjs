@@ -204,6 +204,7 @@ function runConformance(base, [a, b]) {
       env: {
         ...childEnv(),
         TASKWIRE_TOKEN: TOKENS[a],
+        TASKWIRE_TENANT: `tenant-${a}`,
         TASKWIRE_TOKEN_B: TOKENS[b],
         TASKWIRE_CALLBACK_SECRET: SECRETS[a],
         TASKWIRE_CALLBACK_SECRET_B: SECRETS[b],

@@ -12,7 +12,9 @@
 //            --browser-token-key tenant-a:ka1=HS256:… (and ka2, a rotation)
 //            --browser-token-key tenant-b:kb1=HS256:…
 // with fresh random tokens, secrets and keys (per tenant), DIR an empty
-// directory. Its output goes to server.log next to DIR, printed on failure.
+// directory (--shared-secret: one bare --callback-secret whsec_… shared by
+// both tenants instead). The suite is told tenant A's name (the claim's
+// taskwire-tenant); --no-workers is passed on to it. Its output goes to server.log next to DIR, printed on failure.
 // Before the suite, the backend is restarted once on its data: the epoch
 // of a task created before must be the same after (PROTOCOL.md §Epoch).
 
@@ -26,13 +28,17 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
-const USAGE = `usage: node tests/conformance/local.mjs --server "<command>" [--retention N] [--keep]
+const USAGE = `usage: node tests/conformance/local.mjs --server "<command>" [--retention N] [--no-workers] [--keep]
 
   --server CMD     the backend command (split on spaces), started with
                    --listen/--data/--token/--callback-secret/--retention/
                    --browser-token-key
   --retention N    passed to the backend and the suite (default 8)
   --cors-origin O  passed to the backend and the suite (runs the CORS checks)
+  --no-workers     the backend offers no workers (no POST /v1/work/claim):
+                   the suite skips the claim checks (required otherwise)
+  --shared-secret  one callback secret shared by both tenants, none of
+                   their own (runs the shared fleet's claim check)
   --keep           keep the temporary directory (data and server.log)
   --startup-ms N   how long the backend may take to answer (default 20000)`;
 
@@ -43,6 +49,8 @@ function options() {
         server: { type: 'string' },
         retention: { type: 'string', default: '8' },
         'cors-origin': { type: 'string' },
+        'no-workers': { type: 'boolean', default: false },
+        'shared-secret': { type: 'boolean', default: false },
         keep: { type: 'boolean', default: false },
         'startup-ms': { type: 'string', default: '20000' },
         help: { type: 'boolean', short: 'h' },
@@ -139,7 +147,18 @@ async function main() {
     TASKWIRE_CALLBACK_SECRET: `whsec_${randomBytes(32).toString('base64')}`,
     TASKWIRE_CALLBACK_SECRET_B: `whsec_${randomBytes(32).toString('base64')}`,
     TASKWIRE_RETENTION: opts.retention,
+    TASKWIRE_TENANT: 'tenant-a',
   };
+  config.TASKWIRE_NO_WORKERS = opts['no-workers'] ? '1' : '0';
+  config.TASKWIRE_SHARED_SECRET = opts['shared-secret'] ? '1' : '0';
+  const secrets = opts['shared-secret']
+    ? ['--callback-secret', config.TASKWIRE_CALLBACK_SECRET]
+    : [
+        '--callback-secret', `tenant-a=${config.TASKWIRE_CALLBACK_SECRET}`,
+        '--callback-secret', `tenant-b=${config.TASKWIRE_CALLBACK_SECRET_B}`,
+      ];
+  // Empty rather than absent: the suite's environment is this one's plus these.
+  if (opts['shared-secret']) config.TASKWIRE_CALLBACK_SECRET_B = '';
   // Browser-token keys: two of tenant A's at once (a rotation), one of B's.
   const keys = { ka1: randomBytes(32), ka2: randomBytes(32), kb1: randomBytes(32) };
   config.TASKWIRE_BROWSER_KEY = ['ka1', 'ka2'].map((kid) => `${kid}=${keys[kid].toString('base64')}`).join(',');
@@ -150,8 +169,7 @@ async function main() {
     '--data', data,
     '--token', `${config.TASKWIRE_TOKEN}=tenant-a`,
     '--token', `${config.TASKWIRE_TOKEN_B}=tenant-b`,
-    '--callback-secret', `tenant-a=${config.TASKWIRE_CALLBACK_SECRET}`,
-    '--callback-secret', `tenant-b=${config.TASKWIRE_CALLBACK_SECRET_B}`,
+    ...secrets,
     '--retention', opts.retention,
     '--browser-token-key', `tenant-a:ka1=HS256:${keys.ka1.toString('base64')}`,
     '--browser-token-key', `tenant-a:ka2=HS256:${keys.ka2.toString('base64')}`,

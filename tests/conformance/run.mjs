@@ -2,7 +2,9 @@
 // Checks a taskwire backend against PROTOCOL.md:
 //
 //   node tests/conformance/run.mjs http://127.0.0.1:8080 --token demo \
-//     --token-b other --callback-secret whsec_… [--retention 8]
+//     --tenant demo --token-b other --callback-secret whsec_… [--retention 8]
+//
+// (--no-workers instead of --tenant for a backend without POST /v1/work/claim)
 //
 // Exit code 0 when every check passed. See README.md.
 

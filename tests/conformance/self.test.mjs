@@ -52,8 +52,19 @@ test('changes(n): one changing event per version, retrying past progress 99', ()
 });
 
 test('checkConfig: defaults and refusals', () => {
-  const base = { baseUrl: 'http://127.0.0.1:8080/', token: 't', secret: 'whsec_c2VjcmV0' };
-  assert.deepEqual(checkConfig(base), { baseUrl: 'http://127.0.0.1:8080', token: 't', tokenB: null, secret: 'whsec_c2VjcmV0', secretB: null, retention: 8, corsOrigin: null, concurrency: 32, browserKeys: [], browserKeyB: null, browserAudience: 'taskwire' });
+  const base = { baseUrl: 'http://127.0.0.1:8080/', token: 't', secret: 'whsec_c2VjcmV0', tenant: 'acme' };
+  assert.deepEqual(checkConfig(base), { baseUrl: 'http://127.0.0.1:8080', token: 't', tokenB: null, secret: 'whsec_c2VjcmV0', secretB: null, retention: 8, corsOrigin: null, concurrency: 32, browserKeys: [], browserKeyB: null, browserAudience: 'taskwire', tenant: 'acme', noWorkers: false, sharedSecret: false });
+  // The worker checks are required: they need tenant A's name, unless the
+  // backend is declared to offer no workers.
+  assert.throws(() => checkConfig({ ...base, tenant: undefined }), /--tenant.*--no-workers/s);
+  assert.deepEqual(
+    [checkConfig({ ...base, tenant: undefined, noWorkers: true })].map((c) => [c.tenant, c.noWorkers]),
+    [[null, true]],
+  );
+  assert.throws(() => checkConfig({ ...base, tenant: '  ' }), /--tenant/);
+  assert.throws(() => checkConfig({ ...base, sharedSecret: true }), /--shared-secret/);
+  assert.throws(() => checkConfig({ ...base, sharedSecret: true, tokenB: 'u', secretB: 'whsec_Yg==' }), /--shared-secret/);
+  assert.equal(checkConfig({ ...base, sharedSecret: true, tokenB: 'u' }).sharedSecret, true);
   assert.throws(() => checkConfig({ ...base, secretB: 'whsec_Yg==' }), /--token-b/);
   assert.throws(() => checkConfig({ ...base, tokenB: 'u', secretB: base.secret }), /another secret/);
   assert.equal(checkConfig({ ...base, tokenB: 'u', secretB: 'whsec_Yg==' }).secretB, 'whsec_Yg==');
@@ -69,6 +80,21 @@ test('checkConfig: defaults and refusals', () => {
   assert.throws(() => checkConfig({ ...base, browserKeyB: key }), /--token-b/);
   assert.equal(checkConfig({ ...base, concurrency: '4' }).concurrency, 4);
   assert.throws(() => checkConfig({ ...base, concurrency: '0' }), /concurrency/);
+});
+
+test('configFrom: --tenant, --no-workers and --shared-secret, as flags or environment', async () => {
+  const { configFrom, UsageError } = await import('./lib/config.mjs');
+  const argv = ['http://127.0.0.1:8080', '--token', 't', '--callback-secret', 'whsec_c2VjcmV0'];
+  assert.throws(() => configFrom(argv, {}), UsageError);
+  assert.equal(configFrom([...argv, '--tenant', 'acme'], {}).tenant, 'acme');
+  assert.equal(configFrom(argv, { TASKWIRE_TENANT: 'acme' }).tenant, 'acme');
+  assert.equal(configFrom([...argv, '--no-workers'], {}).noWorkers, true);
+  assert.equal(configFrom(argv, { TASKWIRE_NO_WORKERS: '1' }).noWorkers, true);
+  assert.throws(() => configFrom(argv, { TASKWIRE_NO_WORKERS: '0' }), /--no-workers/);
+  assert.throws(() => configFrom(argv, { TASKWIRE_NO_WORKERS: 'yes' }), /TASKWIRE_NO_WORKERS/);
+  const shared = configFrom([...argv, '--tenant', 'acme', '--token-b', 'u', '--shared-secret'], {});
+  assert.equal(shared.sharedSecret, true);
+  assert.equal(configFrom([...argv, '--tenant', 'acme'], { TASKWIRE_SHARED_SECRET: '' }).sharedSecret, false);
 });
 
 test('Slots: at most n at once, in arrival order', async () => {

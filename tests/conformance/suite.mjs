@@ -1,7 +1,7 @@
 // The conformance suite as node:test tests, for any runner:
 //
 //   import { registerConformance } from './tests/conformance/suite.mjs';
-//   registerConformance({ baseUrl, token, tokenB, secret, secretB, retention });
+//   registerConformance({ baseUrl, token, tenant, tokenB, secret, secretB, retention });
 //
 // registers one suite per PROTOCOL.md section (run concurrently: every
 // check works on its own tasks) and returns a promise that settles when
@@ -40,6 +40,8 @@ import browserTokens from './checks/browser-tokens.mjs';
 import epoch from './checks/epoch.mjs';
 import batches from './checks/batches.mjs';
 import batchWatch from './checks/batch-watch.mjs';
+import work from './checks/work.mjs';
+import reports from './checks/reports.mjs';
 
 /**
  * Every section, in PROTOCOL.md order. `protocol` is the PROTOCOL.md
@@ -69,6 +71,8 @@ export const SECTIONS = [
   browserTokens,
   ttl,
   lifecycle,
+  work,
+  reports,
   cors,
   corsHeaders,
   vectors,
@@ -138,6 +142,11 @@ function skipReason(check, config) {
   if (check.needsBrowserKey && config.browserKeys.length === 0) return 'needs a browser-token key of tenant A (--browser-key)';
   if (check.needsBrowserKeys && config.browserKeys.length < 2) return 'needs two browser-token keys of tenant A, a rotation (--browser-key twice)';
   if (check.needsBrowserKeyB && !config.browserKeyB) return "needs a browser-token key of tenant B (--browser-key-b)";
+  if (check.needsWorkers && config.noWorkers) return '--no-workers: the backend offers no workers (no POST /v1/work/claim)';
+  if (check.needsSharedSecret && !config.sharedSecret) {
+    return "needs to know that the callback secret is the backend's one shared by every tenant, B's too (--shared-secret); " +
+      'with a secret per tenant, a claim always names its tenant and there is no shared fleet to share fairly';
+  }
   return false;
 }
 

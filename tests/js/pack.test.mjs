@@ -36,6 +36,9 @@ test("npm pack ships only the whitelisted files", () => {
     "dist/react.d.ts",
     "dist/react.js",
     "dist/wire.d.ts",
+    "dist/worker.d.ts",
+    "dist/worker.js",
+    ...["errors.js", "job.js", "vendor.js", "wire.js"].map((f) => `dist/worker/${f}`),
     "package.json",
   ]);
 });
@@ -56,8 +59,10 @@ test("the tarball installs and imports in Node", () => {
      const client = await import("taskwire/client");
      const small = new client.TaskMirror("t");
      small.mergeJson(book.resumeJson("t", 0));
+     const worker = await import("taskwire/worker");
      console.log(JSON.stringify({ version: mirror.version, state: mirror.state, client: small.version,
-       clientHasBook: "TaskBook" in client, hasClient: typeof client.TaskClient }));`,
+       clientHasBook: "TaskBook" in client, hasClient: typeof client.TaskClient,
+       hasWorker: typeof worker.createWorker, workerHasClient: "TaskClient" in worker }));`,
   );
   assert.deepEqual(JSON.parse(sh("node", ["main.js"], app)), {
     version: 1,
@@ -65,6 +70,8 @@ test("the tarball installs and imports in Node", () => {
     client: 1,
     clientHasBook: false,
     hasClient: "function",
+    hasWorker: "function",
+    workerHasClient: false,
   });
 });
 

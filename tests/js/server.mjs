@@ -96,6 +96,8 @@ export async function startServer(extra = [], { data: dataArg } = {}) {
   return {
     baseUrl,
     token,
+    // The callback secret every tenant shares (a worker signs with it).
+    secret,
     headers: { Authorization: `Bearer ${token}` },
     callback,
     task,

@@ -42,6 +42,23 @@ import {
   type TaskState,
   type UseTaskBatchOptions,
 } from "taskwire/react";
+import {
+  CancelledError,
+  FatalError,
+  RetryableError,
+  SubmitUnknownError,
+  Worker,
+  classifyError,
+  createWorker,
+  isOutcomeUnknown,
+  type CancelCode,
+  type ClaimedTask,
+  type Handler,
+  type Job,
+  type JobResult,
+  type PollAnswer,
+  type WorkerOptions,
+} from "taskwire/worker";
 
 async function example(): Promise<void> {
   await init();
@@ -307,4 +324,49 @@ async function batchHook(): Promise<void> {
   useTaskBatch({ watch: c.watch.bind(c) }, "b");
   void first, cursor, terminal, idle, code;
 }
-void example, client, lifecycle, hooks, batches, batchHook;
+// taskwire/worker (Node only).
+async function workers(): Promise<void> {
+  const options: WorkerOptions = { url: "http://127.0.0.1:8080", tenant: "acme", secret: "whsec_AAAA", concurrency: 2, leaseMs: 30_000, now: () => Date.now() };
+  const worker: Worker = createWorker(options);
+  const summarise: Handler = async (job: Job): Promise<JobResult | void> => {
+    const attempt: number = job.attempt;
+    const task: ClaimedTask = job.task;
+    const decision: "approve" | "request_changes" | "reject" | undefined = task.decision;
+    const leaseEnds: number = task.lease.expiresAtMs;
+    const why: CancelCode | undefined = job.signal.reason?.code;
+    job.checkpoint();
+    job.check();
+    await job.progress(50, "half");
+    const key: string = job.key("publish", "post");
+    if (decision === undefined) return job.hold("s3://draft", "sha256:d1", "Publish?");
+    const text: string = await job.vendor({
+      step: "ocr",
+      submit: async (k: string, signal: AbortSignal) => ({ id: k, signal }),
+      poll: async (handle: { id: string }): Promise<PollAnswer<string>> => ({ done: true, value: handle.id }),
+      lookup: (k: string) => (k ? { id: k, signal: job.signal } : undefined),
+      timeoutMs: 60_000,
+    });
+    void attempt, leaseEnds, why, key;
+    return { resultRef: text, resultHash: "sha256:1" };
+  };
+  worker.handle("summary", summarise).handle("", () => ({ resultRef: "r", resultHash: "h" }));
+  const run: Promise<void> = worker.run();
+  await worker.shutdown(5_000);
+  await run;
+  const cls: "retryable" | "final" = classifyError(new RetryableError("busy"));
+  const unknown: boolean = isOutcomeUnknown(new FatalError("no"));
+  const code: "submit-unknown" = new SubmitUnknownError("lost", "t:ocr:submit").code;
+  const reason: CancelCode = new CancelledError("shutdown").code;
+  // @ts-expect-error: the secret is required
+  createWorker({ url: "http://127.0.0.1:8080" });
+  // @ts-expect-error: a result needs resultHash
+  worker.handle("k", () => ({ resultRef: "r" }));
+  // @ts-expect-error: progress is a number
+  worker.handle("k", async (job) => job.progress("50%"));
+  // @ts-expect-error: poll answers { done, value }
+  worker.handle("k", async (job) => void (await job.vendor({ step: "s", submit: () => 1, poll: () => "done" })));
+  // @ts-expect-error: the signal's reasons are a closed union
+  const badWhy: CancelCode = "timeout";
+  void cls, unknown, code, reason, badWhy;
+}
+void example, client, lifecycle, hooks, batches, batchHook, workers;

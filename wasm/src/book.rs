@@ -65,7 +65,12 @@ impl BookHandle {
         self.book
             .apply_at(task_id, event, callback_id.as_deref(), now_ms)
             .map(|applied| to_json(&applied))
-            .map_err(throw)
+            .map_err(|e| match e.code {
+                // Its own code (core's spelling), which the page's
+                // `Code` list leaves out to spare every page its bytes.
+                tw::ErrorCode::ClockSkew => crate::error::error(e.code.as_str(), &e.message, 0),
+                _ => throw(e),
+            })
     }
 
     /// The answer to the very signed request sent again (core's

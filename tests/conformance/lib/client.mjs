@@ -206,3 +206,75 @@ export class Executor {
     return last;
   }
 }
+
+/**
+ * A worker (PROTOCOL.md §Workers): claims signed like callbacks, with a
+ * tenant's callback secret, naming the tenant in `taskwire-tenant`.
+ */
+export class Worker {
+  constructor(http, secret, tenant) {
+    this.http = http;
+    this.secret = secret;
+    this.tenant = tenant;
+  }
+
+  /**
+   * Sends a claim: `body` an object (sent as JSON) or the raw text. `id`
+   * and `timestamp` choose what is signed (the same ones and the same
+   * body are the same signed bytes); `secret` signs instead of the
+   * tenant's; `tenant: null` sends no `taskwire-tenant`; `headers`
+   * overrides (undefined drops one).
+   */
+  async send(body, { id = uid('clm'), timestamp, secret = this.secret, tenant = this.tenant, headers = {} } = {}) {
+    const text = typeof body === 'string' ? body : JSON.stringify(body);
+    const signed = signedHeaders(secret, id, text, timestamp === undefined ? {} : { timestamp });
+    const res = await this.http.request('POST', '/v1/work/claim', {
+      body: text,
+      headers: {
+        'content-type': 'application/json',
+        ...signed,
+        ...(tenant === null ? {} : { 'taskwire-tenant': tenant }),
+        ...headers,
+      },
+      token: null,
+    });
+    // The route is never 404 on a backend that offers workers: no check
+    // expects it, and each says why at once.
+    if (res.status === 404) {
+      assert.fail(
+        'POST /v1/work/claim answered 404: the backend offers no workers (PROTOCOL.md §Workers). ' +
+          'A backend without them is run with --no-workers, which skips these checks',
+      );
+    }
+    return res;
+  }
+
+  /**
+   * Claims and asserts 200 with the answer's shape: `tasks`, each a task
+   * view with its `lease`, and `nowMs`. Returns the answer.
+   */
+  async claim(body, opts) {
+    const res = await this.send(body, opts);
+    assertClaimResponse(res);
+    return res.json;
+  }
+}
+
+/** A 200 claim answer: `{"tasks":[TaskView + lease…],"nowMs":…}`. */
+export function assertClaimResponse(res, what = 'claim') {
+  assert.equal(res.status, 200, `${what}: expected 200, got ${res.status}`);
+  assertJsonType(res);
+  const a = res.json;
+  assert.ok(Array.isArray(a?.tasks), `${what}: expected a "tasks" array, got ${JSON.stringify(a)}`);
+  assert.ok(typeof a.nowMs === 'number' && Number.isFinite(a.nowMs), `${what}.nowMs: expected a number (the server's clock), got ${JSON.stringify(a.nowMs)}`);
+  a.tasks.forEach((t, i) => {
+    assertTaskView(t, `${what}.tasks[${i}]`);
+    const l = t.lease;
+    assert.ok(typeof l === 'object' && l !== null, `${what}.tasks[${i}].lease: expected an object, got ${JSON.stringify(l)}`);
+    assert.ok(Number.isInteger(l.attempt) && l.attempt >= 1, `${what}.tasks[${i}].lease.attempt: expected an attempt, got ${JSON.stringify(l.attempt)}`);
+    for (const k of ['expiresAtMs', 'leaseMs']) {
+      assert.ok(typeof l[k] === 'number' && Number.isFinite(l[k]), `${what}.tasks[${i}].lease.${k}: expected a number, got ${JSON.stringify(l[k])}`);
+    }
+  });
+  return a;
+}

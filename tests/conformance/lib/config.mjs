@@ -22,6 +22,16 @@ export const USAGE = `usage: node tests/conformance/run.mjs <baseUrl> [options]
                            by CORS (the CORS checks are skipped without it)
   --concurrency N          checks run at once             (TASKWIRE_CONCURRENCY, default 32;
                            each holds one to three connections)
+  --tenant NAME            tenant A's name, as the backend (TASKWIRE_TENANT)
+                           knows it: the taskwire-tenant header of a
+                           worker's claim (required unless --no-workers)
+  --no-workers             the backend offers no workers  (TASKWIRE_NO_WORKERS=1)
+                           (no POST /v1/work/claim): skips the claim checks;
+                           without it they are required
+  --shared-secret          the callback secret is the     (TASKWIRE_SHARED_SECRET=1)
+                           backend's one secret shared by every tenant, B's
+                           too (needs --token-b, not --callback-secret-b):
+                           runs the shared fleet's fairness check
 
 The base URL may also come from TASKWIRE_BASE_URL.`;
 
@@ -41,6 +51,9 @@ export function configFrom(argv, env = process.env) {
       'browser-audience': { type: 'string' },
       'cors-origin': { type: 'string' },
       concurrency: { type: 'string' },
+      tenant: { type: 'string' },
+      'no-workers': { type: 'boolean' },
+      'shared-secret': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -57,10 +70,20 @@ export function configFrom(argv, env = process.env) {
     browserKeys: values['browser-key'] ?? (env.TASKWIRE_BROWSER_KEY ? env.TASKWIRE_BROWSER_KEY.split(',') : []),
     browserKeyB: values['browser-key-b'] ?? env.TASKWIRE_BROWSER_KEY_B,
     browserAudience: values['browser-audience'] ?? env.TASKWIRE_BROWSER_AUDIENCE,
+    tenant: values.tenant ?? env.TASKWIRE_TENANT,
+    noWorkers: values['no-workers'] ?? flag(env.TASKWIRE_NO_WORKERS, 'TASKWIRE_NO_WORKERS'),
+    sharedSecret: values['shared-secret'] ?? flag(env.TASKWIRE_SHARED_SECRET, 'TASKWIRE_SHARED_SECRET'),
   });
 }
 
 export class UsageError extends Error {}
+
+/** A boolean from the environment: unset, empty, `0` or `false` is false; `1` or `true` true. */
+function flag(value, name) {
+  if (value === undefined || value === '' || value === '0' || value === 'false') return false;
+  if (value === '1' || value === 'true') return true;
+  throw new UsageError(`${name} must be 1, true, 0 or false, got ${value}`);
+}
 
 /** How many checks run at once unless told: enough to keep a backend busy, few enough for a small one. */
 export const DEFAULT_CONCURRENCY = 32;
@@ -68,9 +91,9 @@ export const DEFAULT_CONCURRENCY = 32;
 /**
  * Validates and normalizes `{baseUrl, token, tokenB, secret, secretB,
  * retention, corsOrigin, concurrency, browserKeys, browserKeyB,
- * browserAudience}`.
+ * browserAudience, tenant, noWorkers, sharedSecret}`.
  */
-export function checkConfig({ baseUrl, token, tokenB, secret, secretB, retention, corsOrigin, concurrency, browserKeys = [], browserKeyB, browserAudience }) {
+export function checkConfig({ baseUrl, token, tokenB, secret, secretB, retention, corsOrigin, concurrency, browserKeys = [], browserKeyB, browserAudience, tenant, noWorkers = false, sharedSecret = false }) {
   if (!baseUrl) throw new UsageError('a base URL is required');
   let url;
   try {
@@ -111,6 +134,21 @@ export function checkConfig({ baseUrl, token, tokenB, secret, secretB, retention
     throw new UsageError(err.message);
   }
   if (keyB && !tokenB) throw new UsageError('--browser-key-b needs --token-b (the tenant it belongs to)');
+  // PROTOCOL.md §Workers: the claim checks are required. A backend that
+  // offers no workers says so (--no-workers); a 404 on the route alone
+  // never skips them.
+  if (!noWorkers && !tenant) {
+    throw new UsageError(
+      "tenant A's name is required for the worker checks (--tenant or TASKWIRE_TENANT: a claim names its tenant in taskwire-tenant); " +
+        'for a backend that offers no workers (no POST /v1/work/claim), pass --no-workers',
+    );
+  }
+  if (tenant && (tenant.trim() === '' || Buffer.byteLength(tenant) > 255)) {
+    throw new UsageError(`--tenant must be a non-blank name of at most 255 bytes, got ${JSON.stringify(tenant)}`);
+  }
+  if (sharedSecret && (!tokenB || secretB)) {
+    throw new UsageError("--shared-secret says tenant B is signed for with A's secret: it needs --token-b and no --callback-secret-b");
+  }
   return {
     baseUrl: url.href.replace(/\/+$/, ''),
     browserKeys: keys,
@@ -123,5 +161,8 @@ export function checkConfig({ baseUrl, token, tokenB, secret, secretB, retention
     retention: r,
     corsOrigin: corsOrigin || null,
     concurrency: c,
+    tenant: tenant || null,
+    noWorkers: Boolean(noWorkers),
+    sharedSecret: Boolean(sharedSecret),
   };
 }

@@ -1,7 +1,7 @@
 // What each check receives: clients for both tenants and the executor,
 // sharing one transcript so that a failure prints the whole exchange.
 
-import { Client, Executor } from './client.mjs';
+import { Client, Executor, Worker } from './client.mjs';
 import { Http, Transcript } from './http.mjs';
 
 /**
@@ -24,6 +24,8 @@ export function makeContext(config, shared) {
     exec: new Executor(http(null), config.secret),
     // Tenant B's executor, when B has a secret of its own.
     execB: config.secretB ? new Executor(http(null), config.secretB) : null,
+    // Tenant A's worker (PROTOCOL.md §Workers), when its name is known.
+    worker: config.tenant ? new Worker(http(null), config.secret, config.tenant) : null,
     feedStart: shared.feedStart,
   };
 }

@@ -1,0 +1,180 @@
+// Types of `taskwire/worker`: a worker for Node ≥ 20 that claims tasks
+// from a taskwire server (PROTOCOL.md §Workers) and runs them. Never in a
+// page: it holds the tenant's callback secret.
+import type { TaskView } from "./wire.js";
+
+/** Options of `createWorker`. Every bad value is a `TypeError` naming the field. */
+export interface WorkerOptions {
+  /** The server's base URL, e.g. `http://127.0.0.1:8080`. */
+  url: string;
+  /** The tenant whose queue is claimed from (header `taskwire-tenant`). Omitted: the tenants that share the server's common secret. */
+  tenant?: string;
+  /** The tenant's callback secret, `whsec_<base64>`: claims and reports are signed with it. */
+  secret: string;
+  /** The worker's name, recorded in each attempt's `start`. Default `<hostname>-<pid>`. */
+  name?: string;
+  /** Jobs in flight at once, 1 to 100. Default 1. */
+  concurrency?: number;
+  /** The lease of each attempt, 1,000 to 3,600,000 ms; heartbeats go every third of it. Default 30,000. */
+  leaseMs?: number;
+  /** How long a claim is held while there is no work, 0 to 30,000 ms. Default 25,000. */
+  waitMs?: number;
+  /** The local clock in ms since the epoch (for tests). The worker keeps its own offset to the server's clock. Default `Date.now`. */
+  now?: () => number;
+  /** The `fetch` to use. Default Node's global `fetch`. */
+  fetch?: typeof fetch;
+  /** Told of what the worker survived (a failed claim, an undelivered report). Default `console.warn`. */
+  onWarning?: (message: string) => void;
+}
+
+/** What a handler returns: the task succeeds with this result. */
+export interface JobResult {
+  resultRef: string;
+  resultHash: string;
+}
+
+/** A claimed task as the server sent it: its view, `kind`, `input` and the lease of this attempt. */
+export interface ClaimedTask extends TaskView {
+  kind?: string;
+  input?: unknown;
+  lease: { attempt: number; expiresAtMs: number; leaseMs: number };
+}
+
+/** Why a job's signal fired. */
+export type CancelCode = "cancel" | "stop" | "lease-lost" | "shutdown";
+
+/** A vendor poll's answer: still running, or done with the value `job.vendor` resolves to. */
+export type PollAnswer<T> = { done: false } | { done: true; value: T };
+
+/** Options of `job.vendor`: seed 004's "submit once, query many". */
+export interface VendorOptions<H, T> {
+  /** The step's name: the submit's idempotency key is `job.key(step, "submit")`. */
+  step: string;
+  /** Creates the vendor's work under `key` (the vendor must dedup by it) and returns its handle (e.g. the vendor's task id). Called once, unless `lookup` proves the vendor never got it. */
+  submit: (key: string, signal: AbortSignal) => Promise<H> | H;
+  /** Asks the vendor once how the work is going. */
+  poll: (handle: H, signal: AbortSignal) => Promise<PollAnswer<T>> | PollAnswer<T>;
+  /** After a submit whose outcome is unknown: the handle of the work submitted under `key`, or undefined/null when the vendor has none. Without it such a submit fails the job with `SubmitUnknownError`. */
+  lookup?: (key: string, signal: AbortSignal) => Promise<H | undefined | null> | H | undefined | null;
+  /** Stop polling after this long (ms), failing the job final; the task's `deadlineAtMs` bounds it too. */
+  timeoutMs?: number;
+  /** The first wait between polls (ms), doubled up to `maxDelayMs`, with jitter. Default 1,000. */
+  firstDelayMs?: number;
+  /** Default 30,000. */
+  maxDelayMs?: number;
+  /** Retryable poll errors in a row before the job fails with the last. Default 5. */
+  maxPollErrors?: number;
+}
+
+/** One attempt of one task, as a handler sees it. */
+export interface Job {
+  readonly id: string;
+  readonly kind: string;
+  readonly input: unknown;
+  /** The attempt this job runs (the claimed task's `attempts`); every report carries it. */
+  readonly attempt: number;
+  /** The task as claimed: `decision`, `decisionReason`, `artifactRef`, `artifactHash` after a person decided, `error` after a failed attempt. */
+  readonly task: ClaimedTask;
+  /**
+   * Fires when the work should stop; pass it to `fetch` and other tool
+   * calls. `signal.reason` is a `CancelledError` whose `code` says why.
+   */
+  readonly signal: AbortSignal & { readonly reason: CancelledError | undefined };
+  /** Throws the signal's `CancelledError` if it fired: call it before and after each tool call. */
+  checkpoint(): void;
+  /** The same as `checkpoint()`. */
+  check(): void;
+  /** Reports progress, an integer 0 to 100 that only rises, and renews the lease. */
+  progress(percent: number, cursor?: string): Promise<void>;
+  /**
+   * Ends the attempt with the task waiting for a person's decision on the
+   * artifact. Return from the handler after it.
+   *
+   * @example
+   * if (job.task.decision === undefined) { await job.hold(ref, hash, "Publish this?"); return; }
+   */
+  hold(artifactRef: string, artifactHash: string, question?: string): Promise<void>;
+  /** `"<taskId>:<step>:<action>"`: an idempotency key for an external write, the same in every attempt. */
+  key(step: string, action: string): string;
+  /**
+   * Submits once, then polls with bounded exponential backoff; resolves
+   * to the value of the first `{done: true}` poll.
+   *
+   * @example
+   * const text = await job.vendor({
+   *   step: "ocr",
+   *   submit: (key, signal) => ocr.create({ url, idempotencyKey: key }, { signal }).then((r) => r.id),
+   *   poll: async (id, signal) => { const r = await ocr.get(id, { signal }); return r.done ? { done: true, value: r.text } : { done: false }; },
+   *   lookup: (key) => ocr.findByKey(key).then((r) => r?.id),
+   * });
+   */
+  vendor<H, T>(options: VendorOptions<H, T>): Promise<T>;
+}
+
+/**
+ * A handler: resolves to the result (the task succeeds), or throws
+ * (`RetryableError`, `FatalError`, or anything, classified by
+ * `classifyError`). After `job.hold(…)` its return value is ignored.
+ */
+export type Handler = (job: Job) => Promise<JobResult | void> | JobResult | void;
+
+export declare class Worker {
+  constructor(options: WorkerOptions);
+  readonly name: string;
+  /** Registers the handler of a task kind (`""`: tasks created without one). At most 32 kinds. */
+  handle(kind: string, handler: Handler): this;
+  /** Claims and runs work until `shutdown()`. Rejects with a `WorkerError` when the server refuses the worker itself. */
+  run(): Promise<void>;
+  /**
+   * Stops claiming, waits up to `graceMs` (default 10,000) for running
+   * jobs (a claim in flight gets up to 1 s of it to come back), then
+   * fires the signal of each left (`shutdown`) and hands its task back
+   * (`fail`, retryable, "worker shut down").
+   */
+  shutdown(graceMs?: number): Promise<void>;
+}
+
+/** `new Worker(options)`. */
+export declare function createWorker(options: WorkerOptions): Worker;
+
+/** Thrown by a handler: the failure is passing; another attempt runs while attempts are left. */
+export declare class RetryableError extends Error {
+  readonly code: "retryable";
+}
+
+/** Thrown by a handler: another attempt would fail the same way; the task fails. */
+export declare class FatalError extends Error {
+  readonly code: "fatal" | "submit-unknown";
+}
+
+/** `job.vendor`'s refusal to repeat a submit whose outcome is unknown; `key` is its idempotency key. Final. */
+export declare class SubmitUnknownError extends FatalError {
+  constructor(message: string, key: string, options?: ErrorOptions);
+  readonly code: "submit-unknown";
+  readonly key: string;
+}
+
+/** The reason of a fired `job.signal`; its `name` is `"AbortError"`, as Node's aborts are. */
+export declare class CancelledError extends Error {
+  constructor(code: CancelCode);
+  readonly code: CancelCode;
+}
+
+/** A failure of the worker rather than of a job. */
+export declare class WorkerError extends Error {
+  constructor(code: string, message: string, status?: number);
+  readonly code: string;
+  /** The HTTP status, when the server answered. */
+  readonly status?: number;
+}
+
+/**
+ * `"retryable"` for a `RetryableError`, a network error, a timeout or an
+ * HTTP status 408, 429 or 5xx (`status`, `statusCode` or
+ * `response.status`); `"final"` for a `FatalError`, any other status and
+ * anything else.
+ */
+export declare function classifyError(err: unknown): "retryable" | "final";
+
+/** Whether a submit that threw may still have reached the vendor (a network error after connecting, a timeout, a 5xx). */
+export declare function isOutcomeUnknown(err: unknown): boolean;
