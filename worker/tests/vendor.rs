@@ -21,6 +21,7 @@ struct Ocr {
     jobs: Mutex<Vec<String>>,
     lose_answer: bool,
     can_look_up: bool,
+    never_done: bool,
 }
 
 impl Vendor for Ocr {
@@ -34,13 +35,15 @@ impl Vendor for Ocr {
             jobs.push(key.to_string());
         }
         if self.lose_answer {
-            return Err(SubmitError::Unknown("no answer within 10 s".into()));
+            // A timeout after sending: `?` sorts it as an unknown outcome.
+            let lost = std::io::Error::new(std::io::ErrorKind::TimedOut, "no answer within 10 s");
+            Err(lost)?;
         }
         Ok(key.to_string())
     }
 
     async fn poll(&self, handle: &String) -> Result<Status<String>, JobError> {
-        if self.polls.fetch_add(1, Ordering::SeqCst) < 2 {
+        if self.polls.fetch_add(1, Ordering::SeqCst) < 2 || self.never_done {
             Ok(Status::Pending)
         } else {
             Ok(Status::Done(format!("text of {handle}")))
@@ -64,10 +67,15 @@ fn fast() -> PollOptions {
         first_delay: Duration::from_millis(20),
         max_delay: Duration::from_millis(100),
         timeout: Some(Duration::from_secs(20)),
+        ..PollOptions::default()
     }
 }
 
 async fn run_with(ocr: Arc<Ocr>) -> (serde_json::Value, Arc<Ocr>) {
+    run_with_options(ocr, fast()).await
+}
+
+async fn run_with_options(ocr: Arc<Ocr>, options: PollOptions) -> (serde_json::Value, Arc<Ocr>) {
     let server = Server::start(&[]);
     let worker = server.worker("w-vendor").build().unwrap();
     let vendor = Arc::clone(&ocr);
@@ -75,7 +83,7 @@ async fn run_with(ocr: Arc<Ocr>) -> (serde_json::Value, Arc<Ocr>) {
         .handle("ocr", move |job| {
             let vendor = Arc::clone(&vendor);
             async move {
-                let text = job.vendor("ocr", vendor.as_ref(), fast()).await?;
+                let text = job.vendor("ocr", vendor.as_ref(), options).await?;
                 Ok(Done::result(format!("blob://{text}"), "sha256:o"))
             }
         })
@@ -127,5 +135,23 @@ async fn an_unknown_submit_found_by_lookup_is_polled_not_resubmitted() {
     });
     let (task, ocr) = run_with(ocr).await;
     assert_eq!(task["state"], "succeeded", "{task}");
+    assert_eq!(ocr.submits.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vendor_job_still_pending_at_the_timeout_fails_final() {
+    let ocr = Arc::new(Ocr {
+        never_done: true,
+        ..Ocr::default()
+    });
+    let options = PollOptions {
+        timeout: Some(Duration::from_millis(300)),
+        ..fast()
+    };
+    let (task, ocr) = run_with_options(ocr, options).await;
+    assert_eq!(task["state"], "failed", "{task}");
+    assert_eq!(task["attempts"], 1, "final: no second attempt");
+    let error = task["error"].as_str().unwrap();
+    assert!(error.contains("still pending"), "{error}");
     assert_eq!(ocr.submits.load(Ordering::SeqCst), 1);
 }
