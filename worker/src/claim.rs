@@ -6,7 +6,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::error::ConfigError;
-use crate::http::{Persist, SendError};
+use crate::http::{Persist, SendError, REQUEST_TIMEOUT};
 use crate::sign::random_id;
 use crate::wire::{read_claim, ClaimRequest, Claimed};
 use crate::worker::Inner;
@@ -82,7 +82,7 @@ pub(crate) async fn claim(
     // tasks, which lapse and are re-queued; the loop claims afresh.
     let persist = Persist {
         until: None,
-        timeout: Duration::from_millis(inner.wait_ms) + Duration::from_secs(15),
+        timeout: Duration::from_millis(inner.wait_ms) + REQUEST_TIMEOUT,
         resend: false,
     };
     let sent_at = Instant::now();

@@ -8,8 +8,8 @@
 //!   `webhook-id` and the SAME body, signed again with a fresh
 //!   `webhook-timestamp`, so the server judges it like the first (and a
 //!   first that did arrive makes it a `duplicate-callback`);
-//! - the wait between sends is exponential with full jitter, at least
-//!   what `Retry-After` asks, and bounded by a deadline (for a report: the
+//! - the wait between sends is exponential with jitter, at least what
+//!   `Retry-After` asks, and bounded by a deadline (for a report: the
 //!   end of the lease, past which nobody waits for it any more);
 //! - a 401 for the timestamp means this worker's clock is off: the clock
 //!   is set from the answer's `Date` and the request is sent once more; a
@@ -37,8 +37,12 @@ use crate::sign::{random_unit, Secret};
 /// The most of an answer read: a claim of 100 tasks with large inputs
 /// stays far below it; it only bounds what a peer can make us buffer.
 const ANSWER_LIMIT: usize = 32 * 1024 * 1024;
-/// The first wait before a resend, doubled each time up to [`MAX_BACKOFF`].
-const FIRST_BACKOFF: Duration = Duration::from_millis(200);
+/// The first wait before a resend, doubled each time up to [`MAX_BACKOFF`]
+/// (the Node and Python libraries' steps).
+const FIRST_BACKOFF: Duration = Duration::from_millis(250);
+/// How long one report may take before it counts as a network error (a
+/// claim: its `waitMs` more).
+pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// The longest wait between two sends (before `Retry-After`).
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
@@ -265,8 +269,8 @@ fn describe(e: &(dyn std::error::Error + 'static)) -> String {
     text
 }
 
-/// The wait before resend `n + 1`: full jitter over an exponential
-/// bound, at least a tenth of it so that resends never bunch at zero.
+/// The wait before resend `n + 1`: a random wait from half to all of an
+/// exponential step, so that resends of many workers spread out.
 pub(crate) fn backoff(n: u32) -> Duration {
     backoff_between(FIRST_BACKOFF, MAX_BACKOFF, n)
 }
@@ -274,7 +278,7 @@ pub(crate) fn backoff(n: u32) -> Duration {
 /// The same between `first` and `max`.
 pub(crate) fn backoff_between(first: Duration, max: Duration, n: u32) -> Duration {
     let bound = first.saturating_mul(1u32 << n.min(16)).min(max);
-    bound.mul_f64(0.1 + 0.9 * random_unit())
+    bound.mul_f64(0.5 + 0.5 * random_unit())
 }
 
 #[cfg(test)]
@@ -286,7 +290,7 @@ mod tests {
         for n in 0..40 {
             let d = backoff(n);
             assert!(d <= MAX_BACKOFF, "{n}: {d:?}");
-            assert!(d >= FIRST_BACKOFF / 10, "{n}: {d:?}");
+            assert!(d >= FIRST_BACKOFF / 2, "{n}: {d:?}");
         }
     }
 }

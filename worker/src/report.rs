@@ -9,7 +9,9 @@
 //!   over (replaced, ended, the task terminal) and nothing more is sent;
 //! - a report that could not be delivered before the lease could have run
 //!   out fires it with [`StopReason::LeaseLost`]: the server has given up
-//!   on this attempt or soon will, so nothing more is sent either.
+//!   on this attempt or soon will, so nothing more is sent either;
+//! - a report refused outright (400, 401 other than the clock, 404, 422,
+//!   500) fires it with [`StopReason::Stop`]: no resend changes that.
 //!
 //! Reports of one attempt are sent one at a time, in order, and nothing is
 //! sent after its last one (`succeed`, `fail`, `hold`, `ack_cancel`) or
@@ -22,7 +24,7 @@ use taskwire_core::{Directive, Event, Millis};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::http::{Persist, SendError, Transport};
+use crate::http::{Persist, SendError, Transport, REQUEST_TIMEOUT};
 use crate::sign::random_id;
 use crate::wire::{callback_body, read_reply};
 
@@ -244,7 +246,7 @@ impl Reporter {
             let path = format!("/v1/tasks/{}/callbacks", self.task_id);
             let persist = Persist {
                 until: Some(until),
-                timeout: Duration::from_secs(30),
+                timeout: REQUEST_TIMEOUT,
                 resend: true,
             };
             let sent_at = Instant::now();
@@ -268,7 +270,14 @@ impl Reporter {
                     self.signal.fire(StopReason::LeaseLost);
                     return Err(ReportError::Send(e));
                 }
-                Err(e) => return Err(ReportError::Send(e)),
+                Err(e) => {
+                    // Refused outright (400, 401 other than the clock, 404,
+                    // 422, 500): no resend changes that, and this attempt
+                    // cannot report; it stops, as after `next: stop`.
+                    self.state().ended = true;
+                    self.signal.fire(StopReason::Stop);
+                    return Err(ReportError::Send(e));
+                }
             }
         }
     }
