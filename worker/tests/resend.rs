@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use common::{spawn, Server};
 use serde_json::json;
-use taskwire_worker::Done;
+use taskwire_worker::{Done, StopReason};
 use tokio::sync::Notify;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -89,6 +89,53 @@ async fn a_worker_outlives_a_server_restart_and_its_report_lands_after_it() {
     ready.notified().await;
     go.notify_one();
     server.wait_state(&second, "succeeded").await;
+    worker.shutdown(Duration::from_secs(1)).await;
+    run.await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_unreachable_past_the_lease_fires_lease_lost_and_the_next_attempt_finishes() {
+    let mut server = Server::start(&[]);
+    let worker = server.worker("w-lost").lease_ms(3_000).build().unwrap();
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = Arc::clone(&seen);
+    worker
+        .handle("summary", move |job| {
+            let record = Arc::clone(&record);
+            async move {
+                if job.attempt() == 1 {
+                    let why = job.cancelled().await;
+                    record.lock().unwrap().push(why);
+                    job.check()?;
+                }
+                Ok(Done::result(
+                    format!("blob://attempt-{}", job.attempt()),
+                    "sha256:l",
+                ))
+            }
+        })
+        .unwrap();
+    let run = spawn(&worker);
+    // A short grace, so the lapsed attempt is re-queued soon.
+    let id = server
+        .create("summary", json!(null), json!({"unknownGraceMs": 500}))
+        .await;
+    server.wait_state(&id, "running").await;
+    server.kill();
+    // Past the lease: every heartbeat meets a refused connection.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while seen.lock().unwrap().is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "lease-lost never fired"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(*seen.lock().unwrap(), vec![StopReason::LeaseLost]);
+    server.start_again();
+    let task = server.wait_state(&id, "succeeded").await;
+    assert_eq!(task["attempts"], 2, "{task}");
+    assert_eq!(task["resultRef"], "blob://attempt-2");
     worker.shutdown(Duration::from_secs(1)).await;
     run.await.unwrap();
 }
