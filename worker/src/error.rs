@@ -10,7 +10,7 @@
 //! | [`FatalError`] | final | `fail`, `retryable: false` |
 //! | [`HttpStatusError`] 408, 429, 5xx | retryable | `fail`, `retryable: true` |
 //! | [`HttpStatusError`], any other status | final | `fail`, `retryable: false` |
-//! | `std::io::Error` of a network kind (refused, reset, aborted, not connected, broken pipe, timed out, unexpected EOF) | retryable | `fail`, `retryable: true` |
+//! | `std::io::Error` of a network kind (refused, reset, aborted, not connected, broken pipe, timed out, unexpected EOF, interrupted, would block) | retryable | `fail`, `retryable: true` |
 //! | `tokio::time::error::Elapsed` (a timeout) | retryable | `fail`, `retryable: true` |
 //! | `hyper::Error`, `hyper_util` client errors (the network) | retryable | `fail`, `retryable: true` |
 //! | anything else: programming errors, validation, bad input | final | `fail`, `retryable: false` |

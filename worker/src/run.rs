@@ -226,7 +226,7 @@ fn panic_text(e: tokio::task::JoinError) -> String {
 /// | signal fired | outcome | report |
 /// |---|---|---|
 /// | `stop`, `lease-lost` | any | nothing: the attempt is over |
-/// | `shutdown` | any but a result | `fail`, retryable, `"worker shut down"` |
+/// | `shutdown` | any but a result | `fail`, retryable, `"worker shut down"` (also sent by the shutdown itself at the grace's end, whatever the handler does) |
 /// | `cancel` | `Err` | `ack_cancel` |
 /// | any / none | a result | `succeed` (after a cancel the server keeps it for compensation and ends the task `cancelled`) |
 /// | none | `Err` | `fail`, retryable by its class |
