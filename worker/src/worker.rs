@@ -278,7 +278,8 @@ impl Worker {
     /// and each unfinished task is reported `fail`, retryable, with error
     /// `"worker shut down"`, so that another worker takes it at once.
     /// Returns once [`Worker::run`] has returned (at once if it is not
-    /// running).
+    /// running). A worker that was shut down stays so: a later `run()`
+    /// returns at once.
     pub async fn shutdown(&self, grace: Duration) {
         let finished = self.inner.finished.notified();
         self.inner.stop.send_replace(Some(grace));
