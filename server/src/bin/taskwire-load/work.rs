@@ -4,15 +4,13 @@
 //! other's tasks:
 //!
 //! 1. **latency**: `--idle-workers` claims held (`waitMs` 30000, `max`
-//!    1), each asked again as soon as it is answered; `--tasks` tasks are
-//!    created one at a time, `--gap-ms` apart. For each task, the time
-//!    from the create's answer to the answer of the held claim carrying
-//!    it (p50/p99).
-//! 2. **throughput**: `--tput-tasks` tasks created up front in batches
-//!    (`POST /v1/batches`, at most 1,000 items each); `--workers` workers
-//!    each claim one task at a time (`waitMs` 0), send 5 `progress` and a
-//!    `succeed` (each with its `attempt`, signed) until the queue is
-//!    empty: tasks/s.
+//!    1), each asked again once answered; `--tasks` tasks created one at
+//!    a time, `--gap-ms` apart; for each, the time from the create's
+//!    answer to the answer of the held claim carrying it (p50/p99).
+//! 2. **throughput**: `--tput-tasks` tasks created up front in batches;
+//!    `--workers` workers each claim one task at a time (`waitMs` 0) and
+//!    send 5 `progress` and a `succeed` (with `attempt`, signed) until
+//!    the queue is empty: tasks/s.
 //! 3. **rss**: `--held` claims held at once: the server's RSS, its CPU
 //!    while they wait with nothing to take, then one batch of as many
 //!    tasks and the time until every claim has its task.
@@ -28,11 +26,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use taskwire_server::client::Conn;
 use taskwire_server::executor_event::ExecutorEvent;
 use taskwire_server::signature::callback_body;
-use taskwire_wire::to_json;
 
 use super::{rss_kib, wire, Ctx, Res};
 
@@ -51,12 +48,7 @@ pub enum Phase {
 #[derive(clap::Args)]
 pub struct WorkArgs {
     /// Phases to run, in this order.
-    #[arg(
-        long,
-        value_enum,
-        value_delimiter = ',',
-        default_value = "latency,throughput,rss"
-    )]
+    #[arg(long, value_delimiter = ',', default_value = "latency,throughput,rss")]
     phases: Vec<Phase>,
     /// The tenant whose queue is claimed (`--token` creates its tasks).
     #[arg(long, default_value = "demo")]
@@ -136,64 +128,33 @@ fn cpu_since(pid: Option<u32>, before: Option<u64>, per: &str, n: usize) -> Stri
     }
 }
 
-fn pct(v: &[Duration], p: f64) -> Duration {
-    v.get(((v.len().max(1) - 1) as f64 * p).round() as usize)
-        .copied()
-        .unwrap_or_default()
-}
-
 /// "p50 …, p99 …, max …" of `v`, sorted here.
 fn spread(v: &mut [Duration]) -> String {
     v.sort();
-    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    let at = |p: f64| v.get(((v.len().max(1) - 1) as f64 * p).round() as usize);
+    let ms = |d: Option<&Duration>| d.map_or(0.0, |d| d.as_secs_f64() * 1000.0);
     format!(
         "p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
-        ms(pct(v, 0.5)),
-        ms(pct(v, 0.99)),
-        ms(v.last().copied().unwrap_or_default())
+        ms(at(0.5)),
+        ms(at(0.99)),
+        ms(v.last())
     )
 }
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ClaimBody<'a> {
-    worker: &'a str,
-    kinds: [&'a str; 1],
-    max: u64,
-    wait_ms: u64,
-    lease_ms: u64,
-}
-
-/// A claim's answer: the tasks taken.
+/// A claim's answer: the tasks taken, each with the attempt it opened.
 #[derive(Deserialize)]
 struct Claimed {
     tasks: Vec<ClaimedTask>,
 }
-
 #[derive(Deserialize)]
 struct ClaimedTask {
     id: String,
-    /// The attempt the claim opened.
     attempts: u64,
 }
-
 /// A callback's answer: what the worker does next.
 #[derive(Deserialize)]
 struct Report {
     next: String,
-}
-
-#[derive(Serialize)]
-struct NewBatch<'a> {
-    items: Vec<NewItem<'a>>,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct NewItem<'a> {
-    ttl_ms: u64,
-    max_attempts: u64,
-    kind: &'a str,
 }
 
 /// Claim ids: unique per process.
@@ -204,71 +165,68 @@ struct Worker {
     ctx: Arc<Ctx>,
     conn: Conn,
     tenant: String,
-    name: String,
 }
 
 impl Worker {
-    async fn open(ctx: &Arc<Ctx>, tenant: &str, name: String) -> Res<Worker> {
-        Ok(Worker {
-            conn: Conn::open(&ctx.addr).await?,
-            ctx: Arc::clone(ctx),
-            tenant: tenant.to_string(),
-            name,
-        })
+    async fn open(ctx: &Arc<Ctx>, tenant: &str) -> Res<Worker> {
+        let conn = Conn::open(&ctx.addr).await?;
+        let (ctx, tenant) = (Arc::clone(ctx), tenant.to_string());
+        Ok(Worker { ctx, conn, tenant })
+    }
+
+    /// POSTs `body` signed under the id `id` (with `taskwire-tenant` for a
+    /// claim); the answer, read as `T` when it is a 200.
+    async fn send<T: for<'a> Deserialize<'a>>(
+        &mut self,
+        path: &str,
+        id: &str,
+        body: String,
+    ) -> Res<T> {
+        let now = (now_ms() / 1000.0) as i64;
+        let signed = self.ctx.secret.headers(id, now, body.as_bytes());
+        let mut hs: Vec<(&str, &str)> = signed.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        if path.ends_with("claim") {
+            hs.push(("taskwire-tenant", &self.tenant));
+        }
+        let r = self.conn.send("POST", path, &hs, body).await?;
+        if r.status != 200 {
+            // Held claims count against --max-watchers (503 watch-limit).
+            return Err(format!("{path}: {} {}", r.status, r.text()).into());
+        }
+        Ok(r.read("answer").map_err(|e| format!("{path}: {e}"))?)
     }
 
     /// Claims at most one task of `kind`, held up to `wait_ms`.
     async fn claim(&mut self, kind: &str, wait_ms: u64, lease_ms: u64) -> Res<Vec<ClaimedTask>> {
-        let body = to_json(&ClaimBody {
-            worker: &self.name,
-            kinds: [kind],
-            max: 1,
-            wait_ms,
-            lease_ms,
-        });
+        let body = format!(
+            r#"{{"worker":"load","kinds":["{kind}"],"max":1,"waitMs":{wait_ms},"leaseMs":{lease_ms}}}"#
+        );
         let n = CLAIM_SEQ.fetch_add(1, Ordering::Relaxed);
         let id = format!("clm-{}-{n}", std::process::id());
-        let now = (now_ms() / 1000.0) as i64;
-        let signed = self.ctx.secret.headers(&id, now, body.as_bytes());
-        let mut hs: Vec<(&str, &str)> = signed.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        hs.push(("taskwire-tenant", &self.tenant));
-        let r = self.conn.send("POST", "/v1/work/claim", &hs, body).await?;
-        if r.status != 200 {
-            let hint = if r.status == 503 {
-                " (held claims count against --max-watchers: raise it, or ulimit -n)"
-            } else {
-                ""
-            };
-            return Err(format!("claim: {} {}{hint}", r.status, r.text()).into());
-        }
-        let claimed: Claimed = r.read("answer").map_err(|e| format!("claim: {e}"))?;
+        let claimed: Claimed = self.send("/v1/work/claim", &id, body).await?;
         Ok(claimed.tasks)
     }
 
-    /// Sends `event` of `attempt` for `task`, signed; the answer's `next`.
+    /// Sends `event` (stamped now) as report `n` of its attempt; `next`.
     async fn report(&mut self, task: &str, n: u64, mut event: ExecutorEvent) -> Res<String> {
-        let attempt = event.attempt.unwrap_or(0);
         event.at_ms = Some(now_ms());
-        let body = callback_body(task, &event);
-        let id = format!("{task}-a{attempt}-{n}");
-        let now = (now_ms() / 1000.0) as i64;
-        let signed = self.ctx.secret.headers(&id, now, body.as_bytes());
-        let hs: Vec<(&str, &str)> = signed.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let id = format!("{task}-a{}-{n}", event.attempt.unwrap_or(0));
         let path = format!("/v1/tasks/{task}/callbacks");
-        let r = self.conn.send("POST", &path, &hs, body).await?;
-        if r.status != 200 {
-            return Err(format!("report: {} {}", r.status, r.text()).into());
-        }
-        let report: Report = r.read("answer").map_err(|e| format!("report: {e}"))?;
+        let report: Report = self.send(&path, &id, callback_body(task, &event)).await?;
         Ok(report.next)
     }
 }
 
+/// A new task of `kind`, as JSON.
+fn new_task(kind: &str) -> String {
+    format!(r#"{{"ttlMs":{HOUR_MS},"maxAttempts":1,"kind":"{kind}"}}"#)
+}
+
 /// Creates one task of `kind`; its id.
 async fn create(ctx: &Ctx, conn: &mut Conn, kind: &str) -> Res<String> {
-    let body = format!(r#"{{"ttlMs":{HOUR_MS},"maxAttempts":1,"kind":"{kind}"}}"#);
+    let auth = [("authorization", ctx.auth.as_str())];
     let r = conn
-        .send("POST", "/v1/tasks", &[("authorization", &ctx.auth)], body)
+        .send("POST", "/v1/tasks", &auth, new_task(kind))
         .await?;
     Ok(wire::created_id(&r).map_err(|e| format!("create: {e}"))?)
 }
@@ -278,17 +236,9 @@ async fn create_batches(ctx: &Ctx, conn: &mut Conn, kind: &str, n: usize, per: u
     let mut left = n;
     while left > 0 {
         let take = left.min(per.clamp(1, 1_000));
-        let items = (0..take)
-            .map(|_| NewItem {
-                ttl_ms: HOUR_MS,
-                max_attempts: 1,
-                kind,
-            })
-            .collect();
+        let body = format!(r#"{{"items":[{}]}}"#, vec![new_task(kind); take].join(","));
         let auth = [("authorization", ctx.auth.as_str())];
-        let r = conn
-            .send("POST", "/v1/batches", &auth, to_json(&NewBatch { items }))
-            .await?;
+        let r = conn.send("POST", "/v1/batches", &auth, body).await?;
         let batch: wire::Batch = r
             .read("answer")
             .map_err(|_| format!("batch create: {} {}", r.status, r.text()))?;
@@ -302,8 +252,8 @@ async fn latency(ctx: &Arc<Ctx>, a: &WorkArgs, kind: &str) -> Res<()> {
     let claimed: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
     let stop = Arc::new(AtomicBool::new(false));
     let mut held = Vec::with_capacity(a.idle_workers);
-    for w in 0..a.idle_workers.max(1) {
-        let mut worker = Worker::open(ctx, &a.tenant, format!("idle-{w}")).await?;
+    for _ in 0..a.idle_workers.max(1) {
+        let mut worker = Worker::open(ctx, &a.tenant).await?;
         let (claimed, stop, kind) = (Arc::clone(&claimed), Arc::clone(&stop), kind.to_string());
         held.push(tokio::spawn(async move {
             while !stop.load(Ordering::Relaxed) {
@@ -362,10 +312,7 @@ async fn latency(ctx: &Arc<Ctx>, a: &WorkArgs, kind: &str) -> Res<()> {
          {missing} not claimed within 5 s)",
         spread(&mut from_answer)
     );
-    println!(
-        "  create sent → held claim's answer: {}",
-        spread(&mut from_sent)
-    );
+    println!("  create sent → claim's answer: {}", spread(&mut from_sent));
     Ok(())
 }
 
@@ -374,17 +321,13 @@ async fn throughput(ctx: &Arc<Ctx>, a: &WorkArgs, kind: &str) -> Res<()> {
     let mut conn = Conn::open(&ctx.addr).await?;
     let t = Instant::now();
     create_batches(ctx, &mut conn, kind, a.tput_tasks, a.batch).await?;
-    println!(
-        "throughput: {} tasks created in batches of {} in {:.2} s",
-        a.tput_tasks,
-        a.batch.clamp(1, 1_000),
-        t.elapsed().as_secs_f64()
-    );
+    let secs = t.elapsed().as_secs_f64();
+    println!("throughput: {} tasks created in {secs:.2} s", a.tput_tasks);
     let cpu = cpu_ticks(a.pid);
     let t = Instant::now();
     let mut workers = Vec::with_capacity(a.workers);
-    for w in 0..a.workers.max(1) {
-        let mut worker = Worker::open(ctx, &a.tenant, format!("worker-{w}")).await?;
+    for _ in 0..a.workers.max(1) {
+        let mut worker = Worker::open(ctx, &a.tenant).await?;
         let kind = kind.to_string();
         workers.push(tokio::spawn(async move {
             let (mut done, mut claims, mut reports) = (0_usize, vec![], vec![]);
@@ -437,9 +380,8 @@ async fn throughput(ctx: &Arc<Ctx>, a: &WorkArgs, kind: &str) -> Res<()> {
 /// Phase 3: see the module docs.
 async fn rss(ctx: &Arc<Ctx>, a: &WorkArgs, kind: &str) -> Res<()> {
     let kib = |label: &str| {
-        if let Some(pid) = a.pid {
-            println!("  server RSS {label}: {} KiB", rss_kib(pid).unwrap_or(0));
-        }
+        a.pid
+            .map(|pid| println!("  server RSS {label}: {} KiB", rss_kib(pid).unwrap_or(0)))
     };
     println!("rss: {} held claims", a.held);
     kib("before");
@@ -447,7 +389,7 @@ async fn rss(ctx: &Arc<Ctx>, a: &WorkArgs, kind: &str) -> Res<()> {
     for i in 0..a.held {
         let (ctx, tenant, kind) = (Arc::clone(ctx), a.tenant.clone(), kind.to_string());
         held.push(tokio::spawn(async move {
-            let mut worker = Worker::open(&ctx, &tenant, format!("held-{i}")).await?;
+            let mut worker = Worker::open(&ctx, &tenant).await?;
             let tasks = worker.claim(&kind, 30_000, HOUR_MS).await?;
             Res::Ok((tasks.len(), Instant::now()))
         }));
@@ -459,16 +401,11 @@ async fn rss(ctx: &Arc<Ctx>, a: &WorkArgs, kind: &str) -> Res<()> {
     let early = held.iter().filter(|h| h.is_finished()).count();
     println!("  held: {} (returned early: {early})", a.held - early);
     kib(&format!("while holding {}", a.held));
-    let secs = a.idle_secs.min(20);
+    let secs = a.idle_secs.clamp(1, 20);
     let cpu = cpu_ticks(a.pid);
     tokio::time::sleep(Duration::from_secs(secs)).await;
-    if let (Some(before), Some(after)) = (cpu, cpu_ticks(a.pid)) {
-        println!(
-            "  server CPU while they wait, no work: {:.2} s in {secs} s ({:.0} % of one core)",
-            (after - before) as f64 / 100.0,
-            (after - before) as f64 / secs.max(1) as f64
-        );
-    }
+    let cpu = cpu_since(a.pid, cpu, "second", secs as usize);
+    println!("  {secs} s of waiting with no work{cpu}");
     let mut conn = Conn::open(&ctx.addr).await?;
     let cpu = cpu_ticks(a.pid);
     let sent = Instant::now();
