@@ -8,13 +8,14 @@
 //!    a time, `--gap-ms` apart; for each, the time from the create's
 //!    answer to the answer of the held claim carrying it (p50/p99).
 //! 2. **throughput**: `--tput-tasks` tasks created up front in batches;
-//!    `--workers` workers each claim one task at a time (`waitMs` 0) and
-//!    send 5 `progress` and a `succeed` (with `attempt`, signed) until
-//!    the queue is empty: tasks/s.
+//!    `--workers` workers each claim one task at a time (`waitMs` 1000)
+//!    and send 5 `progress` and a `succeed` (with `attempt`, signed)
+//!    until every task is taken: tasks/s, to the last `succeed`.
 //! 3. **rss**: `--held` claims held at once: the server's RSS, its CPU
 //!    while they wait with nothing to take, then one batch of as many
 //!    tasks and the time until every claim has its task.
 //!
+//! `--backlog N` first queues N tasks of a kind no worker claims.
 //! Claims are signed with `--secret` for `--tenant` (`taskwire-tenant`).
 //! `--pid` adds the server's RSS and CPU time from /proc (CPU in 1/100 s,
 //! Linux's USER_HZ). Held claims count against `--max-watchers`, whose
@@ -78,6 +79,10 @@ pub struct WorkArgs {
     /// the claims hold 30 s).
     #[arg(long, default_value_t = 10)]
     idle_secs: u64,
+    /// Tasks of another kind queued first and never claimed (an
+    /// application's own executor's backlog in the tenant's queue).
+    #[arg(long, default_value_t = 0)]
+    backlog: usize,
     /// Server pid, to read its RSS and CPU time from /proc.
     #[arg(long)]
     pid: Option<u32>,
@@ -89,6 +94,12 @@ const HOUR_MS: u64 = 3_600_000;
 /// Runs the phases asked for.
 pub async fn work(ctx: Arc<Ctx>, args: WorkArgs) -> Res<()> {
     let run = std::process::id();
+    if args.backlog > 0 {
+        let mut conn = Conn::open(&ctx.addr).await?;
+        let kind = format!("bench-backlog-{run}");
+        create_batches(&ctx, &mut conn, &kind, args.backlog, args.batch).await?;
+        println!("backlog: {} queued tasks of kind {kind}", args.backlog);
+    }
     for phase in &args.phases {
         match phase {
             Phase::Latency => latency(&ctx, &args, &format!("bench-latency-{run}")).await?,
@@ -325,19 +336,25 @@ async fn throughput(ctx: &Arc<Ctx>, a: &WorkArgs, kind: &str) -> Res<()> {
     println!("throughput: {} tasks created in {secs:.2} s", a.tput_tasks);
     let cpu = cpu_ticks(a.pid);
     let t = Instant::now();
+    let taken = Arc::new(AtomicU64::new(0));
     let mut workers = Vec::with_capacity(a.workers);
     for _ in 0..a.workers.max(1) {
         let mut worker = Worker::open(ctx, &a.tenant).await?;
-        let kind = kind.to_string();
+        let (kind, taken, n) = (kind.to_string(), Arc::clone(&taken), a.tput_tasks as u64);
         workers.push(tokio::spawn(async move {
-            let (mut done, mut claims, mut reports) = (0_usize, vec![], vec![]);
-            loop {
+            let (mut done, mut claims, mut reports, mut empty) = (0, vec![], vec![], 0);
+            let mut last = Instant::now();
+            // Until every task is taken; an empty answer (the claim held
+            // 1 s) while some are still queued is counted, and asked again.
+            while taken.load(Ordering::Relaxed) < n {
                 let c = Instant::now();
-                let tasks = worker.claim(&kind, 0, 30_000).await?;
+                let tasks = worker.claim(&kind, 1_000, 30_000).await?;
                 claims.push(c.elapsed());
                 let Some(task) = tasks.into_iter().next() else {
-                    return Res::Ok((done, claims, reports));
+                    empty += usize::from(taken.load(Ordering::Relaxed) < n);
+                    continue;
                 };
+                taken.fetch_add(1, Ordering::Relaxed);
                 for n in 1..=6 {
                     let mut event = if n < 6 {
                         ExecutorEvent::progress(n * 16, &format!("c{n}"))
@@ -353,17 +370,19 @@ async fn throughput(ctx: &Arc<Ctx>, a: &WorkArgs, kind: &str) -> Res<()> {
                     }
                 }
                 done += 1;
+                last = Instant::now();
             }
+            Res::Ok((done, claims, reports, empty, last))
         }));
     }
-    let (mut done, mut claims, mut reports) = (0, vec![], vec![]);
+    let (mut done, mut claims, mut reports, mut empty, mut last) = (0, vec![], vec![], 0, t);
     for w in workers {
-        let (d, c, r) = w.await??;
-        done += d;
+        let (d, c, r, e, l) = w.await??;
+        (done, empty, last) = (done + d, empty + e, last.max(l));
         claims.extend(c);
         reports.extend(r);
     }
-    let secs = t.elapsed().as_secs_f64();
+    let secs = (last - t).as_secs_f64();
     let cpu = cpu_since(a.pid, cpu, "task", done);
     println!(
         "  {done} tasks through claim → 5 progress → succeed in {secs:.2} s with {} workers: \
@@ -372,6 +391,7 @@ async fn throughput(ctx: &Arc<Ctx>, a: &WorkArgs, kind: &str) -> Res<()> {
         done as f64 / secs,
         (claims.len() + reports.len()) as f64 / secs
     );
+    println!("  claims answered empty while tasks were still queued: {empty}");
     println!("  claim: {}", spread(&mut claims));
     println!("  report: {}", spread(&mut reports));
     Ok(())
