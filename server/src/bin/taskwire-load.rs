@@ -21,6 +21,9 @@
 //! - `quota`: tenant A floods creates and long-polls past its quotas
 //!   while tenant B runs a steady load; B's latencies with and without
 //!   the flood (`quota.rs`).
+//! - `work`: the work queue: claim → start latency with idle workers
+//!   waiting, tasks/s through claim, progress and succeed, and the RSS
+//!   with many held claims (`work.rs`).
 //!
 //! Several instances (PostgreSQL): `--addr A,B` spreads `callbacks`'
 //! connections over the addresses, and `fanout` holds its watchers on the
@@ -55,6 +58,8 @@ mod quota;
 mod soak;
 #[path = "taskwire-load/wire.rs"]
 mod wire;
+#[path = "taskwire-load/work.rs"]
+mod work;
 
 #[derive(Parser)]
 #[command(
@@ -64,7 +69,12 @@ mod wire;
 struct Args {
     /// Server address (loopback only); a comma-separated list for several
     /// instances of one deployment.
-    #[arg(long, default_value = "127.0.0.1:8080", value_delimiter = ',')]
+    #[arg(
+        long,
+        visible_alias = "target",
+        default_value = "127.0.0.1:8080",
+        value_delimiter = ','
+    )]
     addr: Vec<String>,
     /// Bearer token.
     #[arg(long, default_value = "demo")]
@@ -145,6 +155,9 @@ enum Scenario {
     /// server): stalled batch bodies, or a long-poll flood while another
     /// tenant long-polls.
     Browser(browser::BrowserArgs),
+    /// The work queue: claim latency with idle workers waiting, tasks/s
+    /// through claim → progress → succeed, RSS with held claims.
+    Work(work::WorkArgs),
 }
 
 type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
@@ -189,6 +202,7 @@ async fn main() -> Res<()> {
         Scenario::Quota(args) => quota::quota(ctx, args).await,
         Scenario::Batch(args) => batch::batch(ctx, args).await,
         Scenario::Browser(args) => browser::run(&ctx.addr, args, rss_kib).await,
+        Scenario::Work(args) => work::work(ctx, args).await,
     }
 }
 
