@@ -170,7 +170,7 @@ impl Hub {
         for mark in changes.iter().filter_map(|c| c.batch.as_ref()) {
             self.publish_batch(&mark.id, mark.seq);
         }
-        if changes.iter().any(|c| !c.view.state.holds_attempt()) {
+        if changes.iter().any(|c| self.work.changed_to(c.view.state)) {
             self.work.bump();
         }
         let published_at = Instant::now();

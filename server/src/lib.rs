@@ -163,6 +163,12 @@ pub async fn start(config: Config) -> Result<Server, String> {
     let quotas = quotas::Quotas::new(config.quotas.resolve_with(tenant_names, watch_default)?);
     let metrics = metrics::Metrics::new(tokens.values().map(String::as_str));
     let hub = Hub::with_metrics(config.retention, metrics);
+    hub.work.set_limited(
+        config
+            .kind_limit
+            .iter()
+            .any(|(_, l)| l.max_running.is_some()),
+    );
     let store = store::open(&config, Arc::clone(&hub)).await?;
     let listener = serve::bind(&config.listen)
         .await

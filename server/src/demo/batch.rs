@@ -142,7 +142,12 @@ pub async fn start(
         })
         .await
         .inspect_err(|e| count_open_task_refusal(state, e))?;
-    state.hub.work.bump();
+    for task in &batch.tasks {
+        state
+            .hub
+            .work
+            .offer(&task.tenant, task.kind.as_deref().unwrap_or(""));
+    }
     state.demo.made.batch(&batch.id);
     for task in &batch.tasks {
         state.demo.made.task(&task.view.id);

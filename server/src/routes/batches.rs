@@ -79,7 +79,12 @@ pub async fn create(
             created_at_ms: now_ms(),
         })
         .await
-        .inspect(|_| state.hub.work.bump())
+        .inspect(|created| {
+            for task in &created.tasks {
+                let kind = task.kind.as_deref().unwrap_or("");
+                state.hub.work.offer(&task.tenant, kind);
+            }
+        })
         .inspect_err(|e| count_open_task_refusal(&state, e));
     let created = match created {
         Ok(c) => c,

@@ -147,8 +147,12 @@ pub async fn create_for(
         })
         .await
         .inspect_err(|e| count_open_task_refusal(state, e))?;
-    // A new task is work for a held claim.
-    state.hub.work.bump();
+    // A new task is work for one held claim.
+    let record = &created.record;
+    state
+        .hub
+        .work
+        .offer(&record.tenant, record.kind.as_deref().unwrap_or(""));
     Ok((created.record, created.created))
 }
 

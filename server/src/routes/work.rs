@@ -28,8 +28,8 @@ use crate::AppState;
 pub const TENANT_HEADER: &str = "taskwire-tenant";
 
 /// A held claim looks at the queue again at least this often, for work
-/// no signal announces here (a create on another PostgreSQL instance).
-const RECHECK: Duration = Duration::from_secs(1);
+/// no signal announced here (hub/work.rs).
+const RECHECK: Duration = Duration::from_secs(5);
 
 /// Claims work for a worker; see the module docs.
 pub async fn claim(
@@ -113,7 +113,10 @@ fn tenant_header(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
 /// (counted as a held watch of its tenant) and claims again whenever work
 /// may be waiting, until something is taken or the time is up.
 async fn hold(state: &AppState, claim: &mut Claim, wait_ms: u64) -> Result<Claimed, ApiError> {
+    // In line before the store is asked, so that no offer made in
+    // between is missed.
     let mut signal = state.hub.work.subscribe();
+    let mut ticket = state.hub.work.ticket(&claim.tenants, &claim.kinds);
     let claimed = state.store.claim(claim.clone()).await?;
     if !claimed.tasks.is_empty() || wait_ms == 0 {
         return Ok(claimed);
@@ -135,9 +138,11 @@ async fn hold(state: &AppState, claim: &mut Claim, wait_ms: u64) -> Result<Claim
         let rate_wait = retry_at.map(|at| Duration::from_millis((at - now_ms()).max(0.0) as u64));
         let next = Instant::now() + rate_wait.map_or(RECHECK, |w| w.min(RECHECK));
         tokio::select! {
+            _ = &mut ticket.offered => {}
             _ = signal.changed() => {}
             () = tokio::time::sleep_until(next.min(deadline)) => {}
         }
+        ticket = state.hub.work.ticket(&claim.tenants, &claim.kinds);
         claim.now_ms = now_ms();
         let claimed = state.store.claim(claim.clone()).await?;
         if !claimed.tasks.is_empty() || Instant::now() >= deadline {

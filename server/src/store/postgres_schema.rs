@@ -58,7 +58,8 @@ CREATE TABLE IF NOT EXISTS tasks (
     queued_at_ms  double precision
 );
 CREATE INDEX IF NOT EXISTS tasks_due ON tasks (expires_at_ms) WHERE live;
-CREATE INDEX IF NOT EXISTS tasks_queue ON tasks (tenant, queued_at_ms)
+-- The work queue (store/work.rs): per tenant and kind, oldest first.
+CREATE INDEX IF NOT EXISTS tasks_queue ON tasks (tenant, (coalesce(kind, '')), queued_at_ms)
     WHERE queued_at_ms IS NOT NULL;
 -- Attempts holding a lease, per kind: a kind's `max-running` limit.
 CREATE INDEX IF NOT EXISTS tasks_leased ON tasks (kind) WHERE live AND lease IS NOT NULL;

@@ -57,7 +57,11 @@ pub(super) async fn claim(tx: &Transaction<'_>, b: &mut Batch, claim: &Claim) ->
         if open.is_empty() || wanted == 0 {
             break;
         }
-        let candidates = candidates(tx, &claim.tenants, &open, wanted).await?;
+        // Rows this transaction already holds (an earlier job of the
+        // batch may have claimed or changed them, unflushed) are judged
+        // from its copy, never offered again as candidates.
+        let held: Vec<String> = b.tasks.keys().cloned().collect();
+        let candidates = candidates(tx, &claim.tenants, &open, &held, wanted).await?;
         let mut exhausted = false;
         for (id, kind) in &candidates {
             if claimed.tasks.len() as u64 == claim.max {
@@ -191,23 +195,27 @@ async fn candidates(
     tx: &Transaction<'_>,
     tenants: &[String],
     kinds: &[String],
+    held: &[String],
     limit: u64,
 ) -> Result<Vec<(String, String)>, tokio_postgres::Error> {
     let sql = if tenants.len() == 1 {
         "SELECT id, coalesce(kind, '') FROM tasks
          WHERE queued_at_ms IS NOT NULL AND tenant = ANY($1) AND coalesce(kind, '') = ANY($2)
-         ORDER BY queued_at_ms, id LIMIT $3 FOR UPDATE SKIP LOCKED"
+               AND NOT (id = ANY($3))
+         ORDER BY queued_at_ms, id LIMIT $4 FOR UPDATE SKIP LOCKED"
     } else {
         "SELECT id, kind FROM (
              SELECT id, coalesce(kind, '') AS kind, queued_at_ms,
                     row_number() OVER (PARTITION BY tenant ORDER BY queued_at_ms, id) AS turn
              FROM tasks
              WHERE queued_at_ms IS NOT NULL AND tenant = ANY($1)
-                   AND coalesce(kind, '') = ANY($2)) q
-         ORDER BY turn, queued_at_ms, id LIMIT $3"
+                   AND coalesce(kind, '') = ANY($2) AND NOT (id = ANY($3))) q
+         ORDER BY turn, queued_at_ms, id LIMIT $4"
     };
     let stmt = tx.prepare_cached(sql).await?;
-    let rows = tx.query(&stmt, &[&tenants, &kinds, &to_i64(limit)]).await?;
+    let rows = tx
+        .query(&stmt, &[&tenants, &kinds, &held, &to_i64(limit)])
+        .await?;
     Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
 }
 

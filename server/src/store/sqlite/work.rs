@@ -155,17 +155,30 @@ fn candidates(
             .collect::<Vec<_>>()
             .join(",")
     };
-    let sql = format!(
-        "SELECT tenant, id, kind FROM (
-             SELECT tenant, id, coalesce(kind, '') AS kind, queued_at_ms,
-                    row_number() OVER (PARTITION BY tenant ORDER BY queued_at_ms, id) AS turn
-             FROM tasks
-             WHERE queued_at_ms IS NOT NULL AND tenant IN ({}) AND coalesce(kind, '') IN ({}))
-         ORDER BY turn, queued_at_ms, id LIMIT {}",
-        marks(tenants.len(), 1),
-        marks(kinds.len(), tenants.len() + 1),
-        to_i64(limit),
-    );
+    // One tenant: straight down the queue index of its kinds. Several:
+    // each tenant's first before anyone's second (a window).
+    let sql = if tenants.len() == 1 {
+        format!(
+            "SELECT tenant, id, coalesce(kind, '') FROM tasks
+             WHERE queued_at_ms IS NOT NULL AND tenant = ?1 AND coalesce(kind, '') IN ({})
+             ORDER BY queued_at_ms, id LIMIT {}",
+            marks(kinds.len(), 2),
+            to_i64(limit),
+        )
+    } else {
+        format!(
+            "SELECT tenant, id, kind FROM (
+                 SELECT tenant, id, coalesce(kind, '') AS kind, queued_at_ms,
+                        row_number() OVER (PARTITION BY tenant ORDER BY queued_at_ms, id) AS turn
+                 FROM tasks
+                 WHERE queued_at_ms IS NOT NULL AND tenant IN ({})
+                       AND coalesce(kind, '') IN ({}))
+             ORDER BY turn, queued_at_ms, id LIMIT {}",
+            marks(tenants.len(), 1),
+            marks(kinds.len(), tenants.len() + 1),
+            to_i64(limit),
+        )
+    };
     let values = tenants
         .iter()
         .map(String::as_str)
