@@ -24,6 +24,9 @@ use tokio::sync::{oneshot, watch};
 /// See the module docs.
 #[derive(Debug)]
 pub struct WorkSignal {
+    /// This process's store instance, named in its PostgreSQL NOTIFYs so
+    /// that its listener tells them from other instances' (random).
+    pub instance: String,
     bumps: watch::Sender<u64>,
     waiting: Arc<Mutex<Waiting>>,
     /// Some kind has a running limit (`--kind-limit`): an attempt that
@@ -48,7 +51,12 @@ struct Entry {
 
 impl Default for WorkSignal {
     fn default() -> Self {
+        use std::hash::{BuildHasher, Hasher};
+        let random = std::collections::hash_map::RandomState::new()
+            .build_hasher()
+            .finish();
         WorkSignal {
+            instance: format!("{random:016x}"),
             bumps: watch::channel(0).0,
             waiting: Arc::default(),
             limited: AtomicBool::new(false),

@@ -116,6 +116,7 @@ impl Batch {
     pub(super) async fn flush(
         &mut self,
         tx: &Transaction<'_>,
+        instance: &str,
     ) -> Result<(), tokio_postgres::Error> {
         let marks = raise_cursors(tx, self).await?;
         // Prepare first (statement order does not matter there); then the
@@ -280,8 +281,13 @@ impl Batch {
         let mut payloads = notify_payloads(&self.changes, &marks);
         if !c_id.is_empty() && payloads.is_empty() {
             // New tasks are work for held claims on the other instances
-            // (hub/work.rs): a line every listener skips, but hears.
-            payloads.push(String::from("w\n"));
+            // (hub/work.rs): a payload of the sender's line alone.
+            payloads.push(String::new());
+        }
+        // Whose NOTIFY it is (`i <instance>`, a line older listeners
+        // skip): an instance's own changes woke its claims already.
+        for p in &mut payloads {
+            p.insert_str(0, &format!("i {instance}\n"));
         }
 
         let mut calls: Vec<(usize, Vec<&(dyn ToSql + Sync)>)> = Vec::new();

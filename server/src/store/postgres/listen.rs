@@ -165,12 +165,17 @@ async fn listen_once(
                 }
             }
         };
-        // Another instance changed something: work may be waiting.
-        hub.work.bump();
         let mut heard = Heard::default();
+        let own = format!("i {}\n", hub.work.instance);
+        let mut foreign = !first.starts_with(&own);
         parse_payload(&first, &mut heard);
         while let Ok(more) = rx.try_recv() {
+            foreign |= !more.starts_with(&own);
             parse_payload(&more, &mut heard);
+        }
+        // Another instance changed something: work may be waiting here.
+        if foreign {
+            hub.work.bump();
         }
         // A batch nobody watches here costs one map lookup.
         for (batch, seq) in &heard.batches {

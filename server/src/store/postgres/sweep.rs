@@ -91,7 +91,11 @@ async fn sweep_once(
             let id = m.record.view.id.clone();
             let sp = tx.savepoint("sweep_row").await?;
             let mut batch = batch_of(vec![m], now_ms);
-            match batch.flush(&sp).await.map_err(StoreError::from) {
+            match batch
+                .flush(&sp, &store.hub.work.instance)
+                .await
+                .map_err(StoreError::from)
+            {
                 Ok(()) => {
                     sp.commit().await?;
                     batches.push(batch);
@@ -107,7 +111,7 @@ async fn sweep_once(
         let mut batch = batch_of(moved, now_ms);
         // A broken constraint comes back as Corrupt: sweep_tasks runs the
         // sweep again row by row.
-        batch.flush(&tx).await?;
+        batch.flush(&tx, &store.hub.work.instance).await?;
         batches.push(batch);
     }
     swept.expired = batches.iter().map(|b| b.changed.len()).sum();

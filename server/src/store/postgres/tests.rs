@@ -34,6 +34,14 @@ fn payloads_round_trip_and_split() {
     assert_eq!(heard.tasks["tsk_a"], 3);
     assert_eq!(heard.tasks["tsk b"], 5);
     assert!(heard.batches.is_empty());
+    // The sender's line (`i <instance>`, hub/work.rs) names no task, for
+    // this parser and for the one before batches.
+    let mut heard = Heard::default();
+    parse_payload("i 00ff00ff00ff00ff\n4 tsk_c\n", &mut heard);
+    assert_eq!(heard.tasks.len(), 1);
+    let mut old = HashMap::new();
+    parse_payload_before_batches("i 00ff00ff00ff00ff\n4 tsk_c\n", &mut old);
+    assert_eq!(old.len(), 1);
 }
 
 /// The parser of servers before batches, verbatim: what an older instance

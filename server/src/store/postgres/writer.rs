@@ -158,7 +158,7 @@ pub(super) async fn writer(
         // arrival order).
         jobs.sort_by(|a, b| a.order.cmp(&b.order));
         let started = Instant::now();
-        match commit(&pool, &jobs).await {
+        match commit(&pool, &jobs, &hub.work.instance).await {
             Ok((results, batch)) => finish(&hub, jobs, results, &batch, started),
             Err(BatchError::RolledBack(_) | BatchError::Retry(_)) if jobs.len() > 1 => {
                 // One job's statement failed and took the batch with it:
@@ -166,7 +166,7 @@ pub(super) async fn writer(
                 for job in jobs {
                     let one = [job];
                     let started = Instant::now();
-                    let outcome = commit(&pool, &one).await;
+                    let outcome = commit(&pool, &one, &hub.work.instance).await;
                     let [job] = one;
                     match outcome {
                         Ok((results, batch)) => finish(&hub, vec![job], results, &batch, started),
@@ -217,10 +217,10 @@ fn finish(hub: &Hub, jobs: Vec<Job>, results: Results, batch: &Batch, started: I
 
 /// Runs the jobs in one transaction, retrying deadlock/serialization
 /// failures (rolled back, so safe to run again).
-async fn commit(pool: &Pool, jobs: &[Job]) -> Result<(Results, Batch), BatchError> {
+async fn commit(pool: &Pool, jobs: &[Job], instance: &str) -> Result<(Results, Batch), BatchError> {
     let mut tries: u64 = 0;
     loop {
-        match run_batch(pool, jobs).await {
+        match run_batch(pool, jobs, instance).await {
             Err(BatchError::Retry(_)) if tries < 8 => {
                 tries += 1;
                 tokio::time::sleep(Duration::from_millis(tries * 2)).await;
@@ -230,7 +230,11 @@ async fn commit(pool: &Pool, jobs: &[Job]) -> Result<(Results, Batch), BatchErro
     }
 }
 
-async fn run_batch(pool: &Pool, jobs: &[Job]) -> Result<(Results, Batch), BatchError> {
+async fn run_batch(
+    pool: &Pool,
+    jobs: &[Job],
+    instance: &str,
+) -> Result<(Results, Batch), BatchError> {
     let mut client = pool
         .get()
         .await
@@ -273,7 +277,7 @@ async fn run_batch(pool: &Pool, jobs: &[Job]) -> Result<(Results, Batch), BatchE
         };
         results.push(result.map_err(classify)?);
     }
-    batch.flush(&tx).await.map_err(classify)?;
+    batch.flush(&tx, instance).await.map_err(classify)?;
     tx.commit()
         .await
         .map_err(|e| BatchError::Unknown(e.into()))?;
