@@ -52,6 +52,86 @@ pub struct Claim {
 /// never confused with a callback of the same id.
 pub const CLAIM_SCOPE: &str = "claim:";
 
+impl Claim {
+    /// Under which `callback_replays.tenant` its signed request is
+    /// remembered ([`CLAIM_SCOPE`] and the tenants it claims for).
+    pub fn replay_scope(&self) -> String {
+        format!("{CLAIM_SCOPE}{}", self.tenants.join(","))
+    }
+}
+
+/// What one claim may still start, kind by kind, and what it started:
+/// the loop both stores run over their candidates. Kinds run out of
+/// budget one by one; the store looks again without them
+/// ([`Spending::look_again`]) until the claim is full or no kind is left.
+#[derive(Debug)]
+pub(crate) struct Spending {
+    budgets: BTreeMap<String, Budget>,
+    started: BTreeMap<String, u64>,
+    /// A candidate was passed over because its kind's budget ran out.
+    exhausted: bool,
+}
+
+impl Spending {
+    /// The limited kinds' budgets, as the store read them.
+    pub(crate) fn new(budgets: BTreeMap<String, Budget>) -> Self {
+        Spending {
+            budgets,
+            started: BTreeMap::new(),
+            exhausted: false,
+        }
+    }
+
+    /// When a rate limit lets the next start through, if one held a kind
+    /// back.
+    pub(crate) fn retry_at_ms(&self) -> Option<f64> {
+        self.budgets
+            .values()
+            .filter_map(|b| b.retry_at_ms)
+            .reduce(f64::min)
+    }
+
+    /// The kinds of `claim` with budget left, for the next look at the
+    /// queue.
+    pub(crate) fn open_kinds(&mut self, claim: &Claim) -> Vec<String> {
+        self.exhausted = false;
+        claim
+            .kinds
+            .iter()
+            .filter(|k| self.budgets.get(*k).map_or(true, |b| b.left > 0))
+            .cloned()
+            .collect()
+    }
+
+    /// Whether a task of `kind` may start; a kind out of budget is noted,
+    /// so that the store looks again without it.
+    pub(crate) fn may_start(&mut self, kind: &str) -> bool {
+        let spent = self.budgets.get(kind).is_some_and(|b| b.left == 0);
+        self.exhausted |= spent;
+        !spent
+    }
+
+    /// A task of `kind` was claimed.
+    pub(crate) fn started(&mut self, kind: &str) {
+        if let Some(budget) = self.budgets.get_mut(kind) {
+            budget.left -= 1;
+        }
+        *self.started.entry(kind.to_string()).or_default() += 1;
+    }
+
+    /// After a look that found `found` candidates of `wanted`: look again
+    /// only when some were passed over for a spent budget and the queue
+    /// may hold more.
+    pub(crate) fn look_again(&self, found: usize, wanted: u64) -> bool {
+        self.exhausted && found as u64 >= wanted
+    }
+
+    /// The starts per kind, for the rate buckets.
+    pub(crate) fn starts(&self) -> &BTreeMap<String, u64> {
+        &self.started
+    }
+}
+
 /// Limits per kind (`--kind-limit`), for a vendor account's concurrency
 /// and QPS.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -15,13 +15,12 @@ use super::batch::Batch;
 use super::read::record;
 use super::writer::{lock_id, Sql};
 use crate::store::rows::to_i64;
-use crate::store::work::{judge_claim, Budget, Claim, Claimed, QueueDepth, CLAIM_SCOPE};
+use crate::store::work::{judge_claim, Budget, Claim, Claimed, QueueDepth, Spending};
 use crate::store::StoreError;
 
 /// Claims up to `claim.max` tasks (see [`crate::store::Store::claim`]).
 pub(super) async fn claim(tx: &Transaction<'_>, b: &mut Batch, claim: &Claim) -> Sql<Claimed> {
     if let Some((id, signed)) = &claim.signed {
-        let scope = format!("{CLAIM_SCOPE}{}", claim.tenants.join(","));
         let stmt = tx
             .prepare_cached(
                 "INSERT INTO callback_replays (tenant, callback_id, signed_at, body_sha256)
@@ -29,6 +28,7 @@ pub(super) async fn claim(tx: &Transaction<'_>, b: &mut Batch, claim: &Claim) ->
             )
             .await?;
         let digest: &[u8] = &signed.body_sha256;
+        let scope = claim.replay_scope();
         if tx
             .execute(&stmt, &[&scope, id, &signed.at, &digest])
             .await?
@@ -37,22 +37,13 @@ pub(super) async fn claim(tx: &Transaction<'_>, b: &mut Batch, claim: &Claim) ->
             return Ok(Err(StoreError::ClaimReplayed(id.clone())));
         }
     }
-    let mut budgets = budgets(tx, claim).await?;
+    let mut spending = Spending::new(budgets(tx, claim).await?);
     let mut claimed = Claimed {
-        retry_at_ms: budgets
-            .values()
-            .filter_map(|b| b.retry_at_ms)
-            .reduce(f64::min),
+        retry_at_ms: spending.retry_at_ms(),
         ..Claimed::default()
     };
-    let mut started: BTreeMap<String, u64> = BTreeMap::new();
     loop {
-        let open: Vec<String> = claim
-            .kinds
-            .iter()
-            .filter(|k| budgets.get(*k).map_or(true, |b| b.left > 0))
-            .cloned()
-            .collect();
+        let open = spending.open_kinds(claim);
         let wanted = claim.max - claimed.tasks.len() as u64;
         if open.is_empty() || wanted == 0 {
             break;
@@ -62,13 +53,11 @@ pub(super) async fn claim(tx: &Transaction<'_>, b: &mut Batch, claim: &Claim) ->
         // from its copy, never offered again as candidates.
         let held: Vec<String> = b.tasks.keys().cloned().collect();
         let candidates = candidates(tx, &claim.tenants, &open, &held, wanted).await?;
-        let mut exhausted = false;
         for (id, kind) in &candidates {
             if claimed.tasks.len() as u64 == claim.max {
                 break;
             }
-            if budgets.get(kind).is_some_and(|b| b.left == 0) {
-                exhausted = true;
+            if !spending.may_start(kind) {
                 continue;
             }
             let Some(mut rec) = lock_queued(tx, b, id).await? else {
@@ -79,19 +68,16 @@ pub(super) async fn claim(tx: &Transaction<'_>, b: &mut Batch, claim: &Claim) ->
                 Ok(None) => continue,
                 Err(e) => return Ok(Err(e)),
             };
-            if let Some(budget) = budgets.get_mut(kind) {
-                budget.left -= 1;
-            }
             b.tasks.insert(id.clone(), rec.clone());
             b.judged(&rec, &judged, claim.now_ms);
-            *started.entry(kind.clone()).or_default() += 1;
+            spending.started(kind);
             claimed.tasks.push(rec);
         }
-        if !exhausted || (candidates.len() as u64) < wanted {
+        if !spending.look_again(candidates.len(), wanted) {
             break;
         }
     }
-    record_rates(tx, claim, &started).await?;
+    record_rates(tx, claim, spending.starts()).await?;
     Ok(Ok(claimed))
 }
 

@@ -10,7 +10,7 @@ use super::jobs::write_judged;
 use super::read::load_own_task;
 use crate::hub::Change;
 use crate::store::rows::to_i64;
-use crate::store::work::{judge_claim, Budget, Claim, Claimed, QueueDepth, CLAIM_SCOPE};
+use crate::store::work::{judge_claim, Budget, Claim, Claimed, QueueDepth, Spending};
 use crate::store::StoreError;
 
 /// Claims up to `claim.max` tasks (see [`crate::store::Store::claim`]).
@@ -21,50 +21,34 @@ pub(super) fn claim(
     outbox: &mut bool,
 ) -> Result<Claimed, StoreError> {
     if let Some((id, signed)) = &claim.signed {
-        let scope = format!("{CLAIM_SCOPE}{}", claim.tenants.join(","));
         let fresh = tx
             .prepare_cached(
                 "INSERT OR IGNORE INTO callback_replays (tenant, callback_id, signed_at, body_sha256)
                  VALUES (?1, ?2, ?3, ?4)",
             )?
-            .execute(params![scope, id, signed.at, &signed.body_sha256[..]])?;
+            .execute(params![claim.replay_scope(), id, signed.at, &signed.body_sha256[..]])?;
         if fresh == 0 {
             return Err(StoreError::ClaimReplayed(id.clone()));
         }
     }
-    let mut budgets = budgets(tx, &claim)?;
+    let mut spending = Spending::new(budgets(tx, &claim)?);
     let mut claimed = Claimed {
-        retry_at_ms: budgets
-            .values()
-            .filter_map(|b| b.retry_at_ms)
-            .reduce(f64::min),
+        retry_at_ms: spending.retry_at_ms(),
         ..Claimed::default()
     };
-    let mut started: BTreeMap<String, u64> = BTreeMap::new();
-    // Kinds run out of budget one by one: look again without them, until
-    // the claim is full or no kind is left.
     loop {
-        let open: Vec<&String> = claim
-            .kinds
-            .iter()
-            .filter(|k| budgets.get(*k).map_or(true, |b| b.left > 0))
-            .collect();
+        let open = spending.open_kinds(&claim);
         let wanted = claim.max - claimed.tasks.len() as u64;
         if open.is_empty() || wanted == 0 {
             break;
         }
         let candidates = candidates(tx, &claim.tenants, &open, wanted)?;
-        let mut exhausted = false;
         for (tenant, id, kind) in &candidates {
             if claimed.tasks.len() as u64 == claim.max {
                 break;
             }
-            if let Some(budget) = budgets.get_mut(kind) {
-                if budget.left == 0 {
-                    exhausted = true;
-                    continue;
-                }
-                budget.left -= 1;
+            if !spending.may_start(kind) {
+                continue;
             }
             let Some(mut record) = load_own_task(tx, tenant, id)? else {
                 continue;
@@ -73,16 +57,14 @@ pub(super) fn claim(
                 continue;
             };
             write_judged(tx, &record, &judged, claim.now_ms, changes, outbox)?;
-            *started.entry(kind.clone()).or_default() += 1;
+            spending.started(kind);
             claimed.tasks.push(record);
         }
-        // Every candidate was looked at and no budget ran out: the queue
-        // holds nothing more for these kinds.
-        if !exhausted || (candidates.len() as u64) < wanted {
+        if !spending.look_again(candidates.len(), wanted) {
             break;
         }
     }
-    record_rates(tx, &claim, &started)?;
+    record_rates(tx, &claim, spending.starts())?;
     Ok(claimed)
 }
 
@@ -146,7 +128,7 @@ fn record_rates(
 fn candidates(
     tx: &Connection,
     tenants: &[String],
-    kinds: &[&String],
+    kinds: &[String],
     limit: u64,
 ) -> Result<Vec<(String, String, String)>, StoreError> {
     let marks = |n: usize, from: usize| {
@@ -182,7 +164,7 @@ fn candidates(
     let values = tenants
         .iter()
         .map(String::as_str)
-        .chain(kinds.iter().map(|k| k.as_str()));
+        .chain(kinds.iter().map(String::as_str));
     let rows = tx
         .prepare(&sql)?
         .query_map(params_from_iter(values), |r| {

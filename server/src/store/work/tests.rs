@@ -1,4 +1,5 @@
 use super::*;
+use std::collections::BTreeMap;
 use taskwire_core::{create_task, CreateTask, State};
 
 fn record(ttl_ms: f64) -> TaskRecord {
@@ -71,4 +72,30 @@ fn a_kinds_budget_is_its_concurrency_left_and_its_rate() {
     let spent = rate.budget(0, tat, 1_000.0);
     assert_eq!((spent.left, spent.retry_at_ms), (0, Some(1_500.0)));
     assert_eq!(rate.budget(0, tat, 1_500.0).left, 1);
+}
+
+#[test]
+fn a_claim_spends_each_kinds_budget_and_looks_again_without_a_spent_kind() {
+    let budget = |left| Budget {
+        left,
+        retry_at_ms: None,
+    };
+    let mut claim = claim(0.0);
+    claim.kinds = vec!["vendor".into(), "free".into()];
+    let mut spending = Spending::new(BTreeMap::from([("vendor".to_string(), budget(1))]));
+    assert_eq!(spending.open_kinds(&claim), ["vendor", "free"]);
+    assert!(spending.may_start("vendor"));
+    spending.started("vendor");
+    assert!(!spending.may_start("vendor"), "its one start is spent");
+    assert!(
+        spending.may_start("free"),
+        "an unlimited kind never runs out"
+    );
+    spending.started("free");
+    // A full look passed a task over: look again, without the spent kind.
+    assert!(spending.look_again(5, 5));
+    assert!(!spending.look_again(4, 5), "the queue held no more");
+    assert_eq!(spending.open_kinds(&claim), ["free"]);
+    assert!(!spending.look_again(5, 5), "nothing passed over since");
+    assert_eq!(spending.starts()["vendor"], 1);
 }
