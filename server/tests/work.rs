@@ -341,3 +341,38 @@ async fn a_kinds_running_limit_holds_across_two_postgres_instances() {
         .sum();
     assert_eq!(more, 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claims_that_share_a_postgres_group_commit_take_different_tasks() {
+    let Some(url) = pg::database().await else {
+        return;
+    };
+    let h = harness(|c| c.data = url.clone().into()).await;
+    let items: Vec<Value> = (0..64)
+        .map(|_| json!({"ttlMs": 3_600_000, "maxAttempts": 1, "kind": "k"}))
+        .collect();
+    let r = h
+        .post(
+            "demo",
+            "/v1/batches",
+            &[],
+            &json!({"items": items}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{:?}", r.json());
+    // Rounds of 16 claims at once, none held: the writer batches many of
+    // them into one transaction, whose writes reach the table only at its
+    // commit. Each must still find a task of its own while the queue is full.
+    for round in 0..4 {
+        let claims =
+            (0..16).map(|n| claim_ids(&h, json!({"worker": format!("w{n}"), "kinds": ["k"]})));
+        let got = futures_util::future::join_all(claims).await;
+        let empty = got.iter().filter(|ids| ids.is_empty()).count();
+        assert_eq!(
+            empty, 0,
+            "round {round}: {empty} of 16 claims came back empty with tasks queued"
+        );
+        let unique: HashSet<&String> = got.iter().flatten().collect();
+        assert_eq!(unique.len(), 16, "round {round}: a task claimed twice");
+    }
+}
