@@ -23,6 +23,9 @@
 //! - [`Mirror`]: one task as a client knows it; rejects stale answers.
 //! - [`BatchAnswer`], [`BatchMirror`]: a batch's answers, and the batch
 //!   as a client knows it (one [`Mirror`] per task, and the batch cursor).
+//! - [`output`]: live output (issue 27): [`OutputLog`] judges an
+//!   executor's appended chunks, [`OutputMirror`] assembles them on the
+//!   page.
 //! - [`Follow`]: a client's watch loop (requests, backoff, SSE fallback,
 //!   status) as a sans-IO state machine over a [`Mirror`] or a
 //!   [`BatchMirror`].
@@ -155,6 +158,7 @@ pub mod js;
 pub mod json;
 pub mod lease;
 pub mod mirror;
+pub mod output;
 pub mod resume;
 pub mod task;
 pub mod text;
@@ -173,6 +177,9 @@ pub use event::{DecisionKind, Event, EventKind};
 pub use follow::{Follow, FollowConfig, FollowEvent};
 pub use lease::{Lease, LeaseChange};
 pub use mirror::{MergeOutcome, Mirror, Next, RejectReason, Rejection, UpdateReason};
+pub use output::{
+    AppendReason, Appended, Chunk, OutputLog, OutputMirror, OutputUpdate, StreamName,
+};
 pub use resume::{
     plan_resume, EpochAnswer, ResumeAnswer, ResumeMode, ResumePlan, DEFAULT_RETENTION_VERSIONS,
 };

@@ -7,7 +7,8 @@ use std::path::PathBuf;
 
 use serde_json::{json, Value};
 use taskwire_core::{
-    apply_event, expire_task, Book, CreateTask, Error, Event, Mirror, ResumeAnswer, Task,
+    apply_event, expire_task, Book, Chunk, CreateTask, Error, Event, Mirror, OutputLog,
+    OutputMirror, ResumeAnswer, Task,
 };
 use taskwire_wire::{from_json, to_json};
 
@@ -74,6 +75,10 @@ fn parse<T: taskwire_core::json::FromJson>(text: &str, what: &str) -> Result<T, 
 struct Run {
     book: Book,
     mirrors: HashMap<String, Mirror>,
+    /// Live output (`requires: ["output"]`): streams as the server keeps
+    /// them, and as a page assembles them, by name.
+    logs: HashMap<String, OutputLog>,
+    pages: HashMap<String, OutputMirror>,
 }
 
 impl Run {
@@ -146,7 +151,54 @@ impl Run {
                 let outcome = mirror.merge(&answer);
                 json!({ "outcome": outcome, "mirror": mirror })
             }
+            "outputAppend" | "outputBegin" | "outputClose" | "outputApply" | "outputPageClose" => {
+                self.output_step(op, step)?
+            }
             other => panic!("unknown op {other}"),
+        })
+    }
+}
+
+impl Run {
+    fn output_step(&mut self, op: &str, step: &Value) -> Result<Value, Error> {
+        let u = |k: &str| step[k].as_u64().unwrap_or_default();
+        let name = |k: &str| step[k].as_str().expect(k).to_string();
+        Ok(match op {
+            "outputAppend" => {
+                let c = &step["chunk"];
+                let chunk = Chunk::new(
+                    c["attempt"].as_u64().unwrap_or_default(),
+                    c["offset"].as_u64().unwrap_or_default(),
+                    c["text"].as_str().unwrap_or_default().to_string(),
+                    "chunk",
+                )?;
+                let log = self.logs.entry(name("log")).or_default();
+                let live = step["taskLive"].as_bool().unwrap_or(true);
+                let a = log.append(&chunk, u("taskAttempt"), live);
+                json!({ "reason": a.reason.as_str(), "accepted": a.reason.accepted(),
+                        "added": a.added, "offset": a.offset, "superseded": a.superseded,
+                        "attempt": a.attempt, "expected": a.expected, "text": log.text() })
+            }
+            "outputBegin" => {
+                let log = self.logs.entry(name("log")).or_default();
+                json!({ "dropped": log.begin(u("attempt")), "text": log.text() })
+            }
+            "outputClose" => {
+                let log = self.logs.entry(name("log")).or_default();
+                json!({ "changed": log.close(), "closed": log.is_closed() })
+            }
+            "outputApply" => {
+                let page = self.pages.entry(name("page")).or_default();
+                let text = step["text"].as_str().unwrap_or_default();
+                let up = page.apply(u("attempt"), u("offset"), text);
+                json!({ "delta": up.delta, "replaced": up.replaced, "gap": up.gap,
+                        "text": page.text(), "attempt": page.attempt() })
+            }
+            _ => {
+                let page = self.pages.entry(name("page")).or_default();
+                let up = page.close(u("attempt"));
+                json!({ "replaced": up.replaced, "closed": page.is_closed(), "text": page.text() })
+            }
         })
     }
 }
@@ -158,6 +210,8 @@ fn run_vector(path: &PathBuf) -> Result<(), String> {
     let mut run = Run {
         book: Book::with_retention(retention),
         mirrors: HashMap::new(),
+        logs: HashMap::new(),
+        pages: HashMap::new(),
     };
     let steps = vector["steps"].as_array().ok_or("steps")?;
     for (i, step) in steps.iter().enumerate() {

@@ -64,9 +64,18 @@ function runStep(state, step) {
   }
 }
 
+/**
+ * The features of tests/vectors/README.md's `requires` this runner has;
+ * a file that needs another is skipped, saying which. `output` (live
+ * output, issue 27) is core's and the server's so far: the package does
+ * not carry it yet (core runs those files: core/tests/vectors.rs).
+ */
+const SUPPORTED = new Set(["lifecycle", "server-clock"]);
+
 for (const file of files) {
-  test(`vector ${file}`, () => {
-    const vector = JSON.parse(readFileSync(join(dir, file), "utf8"));
+  const vector = JSON.parse(readFileSync(join(dir, file), "utf8"));
+  const missing = (vector.requires ?? []).filter((f) => !SUPPORTED.has(f));
+  test(`vector ${file}`, { skip: missing.length > 0 && `needs ${missing.join(", ")}` }, () => {
     const state = { book: new TaskBook({ retentionVersions: vector.retentionVersions ?? 8 }), mirrors: new Map() };
     vector.steps.forEach((step, i) => {
       const at = `step ${i} (${step.op})`;

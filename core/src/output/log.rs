@@ -1,0 +1,226 @@
+//! The server's side of one output stream: the judge of every append.
+
+use alloc::string::String;
+
+use super::{byte_index, utf16_len, Chunk};
+
+/// What the server made of an append. The spelling ([`AppendReason::as_str`])
+/// is the answer's `reason`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AppendReason {
+    /// The chunk extended the text (also when part of it was a resend).
+    Appended,
+    /// The very same chunk at an offset already written: nothing changes.
+    DuplicateChunk,
+    /// Different text at an offset already written (or an offset inside a
+    /// character): refused, nothing changes.
+    ChunkConflict,
+    /// The chunk starts past the end of the text: refused; `expected` is
+    /// where the next chunk must start.
+    OutputGap,
+    /// The chunk's attempt is older than the task's: a replaced worker's
+    /// output, fenced off.
+    StaleAttempt,
+    /// The chunk's attempt has not started.
+    NotStarted,
+    /// The task has ended: its output is closed.
+    OutputClosed,
+}
+
+impl AppendReason {
+    /// `appended`, `duplicate-chunk`, `chunk-conflict`, `output-gap`,
+    /// `stale-attempt`, `not-started` or `output-closed`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            AppendReason::Appended => "appended",
+            AppendReason::DuplicateChunk => "duplicate-chunk",
+            AppendReason::ChunkConflict => "chunk-conflict",
+            AppendReason::OutputGap => "output-gap",
+            AppendReason::StaleAttempt => "stale-attempt",
+            AppendReason::NotStarted => "not-started",
+            AppendReason::OutputClosed => "output-closed",
+        }
+    }
+
+    /// Whether the append was taken or was already there: what an
+    /// executor treats as delivered.
+    pub const fn accepted(self) -> bool {
+        matches!(self, AppendReason::Appended | AppendReason::DuplicateChunk)
+    }
+}
+
+/// The judgement of one append.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Appended {
+    /// Why.
+    pub reason: AppendReason,
+    /// The text the stream gained (empty unless `appended`): what is
+    /// stored and sent to followers, at [`Appended::offset`].
+    pub added: String,
+    /// Where `added` starts.
+    pub offset: u64,
+    /// The stream's text was an older attempt's and was dropped first.
+    pub superseded: bool,
+    /// The attempt the stream holds after the append.
+    pub attempt: u64,
+    /// Where the next chunk must start (the stream's length).
+    pub expected: u64,
+}
+
+/// One stream's text, as the server keeps it: the newest attempt's only.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OutputLog {
+    attempt: u64,
+    text: String,
+    units: u64,
+    closed: bool,
+}
+
+impl OutputLog {
+    /// An empty stream.
+    pub fn new() -> OutputLog {
+        OutputLog::default()
+    }
+
+    /// A stream restored from storage: `attempt`'s `text`, and whether it
+    /// was closed.
+    pub fn restore(attempt: u64, text: String, closed: bool) -> OutputLog {
+        let units = utf16_len(&text);
+        OutputLog {
+            attempt,
+            text,
+            units,
+            closed,
+        }
+    }
+
+    /// The attempt whose text the stream holds (0 before any).
+    pub fn attempt(&self) -> u64 {
+        self.attempt
+    }
+
+    /// The text so far.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Its length in UTF-16 code units.
+    pub fn units(&self) -> u64 {
+        self.units
+    }
+
+    /// Whether the task ended (no append is taken any more).
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// The task ended: the stream takes no more appends, and its followers
+    /// are told it is complete. Returns whether that changed anything.
+    pub fn close(&mut self) -> bool {
+        !core::mem::replace(&mut self.closed, true)
+    }
+
+    /// A new attempt started: an older attempt's text is dropped at once,
+    /// so that followers stop showing a draft nobody finishes. Returns
+    /// whether text was dropped.
+    pub fn begin(&mut self, attempt: u64) -> bool {
+        if attempt <= self.attempt || self.closed {
+            return false;
+        }
+        let had_text = self.units > 0;
+        self.attempt = attempt;
+        self.text.clear();
+        self.units = 0;
+        had_text
+    }
+
+    /// Judges `chunk` against the stream, given the task's current
+    /// attempt and whether the task is live, in this order:
+    ///
+    /// 1. an older attempt than the task's is `stale-attempt`, a newer one
+    ///    `not-started` (fencing, as for every executor event);
+    /// 2. a chunk within the text already written is `duplicate-chunk`
+    ///    when it is the same text, `chunk-conflict` when not (so a resend
+    ///    is answered the same after the task ended);
+    /// 3. a finished task's stream is `output-closed`;
+    /// 4. the first chunk of a newer attempt drops the older text
+    ///    (`superseded`);
+    /// 5. a chunk past the end is `output-gap`; one that overlaps the end
+    ///    must agree on the overlap (else `chunk-conflict`) and appends the
+    ///    rest.
+    ///
+    /// Nothing changes unless the reason is `appended`.
+    pub fn append(&mut self, chunk: &Chunk, task_attempt: u64, task_live: bool) -> Appended {
+        let refuse = |log: &OutputLog, reason| Appended {
+            reason,
+            added: String::new(),
+            offset: chunk.offset,
+            superseded: false,
+            attempt: log.attempt,
+            expected: log.units,
+        };
+        if chunk.attempt < task_attempt {
+            return refuse(self, AppendReason::StaleAttempt);
+        }
+        if chunk.attempt > task_attempt {
+            return refuse(self, AppendReason::NotStarted);
+        }
+        let same_attempt = chunk.attempt == self.attempt;
+        if same_attempt && chunk.offset < self.units {
+            // The part of the chunk already written must agree.
+            let Some(tail) = self.overlap_tail(chunk) else {
+                return refuse(self, AppendReason::ChunkConflict);
+            };
+            if tail.is_empty() {
+                return refuse(self, AppendReason::DuplicateChunk);
+            }
+        }
+        if self.closed || !task_live {
+            return refuse(self, AppendReason::OutputClosed);
+        }
+        let superseded = chunk.attempt > self.attempt && self.units > 0;
+        let base = if chunk.attempt > self.attempt {
+            0
+        } else {
+            self.units
+        };
+        if chunk.offset > base {
+            let mut gap = refuse(self, AppendReason::OutputGap);
+            gap.expected = base;
+            return gap;
+        }
+        if chunk.attempt > self.attempt {
+            self.attempt = chunk.attempt;
+            self.text.clear();
+            self.units = 0;
+        }
+        let added = match self.overlap_tail(chunk) {
+            Some(tail) => String::from(tail),
+            None => return refuse(self, AppendReason::ChunkConflict),
+        };
+        let offset = self.units;
+        self.units += utf16_len(&added);
+        self.text.push_str(&added);
+        Appended {
+            reason: AppendReason::Appended,
+            added,
+            offset,
+            superseded,
+            attempt: self.attempt,
+            expected: self.units,
+        }
+    }
+
+    /// For a chunk of the stream's attempt that starts at or before the
+    /// end: the part past the end, if the rest agrees with the text
+    /// written (`None`: it does not, or its offset falls inside a
+    /// character).
+    fn overlap_tail<'c>(&self, chunk: &'c Chunk) -> Option<&'c str> {
+        let from = byte_index(&self.text, chunk.offset)?;
+        let written = &self.text[from..];
+        if written.len() >= chunk.text.len() {
+            return written.starts_with(chunk.text.as_str()).then_some("");
+        }
+        chunk.text.strip_prefix(written)
+    }
+}
