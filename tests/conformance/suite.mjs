@@ -42,6 +42,9 @@ import batches from './checks/batches.mjs';
 import batchWatch from './checks/batch-watch.mjs';
 import work from './checks/work.mjs';
 import reports from './checks/reports.mjs';
+import leases from './checks/leases.mjs';
+import sweeper from './checks/sweeper.mjs';
+import timeRules from './checks/time-rules.mjs';
 
 /**
  * Every section, in PROTOCOL.md order. `protocol` is the PROTOCOL.md
@@ -62,6 +65,7 @@ export const SECTIONS = [
   create,
   callbacks,
   judgement,
+  timeRules,
   expiry,
   signatures,
   binding,
@@ -71,6 +75,8 @@ export const SECTIONS = [
   browserTokens,
   ttl,
   lifecycle,
+  leases,
+  sweeper,
   work,
   reports,
   cors,
@@ -126,7 +132,10 @@ export function registerConformance(options, { feedStart } = {}) {
       describe(`${section.section} (PROTOCOL.md §${section.protocol})`, { concurrency: section.concurrency ?? true }, () => {
         for (const check of section.checks) {
           const skip = skipReason(check, config);
-          test(check.name, { timeout: QUEUED_TIMEOUT_MS, skip }, () =>
+          // A known deviation of the reference server runs and reports,
+          // but fails the run only with --strict (README.md).
+          const todo = check.knownDeviation && !config.strict ? `known deviation: ${check.knownDeviation}` : undefined;
+          test(check.name, { timeout: QUEUED_TIMEOUT_MS, skip, todo }, () =>
             runCheck(check, section.protocol, config, shared),
           );
         }
