@@ -45,6 +45,8 @@ import reports from './checks/reports.mjs';
 import leases from './checks/leases.mjs';
 import sweeper from './checks/sweeper.mjs';
 import timeRules from './checks/time-rules.mjs';
+import tokenRules from './checks/token-rules.mjs';
+import fencing from './checks/fencing.mjs';
 
 /**
  * Every section, in PROTOCOL.md order. `protocol` is the PROTOCOL.md
@@ -73,8 +75,10 @@ export const SECTIONS = [
   notifications,
   isolation,
   browserTokens,
+  tokenRules,
   ttl,
   lifecycle,
+  fencing,
   leases,
   sweeper,
   work,

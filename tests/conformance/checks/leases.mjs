@@ -55,10 +55,10 @@ export default {
       // renews the lease (a stale or repeated one is ignored whole).
       name: 'a stale progress of the current attempt still renews the lease (from its receipt)',
       async run(ctx) {
-        const LEASE_MS = 1000;
+        const LEASE_MS = 2000;
         const { task, offset } = await leasedTask(ctx, LEASE_MS);
         await ctx.exec.drive(task.id, [ev('progress', 1, { progress: 50, cursor: 'c50' })]);
-        await sleep(500);
+        await sleep(700);
         const { answer: stale, at } = await timed(offset, () => ctx.exec.apply(task.id, ev('progress', 1, { progress: 40, cursor: 'c40' })));
         assertMatches(stale, { changed: false, reason: 'stale-progress', version: 2 }, 'a lower progress');
         const { events } = await entriesUntil(ctx.a, task.id, 2, 3, LEASE_MS);
@@ -99,7 +99,8 @@ export default {
       // was asked to stop).
       name: 'a cancelling or cancel_ineffective task whose lease lapses is cancelled (recorded as lapse at the lease end), notified once, never unknown',
       async run(ctx) {
-        const LEASE_MS = 300;
+        // Long enough for the cancel and cannot_cancel to arrive first on a busy machine.
+        const LEASE_MS = 2500;
         const [asked, refused] = await Promise.all([0, 1].map(() => leasedTask(ctx, LEASE_MS, { maxAttempts: 2, autoRequeue: undefined, unknownGraceMs: 60_000 })));
         await ctx.a.acted(asked.task.id, 'cancel', {});
         await ctx.a.acted(refused.task.id, 'cancel', {});

@@ -12,12 +12,14 @@ import { HOUR, entriesUntil, ev, notificationsFor, startOf } from '../lib/lifecy
 const LEASE_MS = 300;
 const GRACE_MS = 300;
 const DEADLINE_MS = 400;
+const CANCELLED_LEASE_MS = 2000;
 
 /** Three tasks the sweeper ends: a timeout, a lapse after a cancel, an abandon with no start left. */
 async function sweptTasks({ a, exec }) {
   const timedOut = await a.createTask({ ttlMs: HOUR, maxAttempts: 1, deadlineMs: DEADLINE_MS });
   const cancelled = await a.createTask({ ttlMs: HOUR, maxAttempts: 1 });
-  await exec.drive(cancelled.id, [startOf(1, LEASE_MS)]);
+  // Long enough for the cancel to arrive first on a busy machine.
+  await exec.drive(cancelled.id, [startOf(1, CANCELLED_LEASE_MS)]);
   await a.acted(cancelled.id, 'cancel', {});
   const failed = await a.createTask({ ttlMs: HOUR, maxAttempts: 1, unknownGraceMs: GRACE_MS });
   await exec.drive(failed.id, [startOf(1, LEASE_MS)]);
@@ -37,13 +39,13 @@ export default {
       // noticed) instead of when the deadline passed.
       name: 'a timeout is recorded at deadlineAtMs for a queued, a running and a cancelling task',
       async run({ a, exec }) {
-        const tasks = await Promise.all([0, 1, 2].map(() => a.createTask({ ttlMs: HOUR, maxAttempts: 1, deadlineMs: 1500 })));
+        const tasks = await Promise.all([0, 1, 2].map(() => a.createTask({ ttlMs: HOUR, maxAttempts: 1, deadlineMs: 2500 })));
         const [, running, cancelling] = tasks;
         await exec.drive(running.id, [ev('start', 1, { worker: 'w', leaseMs: 60_000 })]);
         await exec.drive(cancelling.id, [ev('start', 1, { worker: 'w', leaseMs: 60_000 })]);
         await a.acted(cancelling.id, 'cancel', {});
         for (const [task, cursor] of [[tasks[0], 0], [running, 1], [cancelling, 2]]) {
-          const { events, task: after } = await entriesUntil(a, task.id, cursor, cursor + 1, 1500);
+          const { events, task: after } = await entriesUntil(a, task.id, cursor, cursor + 1, 2500);
           assertMatches(after, { state: 'timed_out', expiresAtMs: task.expiresAtMs }, 'the task after its deadline');
           assertMatches(events, [{ version: cursor + 1, event: { type: 'timeout', atMs: task.deadlineAtMs } }], 'the entry');
         }
@@ -58,7 +60,7 @@ export default {
       async run(ctx) {
         const tasks = await sweptTasks(ctx);
         for (const [what, task, cursor, version, state] of tasks) {
-          const { events, task: after } = await entriesUntil(ctx.a, task.id, cursor, version, LEASE_MS + GRACE_MS + DEADLINE_MS);
+          const { events, task: after } = await entriesUntil(ctx.a, task.id, cursor, version, CANCELLED_LEASE_MS + GRACE_MS);
           assertMatches(after, { state }, `${what}: the task`);
           const due = events.at(-1).event.atMs;
           const notes = await notificationsFor(ctx.a, ctx.feedStart.a, task.id);
