@@ -131,10 +131,13 @@ export function registerConformance(options, { feedStart } = {}) {
       shared.feedStart ??= await checkBackend(config);
     });
     for (const section of SECTIONS) {
+      // --only: the checks whose "section: name" matches, and nothing else registered.
+      const checks = section.checks.filter((c) => !config.only || config.only.test(`${section.section}: ${c.name}`));
+      if (checks.length === 0) continue;
       // A section may run fewer checks at once (`concurrency`), so that
       // its many small checks do not crowd the timing checks of the others.
       describe(`${section.section} (PROTOCOL.md §${section.protocol})`, { concurrency: section.concurrency ?? true }, () => {
-        for (const check of section.checks) {
+        for (const check of checks) {
           const skip = skipReason(check, config);
           // A known deviation of the reference server runs and reports,
           // but fails the run only with --strict (README.md).

@@ -36,6 +36,8 @@ export const USAGE = `usage: node tests/conformance/run.mjs <baseUrl> [options]
                            allows on a browser token's exp and nbf
   --token-max-lifetime-secs N the longest a browser token (TASKWIRE_TOKEN_MAX_LIFETIME_SECS,
                            may still be valid when used   default 3600)
+  --only REGEX             run only the checks whose      (TASKWIRE_ONLY)
+                           "section: name" matches
   --strict                 checks marked as a known       (TASKWIRE_STRICT=1)
                            deviation of the reference server fail the run
                            too (without it they run and report, as todo)
@@ -64,6 +66,7 @@ export function configFrom(argv, env = process.env) {
       'token-skew-secs': { type: 'string' },
       'token-max-lifetime-secs': { type: 'string' },
       strict: { type: 'boolean' },
+      only: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -86,6 +89,7 @@ export function configFrom(argv, env = process.env) {
     tokenSkewSecs: values['token-skew-secs'] ?? env.TASKWIRE_TOKEN_SKEW_SECS,
     tokenMaxLifetimeSecs: values['token-max-lifetime-secs'] ?? env.TASKWIRE_TOKEN_MAX_LIFETIME_SECS,
     strict: values.strict ?? flag(env.TASKWIRE_STRICT, 'TASKWIRE_STRICT'),
+    only: values.only ?? env.TASKWIRE_ONLY,
   });
 }
 
@@ -105,9 +109,9 @@ export const DEFAULT_CONCURRENCY = 32;
  * Validates and normalizes `{baseUrl, token, tokenB, secret, secretB,
  * retention, corsOrigin, concurrency, browserKeys, browserKeyB,
  * browserAudience, tenant, noWorkers, sharedSecret, tokenSkewSecs,
- * tokenMaxLifetimeSecs, strict}`.
+ * tokenMaxLifetimeSecs, strict, only}`.
  */
-export function checkConfig({ baseUrl, token, tokenB, secret, secretB, retention, corsOrigin, concurrency, browserKeys = [], browserKeyB, browserAudience, tenant, noWorkers = false, sharedSecret = false, tokenSkewSecs, tokenMaxLifetimeSecs, strict = false }) {
+export function checkConfig({ baseUrl, token, tokenB, secret, secretB, retention, corsOrigin, concurrency, browserKeys = [], browserKeyB, browserAudience, tenant, noWorkers = false, sharedSecret = false, tokenSkewSecs, tokenMaxLifetimeSecs, strict = false, only }) {
   if (!baseUrl) throw new UsageError('a base URL is required');
   let url;
   try {
@@ -165,6 +169,15 @@ export function checkConfig({ baseUrl, token, tokenB, secret, secretB, retention
   }
   const skew = seconds(tokenSkewSecs, 30, 0, 300, '--token-skew-secs');
   const lifetime = seconds(tokenMaxLifetimeSecs, 3600, 1, 604_800, '--token-max-lifetime-secs');
+  let onlyRegex = null;
+  if (only instanceof RegExp) onlyRegex = only;
+  else if (only) {
+    try {
+      onlyRegex = new RegExp(only);
+    } catch (err) {
+      throw new UsageError(`--only: not a regular expression: ${err.message}`);
+    }
+  }
   return {
     baseUrl: url.href.replace(/\/+$/, ''),
     browserKeys: keys,
@@ -183,6 +196,7 @@ export function checkConfig({ baseUrl, token, tokenB, secret, secretB, retention
     tokenSkewSecs: skew,
     tokenMaxLifetimeSecs: lifetime,
     strict: Boolean(strict),
+    only: onlyRegex,
   };
 }
 
