@@ -41,13 +41,17 @@ export default {
       name: 'never shortened: a heartbeat with a shorter leaseMs leaves the lease where it was',
       async run(ctx) {
         const LEASE_MS = 2000;
-        const { task, startAt } = await leasedTask(ctx, LEASE_MS);
+        const { task, offset, startAt } = await leasedTask(ctx, LEASE_MS);
         const beat = await ctx.exec.apply(task.id, ev('heartbeat', 1, { leaseMs: 100 }));
         assertMatches(beat, { changed: false, reason: 'heartbeat', state: 'running', version: 1 }, 'the heartbeat');
         const { events } = await entriesUntil(ctx.a, task.id, 1, 2, LEASE_MS);
+        // When the lapse was seen, on the server's clock at the latest.
+        const seenBy = Date.now() + offset.high;
         assertMatches(events, [{ version: 2, event: { type: 'lapse', attempt: 1 } }], 'the entries after the start');
-        assertWithin(events[0].event.atMs, startAt.low + LEASE_MS, startAt.high + LEASE_MS,
+        const lapseAt = events[0].event.atMs;
+        assertWithin(lapseAt, startAt.low + LEASE_MS, startAt.high + LEASE_MS,
           `the lapse (the start's lease ran ${LEASE_MS} ms from its receipt; the heartbeat's leaseMs 100 must not shorten it)`);
+        assert.ok(seenBy >= lapseAt - EPSILON_MS, `the lapse was visible by ${Math.round(seenBy)}, before the time it records (${lapseAt}): the task lapsed early`);
       },
     },
     {
