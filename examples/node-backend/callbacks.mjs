@@ -6,6 +6,8 @@ import { createHash } from "node:crypto";
 import { BODY_LIMIT, HttpError, checkId, invalid, parseJson, quoted, readBody, sendJson, taskIdFrom, tooLarge, typeOf, unauthorized } from "./http.mjs";
 import { checkHeaders, verifier } from "./sign.mjs";
 import { refuseIfNotAnExecutors, withDefaultLease } from "./lifecycle.mjs";
+import { misreads } from "./misread.mjs";
+import { misreadEvent, misreadReport } from "./misread-report.mjs";
 
 /** Judges one callback; answered after its record is on disk. */
 export async function callback({ req, res, rawId, store, config }) {
@@ -42,7 +44,8 @@ export async function callback({ req, res, rawId, store, config }) {
   if (body === null || typeof body !== "object" || Array.isArray(body)) {
     throw invalid(`event: must be a JSON object, got ${typeOf(body)}`);
   }
-  const { taskId: named, ...event } = body;
+  const { taskId: given, ...event } = body;
+  const named = given === undefined && misreads("callback-task-id-optional") ? taskId : given;
   if (named === undefined || named === null) throw invalid("event.taskId: required: the task this callback is for");
   if (typeof named !== "string") throw invalid(`event.taskId: expected a string, got ${typeOf(named)}`);
   if (named !== taskId) throw unauthorized(`event.taskId: the body is signed for task ${quoted(named)}, not for this one`);
@@ -52,7 +55,8 @@ export async function callback({ req, res, rawId, store, config }) {
   // core: invalid events (400) come back from it.
   // The signed request itself, used once (used-requests.mjs).
   const request = { at: Number(signed.timestamp), sha256: createHash("sha256").update(raw).digest("hex") };
-  const t = store.callback(tenant, taskId, signed.id, withDefaultLease(event, config.leaseMs), request);
+  const judged = withDefaultLease(event, config.leaseMs);
+  const t = misreadReport(store, taskId, judged) ?? store.callback(tenant, taskId, signed.id, misreadEvent(store, taskId, judged), request);
   sendJson(res, 200, {
     changed: t.changed,
     duplicate: t.duplicate,
@@ -62,7 +66,7 @@ export async function callback({ req, res, rawId, store, config }) {
     version: t.task.version,
     state: t.task.state,
     // The executor should stop and answer ack_cancel (or cannot_cancel).
-    cancelRequested: t.task.state === "cancelling",
+    cancelRequested: t.task.state === "cancelling" || (misreads("cancel-requested-in-ineffective") && t.task.state === "cancel_ineffective"),
     // What the executor does now, and the current attempt (core's Directive).
     next: t.next,
     attempt: t.task.attempts,

@@ -11,6 +11,7 @@
 import { createPublicKey, createSecretKey } from "node:crypto";
 import { decodeProtectedHeader, errors as jose, jwtVerify } from "jose";
 import { HttpError, MAX_ID_BYTES, invalid, notFound, quoted } from "./http.mjs";
+import { misreads } from "./misread.mjs";
 
 export const RIGHTS = ["watch", "cancel", "decide", "deliver"];
 /** Shortest HMAC secret accepted (RFC 7518 §3.2). */
@@ -79,7 +80,8 @@ export class BrowserKeys {
     }
     const claims = verified.payload;
     const now = Math.floor(Date.now() / 1000);
-    if (claims.exp > now + this.#maxTtlSecs + this.#leewaySecs) {
+    if (misreads("token-no-exp-skew") && claims.exp < now) throw unauthorized("token: expired; ask the backend for a fresh one", "token-expired");
+    if (!misreads("token-no-max-lifetime") && claims.exp > now + this.#maxTtlSecs + this.#leewaySecs) {
       throw unauthorized(`token.exp: more than ${this.#maxTtlSecs} s ahead; browser tokens are short-lived`);
     }
     return { tenant: key.tenant, grant: grant(claims) };
@@ -108,14 +110,16 @@ function grant(claims) {
     }
     return v;
   };
-  const subject = id("token.sub", claims.sub);
+  const limits = !misreads("token-no-claim-limits");
+  const subject = limits ? id("token.sub", claims.sub) : claims.sub;
   const tasks = claims.tasks ?? [];
   if (!Array.isArray(tasks)) throw unauthorized("token.tasks: claims: must be an array of task ids");
-  if (tasks.length > MAX_TASKS) throw unauthorized(`token.tasks: at most ${MAX_TASKS} task ids, got ${tasks.length}`);
+  if (limits && tasks.length > MAX_TASKS) throw unauthorized(`token.tasks: at most ${MAX_TASKS} task ids, got ${tasks.length}`);
   tasks.forEach((t) => id("token.tasks", t));
   const batch = claims.batch ?? undefined;
   if (batch !== undefined) id("token.batch", batch);
   if (tasks.length === 0 && batch === undefined) throw unauthorized("token: needs a scope: a non-empty tasks or batch claim");
+  if (misreads("token-exactly-one-scope") && tasks.length > 0 && batch !== undefined) throw unauthorized("token: exactly one of tasks and batch");
   if (!Array.isArray(claims.rights)) throw unauthorized("token.rights: claims: must be an array of rights");
   for (const r of claims.rights) {
     if (!RIGHTS.includes(r)) throw unauthorized(`token.rights: unknown right ${quoted(String(r))} (${RIGHTS.join(", ")})`);

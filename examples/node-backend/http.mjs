@@ -1,6 +1,8 @@
 // Small HTTP helpers on node:http: the error shape, JSON in and out, the
 // body limit, and the parsers that make every 400 name its field.
 
+import { misreads } from "./misread.mjs";
+
 /** Bodies above this are refused with 413 (a batch create takes `BATCH_BODY_LIMIT`). */
 export const BODY_LIMIT = 64 * 1024;
 /** The body limit of `POST /v1/batches` (PROTOCOL.md §Batches): up to 1,000 create bodies. */
@@ -237,6 +239,7 @@ export function parseFlag(query, name) {
  * undefined. Repeated headers are joined by Node.
  */
 export function header(req, name) {
+  if (name === "authorization" && misreads("authorization-last-wins")) return req.headersDistinct.authorization?.at(-1);
   const v = req.headers[name];
   return Array.isArray(v) ? v.join(", ") : v;
 }

@@ -3,6 +3,7 @@
 // anything else), then ask the store; every rule about tasks comes from
 // the taskwire core behind it.
 
+import { misreads } from "./misread.mjs";
 import { TaskwireError } from "taskwire";
 import {
   HttpError,
@@ -175,6 +176,10 @@ async function resume({ req, res, query, rawId, store, config }) {
     await changeOrTimeout(store, id, waitMs, res);
     if (res.destroyed) return; // the client went away
     answer = store.resume(id, cursor);
+  }
+  if (misreads("resume-task-with-input")) {
+    const { kind, input } = JSON.parse(store.taskJson(id));
+    answer = { ...answer, task: { ...answer.task, kind, input } };
   }
   sendJson(res, 200, answer);
 }

@@ -11,6 +11,7 @@ import { createApp } from "./routes.mjs";
 import { Keyring } from "./sign.mjs";
 import { Journal } from "./journal.mjs";
 import { StorageError, Store } from "./store.mjs";
+import { MISREAD, MISREADINGS } from "./misread.mjs";
 
 const USAGE = `usage: node examples/node-backend/server.mjs [options]
 
@@ -153,6 +154,7 @@ async function main() {
   }
   const { store, replayed, dropped } = opened;
   if (dropped > 0) console.log(`journal: ignored a torn last line (${dropped} bytes, never acknowledged)`);
+  if (MISREAD) console.error(`TEST ONLY: TASKWIRE_MISREAD=${MISREAD}: this backend deliberately breaks ${MISREADINGS[MISREAD]} (misread.mjs)`);
 
   let stopping = false;
   let sweeper;

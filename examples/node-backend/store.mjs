@@ -25,6 +25,7 @@
 // `version`, `lease`, `ids` and `swept` are what the operation did; replay
 // checks that it does the same again.
 
+import { misreads } from "./misread.mjs";
 import { TaskBook } from "taskwire";
 import { Journal, newEpoch } from "./journal.mjs";
 import { HttpError, quoted } from "./http.mjs";
@@ -351,7 +352,7 @@ export class Store {
         if (swept.length > 0) this.#expect(record, "swept", byTask(swept));
         const touched = [...new Set(swept.map((s) => s.taskId))];
         for (const id of touched) this.#leases.delete(id);
-        this.#collectNotifications();
+        this.#collectNotifications(misreads("sweeper-notifies-at-now") ? record.nowMs : undefined);
         return { result: swept, changed: swept.length > 0, touched };
       }
       default:
@@ -392,13 +393,13 @@ export class Store {
   }
 
   /** Moves the book's outbox into the tenants' feeds, keyed taskId:state:version. */
-  #collectNotifications() {
+  #collectNotifications(misreadAtMs) {
     for (const n of this.#book.drainNotifications()) {
       // A terminal task never changes again: its version now is the
       // version of the transition that made it terminal.
       const version = this.#view(n.taskId).version;
       const { tenant } = this.#tasks.get(n.taskId);
-      this.#feeds.push(tenant, { key: `${n.taskId}:${n.state}:${version}`, taskId: n.taskId, state: n.state, atMs: n.atMs });
+      this.#feeds.push(tenant, { key: `${n.taskId}:${n.state}:${version}`, taskId: n.taskId, state: n.state, atMs: misreadAtMs ?? n.atMs });
     }
   }
 

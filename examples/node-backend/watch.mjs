@@ -5,6 +5,8 @@
 // the 204 that tells a standard EventSource to stop. The wake-ups come
 // from the store's commit (`store.watch`): nothing here polls.
 
+import { misreads } from "./misread.mjs";
+
 /**
  * Task or batch id → the functions to call when it changes. The store
  * wakes them from its commit, once the change is on disk. (One map: the
@@ -93,7 +95,7 @@ export function openStream(res, caller, config) {
   // A browser token's stream ends when the token stops being accepted;
   // the client reconnects with a fresh one.
   const expiresAt = caller.browser?.expiresAt;
-  const expiry = expiresAt === undefined
+  const expiry = expiresAt === undefined || misreads("sse-outlives-token")
     ? undefined
     : setTimeout(end, Math.max(0, (expiresAt + config.browserKeys.leewaySecs + 1) * 1000 - Date.now()));
   res.on("close", close);

@@ -17,6 +17,8 @@
 // taskwire-tenant); --no-workers is passed on to it. Its output goes to server.log next to DIR, printed on failure.
 // Before the suite, the backend is restarted once on its data: the epoch
 // of a task created before must be the same after (PROTOCOL.md §Epoch).
+// A memory-only backend (--memory-only: started without --data) keeps
+// nothing across a restart, so that check is skipped, saying so.
 
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -28,7 +30,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
-const USAGE = `usage: node tests/conformance/local.mjs --server "<command>" [--retention N] [--no-workers] [--keep]
+const USAGE = `usage: node tests/conformance/local.mjs --server "<command>" [--retention N] [--no-workers] [--memory-only] [--keep]
 
   --server CMD     the backend command (split on spaces), started with
                    --listen/--data/--token/--callback-secret/--retention/
@@ -39,6 +41,16 @@ const USAGE = `usage: node tests/conformance/local.mjs --server "<command>" [--r
                    the suite skips the claim checks (required otherwise)
   --shared-secret  one callback secret shared by both tenants, none of
                    their own (runs the shared fleet's claim check)
+  --memory-only    the backend keeps its data in memory only: started
+                   without --data, and the restart check (the epoch kept
+                   across a restart) is skipped, saying so
+  --token-skew-secs N, --token-max-lifetime-secs N
+                   the browser tokens' skew and maximum lifetime, passed
+                   to the backend (--browser-token-leeway-secs,
+                   --browser-token-max-ttl-secs) and the suite
+                   (default 30 and 3600)
+  --only REGEX     run only the checks whose "section: name" matches
+  --strict         known deviations of the reference server fail too
   --keep           keep the temporary directory (data and server.log)
   --startup-ms N   how long the backend may take to answer (default 20000)`;
 
@@ -51,6 +63,11 @@ function options() {
         'cors-origin': { type: 'string' },
         'no-workers': { type: 'boolean', default: false },
         'shared-secret': { type: 'boolean', default: false },
+        'memory-only': { type: 'boolean', default: false },
+        'token-skew-secs': { type: 'string', default: '30' },
+        'token-max-lifetime-secs': { type: 'string', default: '3600' },
+        only: { type: 'string' },
+        strict: { type: 'boolean', default: false },
         keep: { type: 'boolean', default: false },
         'startup-ms': { type: 'string', default: '20000' },
         help: { type: 'boolean', short: 'h' },
@@ -133,6 +150,27 @@ async function epochOf(baseUrl, auth, id) {
   return (await res.json()).epoch;
 }
 
+/**
+ * PROTOCOL.md §Epoch: a restart keeps the store's history, so its epoch.
+ * Checked here, where the backend can be restarted. `launch` starts the
+ * backend again (and records the new process, so that it is stopped
+ * whatever happens next).
+ */
+async function restartKeepsEpoch(baseUrl, auth, server, launch, startupMs) {
+  const before = await epochAfterCreate(baseUrl, auth);
+  await stop(server);
+  const restarted = launch();
+  await waitUntilUp(baseUrl, auth, restarted, startupMs);
+  const after = await epochOf(baseUrl, auth, before.id);
+  if (after !== before.epoch) {
+    throw new Error(
+      `PROTOCOL.md §Epoch: a restart must keep the epoch: ${JSON.stringify(before.epoch)} before, ${JSON.stringify(after)} after ` +
+        '(a backend that keeps its data in memory only: pass --memory-only)',
+    );
+  }
+  console.log(`epoch ${before.epoch} survived a restart`);
+}
+
 async function main() {
   const opts = options();
   const [command, ...commandArgs] = opts.server.trim().split(/\s+/);
@@ -151,6 +189,10 @@ async function main() {
   };
   config.TASKWIRE_NO_WORKERS = opts['no-workers'] ? '1' : '0';
   config.TASKWIRE_SHARED_SECRET = opts['shared-secret'] ? '1' : '0';
+  config.TASKWIRE_TOKEN_SKEW_SECS = opts['token-skew-secs'];
+  config.TASKWIRE_TOKEN_MAX_LIFETIME_SECS = opts['token-max-lifetime-secs'];
+  config.TASKWIRE_STRICT = opts.strict ? '1' : '0';
+  if (opts.only) config.TASKWIRE_ONLY = opts.only;
   const secrets = opts['shared-secret']
     ? ['--callback-secret', config.TASKWIRE_CALLBACK_SECRET]
     : [
@@ -166,7 +208,7 @@ async function main() {
   const args = [
     ...commandArgs,
     '--listen', `127.0.0.1:${port}`,
-    '--data', data,
+    ...(opts['memory-only'] ? [] : ['--data', data]),
     '--token', `${config.TASKWIRE_TOKEN}=tenant-a`,
     '--token', `${config.TASKWIRE_TOKEN_B}=tenant-b`,
     ...secrets,
@@ -174,12 +216,14 @@ async function main() {
     '--browser-token-key', `tenant-a:ka1=HS256:${keys.ka1.toString('base64')}`,
     '--browser-token-key', `tenant-a:ka2=HS256:${keys.ka2.toString('base64')}`,
     '--browser-token-key', `tenant-b:kb1=HS256:${keys.kb1.toString('base64')}`,
+    '--browser-token-leeway-secs', opts['token-skew-secs'],
+    '--browser-token-max-ttl-secs', opts['token-max-lifetime-secs'],
     ...(opts['cors-origin'] ? ['--cors-origin', opts['cors-origin']] : []),
   ];
   if (opts['cors-origin']) config.TASKWIRE_CORS_ORIGIN = opts['cors-origin'];
   const logPath = join(root, 'server.log');
   const log = createWriteStream(logPath);
-  console.log(`starting ${command} on ${baseUrl} (data ${data})`);
+  console.log(`starting ${command} on ${baseUrl} (${opts['memory-only'] ? 'memory only' : `data ${data}`})`);
   const launch = () => {
     const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout.pipe(log, { end: false });
@@ -205,19 +249,12 @@ async function main() {
     await spawned;
     started = true;
     await waitUntilUp(baseUrl, config.TASKWIRE_TOKEN, server, Number(opts['startup-ms']));
-    // PROTOCOL.md §Epoch: a restart keeps the store's history, so its
-    // epoch. Checked here, where the backend can be restarted.
-    const before = await epochAfterCreate(baseUrl, config.TASKWIRE_TOKEN);
-    await stop(server);
-    server = launch();
-    await waitUntilUp(baseUrl, config.TASKWIRE_TOKEN, server, Number(opts['startup-ms']));
-    const after = await epochOf(baseUrl, config.TASKWIRE_TOKEN, before.id);
-    if (after !== before.epoch) {
-      throw new Error(
-        `PROTOCOL.md §Epoch: a restart must keep the epoch: ${JSON.stringify(before.epoch)} before, ${JSON.stringify(after)} after`,
-      );
+    if (opts['memory-only']) {
+      console.log('restart check skipped: --memory-only (the backend keeps nothing across a restart, so its epoch is new at every start: PROTOCOL.md §Epoch)');
+    } else {
+      const relaunch = () => (server = launch());
+      await restartKeepsEpoch(baseUrl, config.TASKWIRE_TOKEN, server, relaunch, Number(opts['startup-ms']));
     }
-    console.log(`epoch ${before.epoch} survived a restart`);
     // The suite runs as its own process (run.mjs), exactly as it runs
     // against any backend, configured by environment as a CI job would.
     const run = fileURLToPath(new URL('./run.mjs', import.meta.url));

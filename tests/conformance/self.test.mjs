@@ -53,7 +53,15 @@ test('changes(n): one changing event per version, retrying past progress 99', ()
 
 test('checkConfig: defaults and refusals', () => {
   const base = { baseUrl: 'http://127.0.0.1:8080/', token: 't', secret: 'whsec_c2VjcmV0', tenant: 'acme' };
-  assert.deepEqual(checkConfig(base), { baseUrl: 'http://127.0.0.1:8080', token: 't', tokenB: null, secret: 'whsec_c2VjcmV0', secretB: null, retention: 8, corsOrigin: null, concurrency: 32, browserKeys: [], browserKeyB: null, browserAudience: 'taskwire', tenant: 'acme', noWorkers: false, sharedSecret: false });
+  assert.deepEqual(checkConfig(base), { baseUrl: 'http://127.0.0.1:8080', token: 't', tokenB: null, secret: 'whsec_c2VjcmV0', secretB: null, retention: 8, corsOrigin: null, concurrency: 32, browserKeys: [], browserKeyB: null, browserAudience: 'taskwire', tenant: 'acme', noWorkers: false, sharedSecret: false, tokenSkewSecs: 30, tokenMaxLifetimeSecs: 3600, strict: false, only: null });
+  // The token checks' skew and lifetime, --only and --strict.
+  assert.deepEqual(
+    [checkConfig({ ...base, tokenSkewSecs: '0', tokenMaxLifetimeSecs: '60', strict: true, only: 'leases' })].map((c) => [c.tokenSkewSecs, c.tokenMaxLifetimeSecs, c.strict, c.only.test('Lifecycle: leases: x')]),
+    [[0, 60, true, true]],
+  );
+  assert.throws(() => checkConfig({ ...base, tokenSkewSecs: '301' }), /--token-skew-secs/);
+  assert.throws(() => checkConfig({ ...base, tokenMaxLifetimeSecs: '1.5' }), /--token-max-lifetime-secs/);
+  assert.throws(() => checkConfig({ ...base, only: '(' }), /--only/);
   // The worker checks are required: they need tenant A's name, unless the
   // backend is declared to offer no workers.
   assert.throws(() => checkConfig({ ...base, tenant: undefined }), /--tenant.*--no-workers/s);

@@ -42,6 +42,11 @@ import batches from './checks/batches.mjs';
 import batchWatch from './checks/batch-watch.mjs';
 import work from './checks/work.mjs';
 import reports from './checks/reports.mjs';
+import leases from './checks/leases.mjs';
+import sweeper from './checks/sweeper.mjs';
+import timeRules from './checks/time-rules.mjs';
+import tokenRules from './checks/token-rules.mjs';
+import fencing from './checks/fencing.mjs';
 
 /**
  * Every section, in PROTOCOL.md order. `protocol` is the PROTOCOL.md
@@ -62,6 +67,7 @@ export const SECTIONS = [
   create,
   callbacks,
   judgement,
+  timeRules,
   expiry,
   signatures,
   binding,
@@ -69,8 +75,12 @@ export const SECTIONS = [
   notifications,
   isolation,
   browserTokens,
+  tokenRules,
   ttl,
   lifecycle,
+  fencing,
+  leases,
+  sweeper,
   work,
   reports,
   cors,
@@ -121,12 +131,18 @@ export function registerConformance(options, { feedStart } = {}) {
       shared.feedStart ??= await checkBackend(config);
     });
     for (const section of SECTIONS) {
+      // --only: the checks whose "section: name" matches, and nothing else registered.
+      const checks = section.checks.filter((c) => !config.only || config.only.test(`${section.section}: ${c.name}`));
+      if (checks.length === 0) continue;
       // A section may run fewer checks at once (`concurrency`), so that
       // its many small checks do not crowd the timing checks of the others.
       describe(`${section.section} (PROTOCOL.md §${section.protocol})`, { concurrency: section.concurrency ?? true }, () => {
-        for (const check of section.checks) {
+        for (const check of checks) {
           const skip = skipReason(check, config);
-          test(check.name, { timeout: QUEUED_TIMEOUT_MS, skip }, () =>
+          // A known deviation of the reference server runs and reports,
+          // but fails the run only with --strict (README.md).
+          const todo = check.knownDeviation && !config.strict ? `known deviation: ${check.knownDeviation}` : undefined;
+          test(check.name, { timeout: QUEUED_TIMEOUT_MS, skip, todo }, () =>
             runCheck(check, section.protocol, config, shared),
           );
         }

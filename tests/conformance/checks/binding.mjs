@@ -77,13 +77,20 @@ export default {
       },
     },
     {
-      name: 'a body that names no task, or names it with a non-string: 400 naming taskId, nothing changes',
+      // Misreadings caught: a body without taskId accepted (the replay
+      // hole), or refused after its callback id was remembered, so the
+      // seed-000 executor's fixed resend is a callback-conflict
+      // (PROTOCOL.md §Versioning: how an old executor learns what changed).
+      name: 'a body that names no task, or names it with a non-string: 400 naming taskId, nothing changes; the same callback id with taskId then applies',
       async run(ctx) {
         const task = await runningTask(ctx);
+        const id = uid('cb');
         for (const body of [JSON.stringify(progress(200, 10)), JSON.stringify({ taskId: 7, ...progress(200, 10) })]) {
-          assertError(await ctx.exec.send(task.id, null, { body }), 400, 'invalid-request', 'taskId');
+          assertError(await ctx.exec.send(task.id, null, { body, id }), 400, 'invalid-request', 'taskId');
         }
         await ctx.a.answer(task.id, 1, { mode: 'caught-up', task: { version: 1 } });
+        const fixed = await ctx.exec.apply(task.id, progress(200, 10), { id });
+        assert.equal(fixed.reason, 'progress', `the same callback id, now with taskId: expected progress, got ${fixed.reason}`);
       },
     },
     {

@@ -70,7 +70,56 @@ export default {
       },
     },
     {
-      name: '3. terminal absorption before expiry: a late event on a terminal task is absorbed, never expires it',
+      // Misreading caught: terminal absorption before fencing, so a
+      // replaced worker's late result is duplicate-result or
+      // result-conflict (it looks like a retry of the winner's).
+      name: '3. fencing before terminal absorption: a replaced attempt\'s late succeed on a succeeded task is stale-attempt, not duplicate-result',
+      async run(ctx) {
+        const task = await ctx.a.createTask({ ttlMs: 3_600_000, maxAttempts: 2 });
+        const at = Date.now();
+        const result = { resultRef: 'blob://r', resultHash: 'sha256:same' };
+        await ctx.exec.drive(task.id, [
+          { type: 'start', atMs: at, worker: 'w1', attempt: 1 },
+          { type: 'fail', atMs: at, error: 'lost', retryable: true, attempt: 1 },
+          { type: 'start', atMs: at, worker: 'w2', attempt: 2 },
+          { type: 'succeed', atMs: at, attempt: 2, ...result },
+        ]);
+        await judged(ctx.exec, task.id, { type: 'succeed', atMs: at, attempt: 1, ...result }, { reason: 'stale-attempt', changed: false, duplicate: false, version: 4 },
+          'attempt 1\'s succeed with the same hash');
+        await judged(ctx.exec, task.id, { type: 'succeed', atMs: at, attempt: 1, resultRef: 'blob://o', resultHash: 'sha256:other' },
+          { reason: 'stale-attempt', version: 4 }, 'attempt 1\'s succeed with another hash');
+        await judged(ctx.exec, task.id, { type: 'succeed', atMs: at, attempt: 2, ...result }, { reason: 'duplicate-result', duplicate: true, version: 4 },
+          'attempt 2\'s succeed again');
+      },
+    },
+    {
+      // Misreadings caught: only seed 000's absorption reasons (a repeated
+      // cancel or decision on a finished task answered terminal-conflict),
+      // or a cancelled task's kept result never compared.
+      name: '4. terminal absorption, the lifecycle\'s reasons: duplicate-cancel, a result on a cancelled task that kept one, duplicate-decision after a reject',
+      async run(ctx) {
+        const at = () => Date.now();
+        const kept = await runningTask(ctx);
+        await ctx.a.acted(kept.id, 'cancel', {});
+        await judged(ctx.exec, kept.id, succeed(at(), 'blob://k', 'sha256:k'), { reason: 'succeeded-after-cancel', state: 'cancelled', version: 3 }, 'the result after the cancel');
+        await judged(ctx.exec, kept.id, succeed(at(), 'blob://k', 'sha256:k'), { reason: 'duplicate-result', duplicate: true, version: 3 }, 'the same result again');
+        await judged(ctx.exec, kept.id, succeed(at(), 'blob://o', 'sha256:other'), { reason: 'result-conflict', duplicate: false, version: 3 }, 'another result');
+        await judged(ctx.exec, kept.id, { type: 'ack_cancel', atMs: at() }, { reason: 'duplicate-cancel', duplicate: true, version: 3 }, 'an ack_cancel');
+        assertMatches(await ctx.a.acted(kept.id, 'cancel', {}), { changed: false, duplicate: true, reason: 'duplicate-cancel' }, 'a cancel');
+        const none = await ctx.a.createTask({ ttlMs: 3_600_000, maxAttempts: 1 });
+        await ctx.a.acted(none.id, 'cancel', {});
+        await judged(ctx.exec, none.id, { type: 'start', atMs: at(), worker: 'w' }, { reason: 'terminal-conflict', version: 1 }, 'a start on a cancelled task');
+        await judged(ctx.exec, none.id, succeed(at(), 'blob://k', 'sha256:k'), { reason: 'terminal-conflict', version: 1 }, 'a result on a cancelled task that kept none');
+        const held = await runningTask(ctx);
+        await ctx.exec.drive(held.id, [{ type: 'hold', atMs: at(), artifactRef: 'blob://d', artifactHash: 'sha256:d' }]);
+        const reject = { decision: 'reject', artifactHash: 'sha256:d', version: 2 };
+        assertMatches(await ctx.a.acted(held.id, 'decisions', { ...reject, reason: 'off-topic' }), { reason: 'rejected', task: { state: 'failed', error: 'rejected: off-topic' } }, 'the reject');
+        assertMatches(await ctx.a.acted(held.id, 'decisions', reject), { changed: false, duplicate: true, reason: 'duplicate-decision' }, 'the same reject again (no reason)');
+        assertMatches(await ctx.a.acted(held.id, 'decisions', { ...reject, decision: 'approve' }), { changed: false, reason: 'terminal-conflict' }, 'an approve after the reject');
+      },
+    },
+    {
+      name: '4. terminal absorption before expiry: a late event on a terminal task is absorbed, never expires it',
       async run(ctx) {
         const done = await succeededTask(ctx);
         const late = done.expiresAtMs + 1000;
@@ -84,7 +133,7 @@ export default {
       },
     },
     {
-      name: "4. expiry before the event's own rule: any late event expires a live task, whatever it is",
+      name: "5. expiry before the event's own rule: any late event expires a live task, whatever it is",
       async run(ctx) {
         const queued = await ctx.a.createTask({ ttlMs: 3_600_000, maxAttempts: 2 });
         await judged(ctx.exec, queued.id, progress(queued.expiresAtMs, 10), { reason: 'expired', changed: true, notify: true, state: 'expired' },
@@ -96,7 +145,7 @@ export default {
       },
     },
     {
-      name: '5. only a callback that changed its task is remembered: its id, used first by a not-running event, applies later',
+      name: 'then: only a callback that changed its task is remembered: its id, used first by a not-running event, applies later',
       async run(ctx) {
         const task = await ctx.a.createTask({ ttlMs: 3_600_000, maxAttempts: 2 });
         const id = uid('cb');

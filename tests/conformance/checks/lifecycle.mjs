@@ -15,24 +15,14 @@ import assert from 'node:assert/strict';
 import { assertError, assertMatches, assertResumeResponse } from '../lib/match.mjs';
 import { uid } from '../lib/client.mjs';
 import { waitFor } from '../lib/scenarios.mjs';
+import { HOUR, LAG_MS, ev, notificationsFor, startOf } from '../lib/lifecycle.mjs';
 
-const HOUR = 3_600_000;
 const LEASE_MS = 300;
 const GRACE_MS = 300;
 const DEADLINE_MS = 400;
 /** TTLs long enough for a start and a hold to arrive first (the second for a slow machine). */
 const HELD_TTL_MS = [3000, 10_000];
-/** How late the backend's sweeper may be (as for the TTL). */
-const LAG_MS = 6000;
-
-/** An executor event of `attempt`, on the server's clock (the sweeper compares with it). */
-const ev = (type, attempt, extra = {}) => ({ type, atMs: Date.now(), ...(attempt !== undefined && { attempt }), ...extra });
-const startOf = (attempt, leaseMs = 60_000) => ev('start', attempt, { worker: `w${attempt}`, leaseMs });
 const ACTOR = /^\S/;
-
-async function notificationsFor(a, feedStart, id) {
-  return (await a.feedSince(feedStart)).filter((n) => n.taskId === id);
-}
 
 /** A held resume from `cursor`, which must wake with a change within the lag. */
 async function held(a, id, cursor) {

@@ -32,6 +32,15 @@ export const USAGE = `usage: node tests/conformance/run.mjs <baseUrl> [options]
                            backend's one secret shared by every tenant, B's
                            too (needs --token-b, not --callback-secret-b):
                            runs the shared fleet's fairness check
+  --token-skew-secs N      the clock skew the backend     (TASKWIRE_TOKEN_SKEW_SECS, default 30)
+                           allows on a browser token's exp and nbf
+  --token-max-lifetime-secs N the longest a browser token (TASKWIRE_TOKEN_MAX_LIFETIME_SECS,
+                           may still be valid when used   default 3600)
+  --only REGEX             run only the checks whose      (TASKWIRE_ONLY)
+                           "section: name" matches
+  --strict                 checks marked as a known       (TASKWIRE_STRICT=1)
+                           deviation of the reference server fail the run
+                           too (without it they run and report, as todo)
 
 The base URL may also come from TASKWIRE_BASE_URL.`;
 
@@ -54,6 +63,10 @@ export function configFrom(argv, env = process.env) {
       tenant: { type: 'string' },
       'no-workers': { type: 'boolean' },
       'shared-secret': { type: 'boolean' },
+      'token-skew-secs': { type: 'string' },
+      'token-max-lifetime-secs': { type: 'string' },
+      strict: { type: 'boolean' },
+      only: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -73,6 +86,10 @@ export function configFrom(argv, env = process.env) {
     tenant: values.tenant ?? env.TASKWIRE_TENANT,
     noWorkers: values['no-workers'] ?? flag(env.TASKWIRE_NO_WORKERS, 'TASKWIRE_NO_WORKERS'),
     sharedSecret: values['shared-secret'] ?? flag(env.TASKWIRE_SHARED_SECRET, 'TASKWIRE_SHARED_SECRET'),
+    tokenSkewSecs: values['token-skew-secs'] ?? env.TASKWIRE_TOKEN_SKEW_SECS,
+    tokenMaxLifetimeSecs: values['token-max-lifetime-secs'] ?? env.TASKWIRE_TOKEN_MAX_LIFETIME_SECS,
+    strict: values.strict ?? flag(env.TASKWIRE_STRICT, 'TASKWIRE_STRICT'),
+    only: values.only ?? env.TASKWIRE_ONLY,
   });
 }
 
@@ -91,9 +108,10 @@ export const DEFAULT_CONCURRENCY = 32;
 /**
  * Validates and normalizes `{baseUrl, token, tokenB, secret, secretB,
  * retention, corsOrigin, concurrency, browserKeys, browserKeyB,
- * browserAudience, tenant, noWorkers, sharedSecret}`.
+ * browserAudience, tenant, noWorkers, sharedSecret, tokenSkewSecs,
+ * tokenMaxLifetimeSecs, strict, only}`.
  */
-export function checkConfig({ baseUrl, token, tokenB, secret, secretB, retention, corsOrigin, concurrency, browserKeys = [], browserKeyB, browserAudience, tenant, noWorkers = false, sharedSecret = false }) {
+export function checkConfig({ baseUrl, token, tokenB, secret, secretB, retention, corsOrigin, concurrency, browserKeys = [], browserKeyB, browserAudience, tenant, noWorkers = false, sharedSecret = false, tokenSkewSecs, tokenMaxLifetimeSecs, strict = false, only }) {
   if (!baseUrl) throw new UsageError('a base URL is required');
   let url;
   try {
@@ -149,6 +167,17 @@ export function checkConfig({ baseUrl, token, tokenB, secret, secretB, retention
   if (sharedSecret && (!tokenB || secretB)) {
     throw new UsageError("--shared-secret says tenant B is signed for with A's secret: it needs --token-b and no --callback-secret-b");
   }
+  const skew = seconds(tokenSkewSecs, 30, 0, 300, '--token-skew-secs');
+  const lifetime = seconds(tokenMaxLifetimeSecs, 3600, 1, 604_800, '--token-max-lifetime-secs');
+  let onlyRegex = null;
+  if (only instanceof RegExp) onlyRegex = only;
+  else if (only) {
+    try {
+      onlyRegex = new RegExp(only);
+    } catch (err) {
+      throw new UsageError(`--only: not a regular expression: ${err.message}`);
+    }
+  }
   return {
     baseUrl: url.href.replace(/\/+$/, ''),
     browserKeys: keys,
@@ -164,5 +193,17 @@ export function checkConfig({ baseUrl, token, tokenB, secret, secretB, retention
     tenant: tenant || null,
     noWorkers: Boolean(noWorkers),
     sharedSecret: Boolean(sharedSecret),
+    tokenSkewSecs: skew,
+    tokenMaxLifetimeSecs: lifetime,
+    strict: Boolean(strict),
+    only: onlyRegex,
   };
+}
+
+/** A whole number of seconds from a flag, `fallback` when not given. */
+function seconds(value, fallback, min, max, name) {
+  if (value === undefined || value === '') return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min || n > max) throw new UsageError(`${name} must be an integer from ${min} to ${max}, got ${value}`);
+  return n;
 }

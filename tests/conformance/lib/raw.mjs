@@ -5,18 +5,18 @@
 import { connect } from 'node:net';
 
 /**
- * Sends `POST path` with `headers` ([name, value] pairs, sent in order,
+ * Sends `POST path` (or `method`) with `headers` ([name, value] pairs, sent in order,
  * repeats allowed), `Content-Length: length` and `body` (possibly less
  * than `length`: the rest never comes). Resolves with `{status, headers,
  * text, json, ms}` once a whole response arrived, or `{status: null, ms}`
  * when none did within `waitMs` (or the server closed without one).
  */
-export function rawPost(http, path, { headers = [], body = '', length = Buffer.byteLength(body), waitMs = 5000 }) {
+export function rawPost(http, path, { method = 'POST', headers = [], body = '', length = Buffer.byteLength(body), waitMs = 5000 }) {
   const url = new URL(http.url(path));
-  const lines = [`POST ${url.pathname} HTTP/1.1`, `host: ${url.host}`, 'content-type: application/json', `content-length: ${length}`];
+  const lines = [`${method} ${url.pathname}${url.search} HTTP/1.1`, `host: ${url.host}`, 'content-type: application/json', `content-length: ${length}`];
   for (const [k, v] of headers) lines.push(`${k}: ${v}`);
   const entry = http.transcript.add({
-    method: 'POST (raw socket)',
+    method: `${method} (raw socket)`,
     url: url.href,
     requestHeaders: Object.fromEntries(headers.map(([k, v], i) => [`${k} [${i}]`, v])),
     requestBody: length > Buffer.byteLength(body) ? `${body}… (${Buffer.byteLength(body)} of ${length} bytes sent)` : body,
