@@ -345,8 +345,10 @@ impl TaskView {
         }
         let outcome = match event {
             Event::Start { .. } => self.start(),
-            Event::Progress { progress, .. } => self.report(Some(progress.get())),
-            Event::Heartbeat { .. } => self.report(None),
+            Event::Progress { progress, .. } => {
+                self.report(Some(progress.get()), event.attempt().is_some())
+            }
+            Event::Heartbeat { .. } => self.report(None, event.attempt().is_some()),
             Event::Succeed {
                 result_ref,
                 result_hash,

@@ -24,20 +24,34 @@ impl TaskView {
         if self.state != State::Queued || self.attempts >= self.allowed_attempts() {
             return Outcome::unchanged(Reason::NotStartable, false);
         }
+        // Progress is kept, not reset: every way back to `queued` that
+        // starts the work over (a retried failure, an abandoned attempt)
+        // has already set it to 0, as the seed's start did; only a
+        // continuation after a decision keeps it, and then the next
+        // attempt goes on from the artifact (PROTOCOL.md §Continuations).
         self.state = State::Running;
         self.attempts += 1;
-        self.progress = 0;
         Outcome::changed(Reason::Started, false)
     }
 
     /// `progress` (with a percentage) or `heartbeat`: the attempt is
     /// alive (its lease is extended after, see `lease_change`).
-    pub(super) fn report(&mut self, progress: Option<u8>) -> Outcome {
+    ///
+    /// `current`: the report names its attempt (it carries `attempt`, and
+    /// fencing let it through, so it is the current one). Such a report
+    /// that changes the task shows the current attempt working, so an
+    /// `error` left by an earlier failure or lapse is cleared with it: a
+    /// page must not say "lease lapsed" over an attempt that runs fine.
+    /// A report without `attempt` may be a late one from the attempt that
+    /// failed, so it proves nothing and keeps the seed's rule (the error
+    /// stays until a success).
+    pub(super) fn report(&mut self, progress: Option<u8>, current: bool) -> Outcome {
         use Reason::*;
         match (self.state, progress) {
             (State::Unknown, _) => {
                 self.state = State::Running;
                 self.progress = self.progress.max(progress.unwrap_or(0));
+                self.clear_stale_error(current);
                 Outcome::changed(Recovered, false)
             }
             (s, _) if !s.is_leased() => Outcome::unchanged(NotRunning, false),
@@ -46,8 +60,17 @@ impl TaskView {
             (_, Some(p)) if p == self.progress => Outcome::unchanged(DuplicateProgress, true),
             (_, Some(p)) => {
                 self.progress = p;
+                self.clear_stale_error(current);
                 Outcome::changed(Progress, false)
             }
+        }
+    }
+
+    /// Clears `error` when a report of the current attempt shows it
+    /// working (see [`TaskView::report`]).
+    fn clear_stale_error(&mut self, current: bool) {
+        if current {
+            self.error = None;
         }
     }
 
