@@ -120,11 +120,13 @@ pub fn publish_plan() -> Vec<Step> {
 }
 
 /// After "request changes" on draft `n - 1` (times from the decision):
-/// the next attempt revises it and holds draft `n`.
+/// the next attempt revises it and holds draft `n`. It goes on from the
+/// draft, so its progress goes on from the drafting's 82 % (a
+/// continuation keeps progress; a lower report would be stale).
 pub fn revision_plan(n: u32) -> Vec<Step> {
     vec![
         step(500, &format!("sum-rev-{n}"), start("summarizer-1")),
-        step(2_500, &format!("sum-rev-{n}-p"), progress(60)),
+        step(2_500, &format!("sum-rev-{n}-p"), progress(91)),
         step(4_500, &format!("sum-hold-{n}"), hold(n)),
     ]
 }
