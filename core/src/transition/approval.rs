@@ -96,7 +96,7 @@ impl TaskView {
         // A continuation, not a retry: progress is kept (the next start
         // keeps it too) and no error survives it.
         self.state = State::Queued;
-        self.error = None;
+        self.clear_error_if(true);
         self.continuations = self.continuations.saturating_add(1);
         Outcome::changed(
             if kind == DecisionKind::Approve {

@@ -345,10 +345,10 @@ impl TaskView {
         }
         let outcome = match event {
             Event::Start { .. } => self.start(),
-            Event::Progress { progress, .. } => {
-                self.report(Some(progress.get()), event.attempt().is_some())
-            }
-            Event::Heartbeat { .. } => self.report(None, event.attempt().is_some()),
+            Event::Progress {
+                progress, attempt, ..
+            } => self.report(Some(progress.get()), attempt.is_some()),
+            Event::Heartbeat { attempt, .. } => self.report(None, attempt.is_some()),
             Event::Succeed {
                 result_ref,
                 result_hash,

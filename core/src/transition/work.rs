@@ -47,11 +47,10 @@ impl TaskView {
     /// stays until a success).
     pub(super) fn report(&mut self, progress: Option<u8>, current: bool) -> Outcome {
         use Reason::*;
-        match (self.state, progress) {
+        let outcome = match (self.state, progress) {
             (State::Unknown, _) => {
                 self.state = State::Running;
                 self.progress = self.progress.max(progress.unwrap_or(0));
-                self.clear_stale_error(current);
                 Outcome::changed(Recovered, false)
             }
             (s, _) if !s.is_leased() => Outcome::unchanged(NotRunning, false),
@@ -60,16 +59,21 @@ impl TaskView {
             (_, Some(p)) if p == self.progress => Outcome::unchanged(DuplicateProgress, true),
             (_, Some(p)) => {
                 self.progress = p;
-                self.clear_stale_error(current);
                 Outcome::changed(Progress, false)
             }
-        }
+        };
+        // One place for both changes (recovered, progress): the page's
+        // wasm has a few bytes of room.
+        self.clear_error_if(outcome.changed && current);
+        outcome
     }
 
-    /// Clears `error` when a report of the current attempt shows it
-    /// working (see [`TaskView::report`]).
-    fn clear_stale_error(&mut self, current: bool) {
-        if current {
+    /// Clears `error` when `clear`. Not inlined: the rules that clear it
+    /// share one copy of the code that frees it (the page's wasm has a
+    /// few bytes of room).
+    #[inline(never)]
+    pub(super) fn clear_error_if(&mut self, clear: bool) {
+        if clear {
             self.error = None;
         }
     }
@@ -87,7 +91,7 @@ impl TaskView {
         self.result_ref = Some(result_ref.to_string());
         self.result_hash = Some(result_hash.to_string());
         // A success supersedes an error left by a retried failure (fix 5).
-        self.error = None;
+        self.clear_error_if(true);
         Outcome::changed(reason, true)
     }
 
