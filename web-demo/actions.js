@@ -1,7 +1,7 @@
 // What the page does to a task besides following it: cancel it, decide on
 // its held draft, kill its worker (a demo control), and show the notes the
-// demo's executor leaves for what no task history holds (a zombie's late
-// result fenced off, a cancel the work could not honour).
+// demo's workers leave for what no task history holds (a killed worker's
+// task taken over by another, a cancel the work could not honour).
 //
 // Cancel and decisions go through `TaskClient.cancel` / `decide` with the
 // task's browser token, as a real page would; the answer says what the
@@ -9,10 +9,10 @@
 // swallowed. What the task then does arrives through the watch.
 
 /**
- * The executor's notes the log shows (`killed` is not: the page logs its
+ * The workers' notes the log shows (`killed` is not: the page logs its
  * own kill from the answer, at once).
  */
-const NOTE_KINDS = new Set(["replaced", "fenced", "cannot-cancel", "gave-up"]);
+const NOTE_KINDS = new Set(["replaced", "cannot-cancel"]);
 
 export class Actions {
   #app;
@@ -68,7 +68,7 @@ export class Actions {
     }
   }
 
-  /** POST /v1/demo/tasks/{id}/kill-worker: the worker goes silent. */
+  /** POST /v1/demo/tasks/{id}/kill-worker: the worker dies with its jobs. */
   async kill(t) {
     try {
       const { attempt, worker } = await this.#app.api("POST", `/v1/demo/tasks/${t.id}/kill-worker`);
@@ -78,7 +78,7 @@ export class Actions {
     }
   }
 
-  /** Logs the executor's notes not logged yet (from /v1/demo/stats). */
+  /** Logs the workers' notes not logged yet (from /v1/demo/stats). */
   showNotes(notes) {
     if (!Array.isArray(notes)) return;
     for (const note of notes) {

@@ -39,7 +39,7 @@ class App {
   tracked = new Map();
   /** One TaskClient per task: each holds that task's browser token. */
   clients = new Map();
-  /** Cancel, decisions, kill the worker, and the executor's notes. */
+  /** Cancel, decisions, kill the worker, and the workers' notes. */
   actions = new Actions(this);
   /** The moderation batch's grid, when one was started (batch.js). */
   batch = undefined;
@@ -57,7 +57,7 @@ class App {
     setInterval(() => this.#tick(), 200);
     this.#tick();
     this.#pollStats();
-    // Every second: the executor's notes (a zombie fenced off) are news.
+    // Every second: the workers' notes (a task taken over) are news.
     setInterval(() => this.#pollStats(), 1_000);
     document.body.dataset.ready = "true";
   }

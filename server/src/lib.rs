@@ -123,6 +123,8 @@ impl Server {
     /// Stops: aborts held requests, finishes the rest, stops the sweeper.
     pub async fn stop(mut self) {
         self.state.hub.drop_connections();
+        // The demo's workers first: they would only retry a closed port.
+        self.state.demo.fleets.stop().await;
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }

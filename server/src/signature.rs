@@ -76,6 +76,12 @@ impl Secret {
         Self::from_key(key)
     }
 
+    /// The secret as configured, `whsec_<base64>`: what the demo's own
+    /// workers are given, as a tenant gives its workers theirs.
+    pub fn to_whsec(&self) -> String {
+        format!("whsec_{}", STANDARD.encode(&self.key))
+    }
+
     /// A secret with a fresh random key that nobody else holds (the decoy
     /// of [`Verifier::decoy`]).
     pub fn random() -> Result<Self, String> {

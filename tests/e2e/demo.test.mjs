@@ -260,7 +260,10 @@ describe("demo page, in Chromium, through real outages", { timeout: 150 * SECOND
   });
 
   it("counts the duplicates the server absorbed", async () => {
-    // The summary's executor re-sends a callback and a success; the batch re-sends starts.
+    // The demo's link loses a few answers, so the worker library sends those
+    // reports again under the same callback id: the summary's 55 % and its
+    // success, and in the batch the quota item's 60 %, the invalid item's 10 %
+    // and each retried item's success.
     await page.waitForFunction(() => +document.getElementById("dedup").dataset.deduplicated >= 4, null, { timeout: 10 * SECOND });
   });
 

@@ -182,7 +182,11 @@ async fn live(job: Job, handler: Option<Handler>) {
             .await;
         return;
     };
-    let beat = {
+    // Both children are aborted when this job is dropped: a worker whose
+    // `run()` future is dropped (its task aborted, its runtime shut down)
+    // dies as a killed process does, and must not keep a lease alive
+    // with heartbeats for a handler nobody runs.
+    let beat = AbortOnDrop({
         let reporter = Arc::clone(&reporter);
         tokio::spawn(async move {
             let period = reporter.lease() / 3;
@@ -197,10 +201,11 @@ async fn live(job: Job, handler: Option<Handler>) {
                 }
             }
         })
-    };
+    });
     // The handler in a task of its own, so that a panic is a failure of
     // this job and not of the worker.
-    let outcome = match tokio::spawn(handler(job.clone())).await {
+    let mut handler = AbortOnDrop(tokio::spawn(handler(job.clone())));
+    let outcome = match (&mut handler.0).await {
         Ok(r) => r,
         Err(e) if e.is_panic() => Err(JobError::fatal(format!(
             "handler panicked: {}",
@@ -208,8 +213,17 @@ async fn live(job: Job, handler: Option<Handler>) {
         ))),
         Err(_) => Err(JobError::cancelled()),
     };
-    beat.abort();
+    drop(beat);
     last_word(&reporter, outcome).await;
+}
+
+/// A spawned task that is aborted when its handle is dropped.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 fn panic_text(e: tokio::task::JoinError) -> String {

@@ -209,3 +209,45 @@ async fn a_cancel_the_job_cannot_honour_is_answered_cannot_cancel_and_the_job_go
     worker.shutdown(Duration::from_secs(1)).await;
     run.await.unwrap();
 }
+
+/// A worker's `run()` dropped, as when its process is killed: its
+/// heartbeats stop with it, the lease lapses, and another worker takes
+/// the task over. Before the fix a dropped run left the job's heartbeat
+/// task alive, renewing the lease of an attempt nobody ran.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_whose_run_is_dropped_goes_silent_and_another_takes_over() {
+    let server = Server::start(&[]);
+    let doomed = server.worker("w-doomed").build().unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    doomed.handle("killed", until_signalled(&seen)).unwrap();
+    let run = spawn(&doomed);
+    let id = server
+        .create("killed", json!(null), json!({"unknownGraceMs": 3000}))
+        .await;
+    server.wait_state(&id, "running").await;
+    run.abort();
+    let _ = run.await;
+    // The 3 s lease lapses: no heartbeat renews it any more.
+    let lapsed = server.wait_state(&id, "unknown").await;
+    assert_eq!(lapsed["attempts"], 1);
+    let heir = server.worker("w-heir").build().unwrap();
+    heir.handle("killed", |job| async move {
+        Ok(Done::result(
+            format!("blob://{}", job.attempt()),
+            "sha256:2",
+        ))
+    })
+    .unwrap();
+    let run_heir = spawn(&heir);
+    let task = server.wait_state(&id, "succeeded").await;
+    assert_eq!(
+        (task["attempts"].clone(), task["resultRef"].clone()),
+        (json!(2), json!("blob://2"))
+    );
+    assert!(
+        seen.lock().unwrap().is_empty(),
+        "the killed handler never ran on"
+    );
+    heir.shutdown(Duration::from_secs(1)).await;
+    run_heir.await.unwrap();
+}

@@ -1,24 +1,24 @@
 //! The moderation batch (the seed's second workload, 「500 条内容逐条分类」):
 //! one batch of up to 500 items (PROTOCOL.md §Batches), created through
-//! the store's batch create, and played by a pool of [`WORKERS`] moderation
-//! workers that take the items in order, one at a time each, as a real
-//! worker pool drains its queue (items wait `queued` until a worker is
-//! free).
+//! the store's batch create, and run by the tenant's demo workers, which
+//! claim the items from the work queue in order, as many at once as they
+//! have free slots (items wait `queued` until a worker is free).
 //!
-//! Items 1 to 3 are the seed's three scenarios, unchanged: a quota
-//! failure then a retried success, invalid input, and a task that expires
-//! before its late success. The others are ordinary moderation calls, a
-//! few of which are retried or refused, so the grid shows every state.
+//! Items 1 to 3 are the seed's three scenarios: a quota failure then a
+//! retried success, invalid input, and a task that expires before its
+//! late success. The others are ordinary moderation calls, a few of which
+//! are retried or refused, so the grid shows every state
+//! ([`plans::item_plan`]).
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
 use taskwire_wire::to_json;
 
-use super::executor;
-use super::plans::{self, Step, EXPIRING_TTL_MS};
+use super::fleet;
+use super::plans::{self, Workload, EXPIRING_TTL_MS, SEED_SCENARIOS};
+use super::scripts::Script;
 use crate::error::ApiError;
 use crate::routes::tasks::{count_open_task_refusal, new_task_view, LifecycleOptions};
 use crate::store::batches::new_batch_id;
@@ -28,38 +28,21 @@ use taskwire_wire::exact::RawJson;
 
 /// Items of the page's batch (and the most a demo batch may have).
 pub const MAX_ITEMS: usize = 500;
-/// Workers that play one batch: its share of the tenant's running demo
-/// tasks (`limits::TENANT_RUNNING`).
+/// The items of one batch in play at once: its share of the tenant's
+/// running demo tasks (`limits::TENANT_RUNNING`), counted as that many
+/// places in the demo's limits.
 pub const WORKERS: usize = 16;
-/// The seed's scenarios, items 1 to 3.
-pub const SEED_SCENARIOS: [&str; 3] = ["quota-then-success", "invalid-input", "expires"];
 
-/// One item: its scenario, TTL (ms) and plan.
-struct Item {
-    scenario: &'static str,
-    ttl_ms: f64,
-    plan: Vec<Step>,
-}
-
-/// Item `index` (from 0) of a batch played at `speed`.
-fn item(index: usize, speed: f64) -> Item {
-    let seed = |scenario, ttl_ms, plan| Item {
-        scenario,
-        ttl_ms,
-        plan,
+/// Item `index` (from 0) of a batch played at `speed`: its scenario and
+/// TTL (ms).
+fn item(index: usize, speed: f64) -> (&'static str, f64) {
+    let scenario = plans::scenario(index);
+    let ttl_ms = if scenario == SEED_SCENARIOS[2] {
+        EXPIRING_TTL_MS as f64 / speed
+    } else {
+        3_600_000.0
     };
-    match index {
-        0 => seed(SEED_SCENARIOS[0], 3_600_000.0, plans::quota_plan()),
-        1 => seed(SEED_SCENARIOS[1], 3_600_000.0, plans::invalid_plan()),
-        2 => seed(
-            SEED_SCENARIOS[2],
-            EXPIRING_TTL_MS as f64 / speed,
-            plans::expiring_plan(),
-        ),
-        i if i % 25 == 7 => seed("retried", 3_600_000.0, plans::moderation_retried(i)),
-        i if i % 40 == 13 => seed("refused", 3_600_000.0, plans::moderation_refused(i)),
-        i => seed("classified", 3_600_000.0, plans::moderation_item(i)),
-    }
+    (scenario, ttl_ms)
 }
 
 /// An item's input: `{"item","scenario","workload"}` (name order, as its
@@ -71,14 +54,14 @@ struct ItemInput {
     workload: &'static str,
 }
 
-/// How long each worker runs (real time): the items go, in order, to the
-/// worker that is free first, as the pool plays them (what a refused
+/// How long each of the batch's places is held (real time): the items'
+/// plans, in order, shared among [`WORKERS`] places (what a refused
 /// start's `Retry-After` is estimated from).
-fn worker_runs(items: &[Item], speed: f64) -> Vec<Duration> {
-    let mut ends = vec![0u64; WORKERS.min(items.len()).max(1)];
-    for it in items {
+fn place_runs(count: usize, speed: f64) -> Vec<Duration> {
+    let mut ends = vec![0u64; WORKERS.min(count).max(1)];
+    for index in 0..count {
         if let Some(first_free) = ends.iter_mut().min() {
-            *first_free += plans::duration(&it.plan);
+            *first_free += Workload::Item(index).longest();
         }
     }
     ends.iter()
@@ -101,21 +84,22 @@ pub async fn start(
     speed: f64,
     count: usize,
 ) -> Result<Started, ApiError> {
-    let items: Vec<Item> = (0..count).map(|i| item(i, speed)).collect();
     // Admitted as WORKERS running tasks, each for as long as its items.
-    let slots = state.demo.admit(&tenant, &worker_runs(&items, speed))?;
+    let slots = Arc::new(state.demo.admit(&tenant, &place_runs(count, speed))?);
+    state.demo.fleets.ensure(state, &tenant).await?;
     let lifecycle = LifecycleOptions {
-        unknown_grace_ms: Some(executor::grace_ms(speed)),
+        unknown_grace_ms: Some(fleet::grace_ms(speed)),
         ..Default::default()
     };
     let mut tasks = Vec::with_capacity(count);
-    for (i, it) in items.iter().enumerate() {
+    for i in 0..count {
+        let (scenario, ttl_ms) = item(i, speed);
         let kind = Some("moderation".to_string());
         let field = format!("items[{i}]");
-        let view = new_task_view(state, &field, (it.ttl_ms, 3), lifecycle, &kind)?;
+        let view = new_task_view(state, &field, (ttl_ms, 3), lifecycle, &kind)?;
         let input = to_json(&ItemInput {
             item: i + 1,
-            scenario: it.scenario,
+            scenario,
             workload: "batch",
         });
         tasks.push(NewTask {
@@ -130,7 +114,21 @@ pub async fn start(
             open_task_limit: None,
         });
     }
-    let batch = state
+    // The scripts first: a held claim may take an item the moment it is
+    // stored.
+    let ids: Vec<String> = tasks.iter().map(|t| t.view.id.clone()).collect();
+    for (index, id) in ids.iter().enumerate() {
+        let registered = state.demo.workers.register(&tenant, id);
+        let script = Script::new(
+            tenant.clone(),
+            Workload::Item(index),
+            speed,
+            Arc::clone(&slots),
+            registered,
+        );
+        state.demo.scripts.insert(id, script);
+    }
+    let created = state
         .store
         .create_batch(NewBatch {
             id: new_batch_id().map_err(ApiError::internal)?,
@@ -141,7 +139,16 @@ pub async fn start(
             created_at_ms: crate::routes::now_ms(),
         })
         .await
-        .inspect_err(|e| count_open_task_refusal(state, e))?;
+        .inspect_err(|e| count_open_task_refusal(state, e));
+    let batch = match created {
+        Ok(batch) => batch,
+        Err(e) => {
+            for id in &ids {
+                state.demo.scripts.remove(id);
+            }
+            return Err(e.into());
+        }
+    };
     for task in &batch.tasks {
         state
             .hub
@@ -149,27 +156,8 @@ pub async fn start(
             .offer(&task.tenant, task.kind.as_deref().unwrap_or(""));
     }
     state.demo.made.batch(&batch.id);
-    for task in &batch.tasks {
-        state.demo.made.task(&task.view.id);
-    }
-    let queue: VecDeque<(String, Vec<Step>)> = batch
-        .tasks
-        .iter()
-        .zip(items)
-        .map(|(task, it)| (task.view.id.clone(), it.plan))
-        .collect();
-    let queue = Arc::new(Mutex::new(queue));
-    for slot in slots {
-        let (state, tenant, queue) = (state.clone(), tenant.clone(), Arc::clone(&queue));
-        tokio::spawn(async move {
-            let _slot = slot;
-            loop {
-                // The lock is never held across an await.
-                let next = queue.lock().unwrap_or_else(|p| p.into_inner()).pop_front();
-                let Some((task, plan)) = next else { break };
-                executor::play(&state, tenant.clone(), task, plan, speed).await;
-            }
-        });
+    for id in &ids {
+        state.demo.made.task(id);
     }
     let scenarios = SEED_SCENARIOS.iter().take(count).copied().collect();
     Ok(Started { batch, scenarios })

@@ -6,7 +6,8 @@
 //!
 //! - at most [`TENANT_RUNNING`] demo tasks playing at once per tenant and
 //!   [`SERVER_RUNNING`] on the whole server (a batch is three tasks), each
-//!   counted from admission until its executor has sent its last callback;
+//!   counted from admission until the demo is done with it (its plan
+//!   ended, or it was forgotten: see `scripts`);
 //! - at most [`START_BURST`] workload starts at once per tenant, refilled
 //!   at [`STARTS_PER_SEC`];
 //! - speed at least [`MIN_SPEED`], so a task holds its place for minutes,
@@ -14,7 +15,7 @@
 //!
 //! Past a bound the answer is 429 with `Retry-After` and a stable code
 //! (`demo-rate-limited`, `demo-too-many-workloads`). Memory is then
-//! bounded whatever a tenant sends: an executor costs a few KB.
+//! bounded whatever a tenant sends: a script costs a few hundred bytes.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -40,8 +41,12 @@ pub const STARTS_PER_SEC: f64 = 2.0;
 #[derive(Debug, Default)]
 pub struct Demo {
     state: Mutex<DemoState>,
-    /// The playing executors (for kills) and their notes.
+    /// The demo tasks in play (for kills) and the workers' notes.
     pub workers: Arc<super::workers::Workers>,
+    /// What the workers play for each demo task.
+    pub scripts: Arc<super::scripts::Scripts>,
+    /// The workers themselves, per tenant.
+    pub fleets: super::fleet::Fleets,
     /// The tasks and batches the demo made (the only ones it mints for).
     pub made: super::made::Made,
 }
@@ -69,8 +74,8 @@ struct Bucket {
     at: Instant,
 }
 
-/// One admitted demo task: its place is given back when dropped (the
-/// executor holds it until its last callback).
+/// One admitted demo task: its place is given back when dropped (its
+/// script holds it until the demo is done with the task).
 #[derive(Debug)]
 #[must_use = "the place is given back when the slot is dropped"]
 pub struct Slot {

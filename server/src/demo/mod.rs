@@ -1,33 +1,42 @@
-//! `--demo`: the static demo page, an executor inside the server, and the
+//! `--demo`: the static demo page, the demo's workers, and the
 //! `/v1/demo/*` endpoints (not part of PROTOCOL.md; see server/README.md).
 //!
-//! The executor is deliberately an outsider: it posts **signed callbacks
-//! over real HTTP** to this server's own callback endpoint, exactly as an
-//! external executor would, including redeliveries (same `webhook-id`) and
-//! a duplicate success (new `webhook-id`, same hash), so the demo shows
-//! the server absorbing them (`GET /v1/demo/stats`).
+//! The workers are deliberately outsiders: they run on the
+//! `taskwire-worker` library and claim the demo's tasks from this
+//! server's work queue over real loopback HTTP, signing with the tenant's
+//! callback secret, exactly as a tenant's own workers would. The network
+//! between them ([`link`]) loses a few answers on purpose, so the library
+//! redelivers (same `webhook-id`) and the demo shows the server absorbing
+//! duplicates (`GET /v1/demo/stats`).
 //!
 //! Everything is scoped to the caller's tenant and bounded ([`limits`]):
 //! one tenant can neither see nor cut another's connections, nor grow the
 //! server without limit by starting workloads.
 //!
-//! - [`plans`]: what each workload's executor sends, and when;
-//! - [`executor`]: how it sends it, as a lifecycle executor (leases,
-//!   cancels, holds for approval, a killed worker and its zombie);
-//! - [`workers`]: the executors the page can kill, and their notes;
+//! - [`plans`]: what each workload's jobs report, and when;
+//! - [`play`]: the workers' handler, which plays a plan and answers
+//!   cancels;
+//! - [`fleet`]: the workers, per tenant, and the page's kills;
+//! - [`link`]: the relay between the workers and the server;
+//! - [`scripts`]: what the demo made each task for;
+//! - [`workers`]: who holds each demo task, and the workers' notes;
 //! - [`limits`]: per-tenant counters, caps and the start rate;
 //! - [`files`]: the static page, regular files under the root only;
 //! - [`tokens`]: who the page is, and its browser tokens.
 
 pub mod batch;
-pub mod executor;
 pub mod files;
+pub mod fleet;
 pub mod limits;
+pub mod link;
 pub mod made;
 pub mod plans;
+pub mod play;
+pub mod scripts;
 pub mod tokens;
 pub mod workers;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Bytes;
@@ -40,14 +49,14 @@ use axum::Router;
 use serde::{Deserialize, Serialize};
 use taskwire_wire::{from_json_serde_bytes, to_json};
 
-use self::executor::Job;
 pub use self::limits::Demo;
 use self::limits::{MAX_SPEED, MIN_SPEED, TENANT_RUNNING};
-use self::plans::Step;
+use self::plans::Workload;
+use self::scripts::Script;
 use self::tokens::DemoCaller;
 use self::workers::Note;
-use crate::error::ApiError;
-use crate::routes::tasks::{create_for, LifecycleOptions};
+use crate::error::{quoted, ApiError};
+use crate::routes::tasks::{new_task_view, store_new_task, LifecycleOptions};
 use crate::routes::{body, check_id, limited};
 use crate::stats::CallbackCounts;
 use crate::wire_json::WireJson;
@@ -101,12 +110,12 @@ fn scaled(ms: u64, speed: f64) -> f64 {
 }
 
 /// One task of a workload: its kind, TTL (ms), input (JSON text) and
-/// plan.
+/// what the demo's workers play for it.
 struct Scripted {
     kind: &'static str,
     ttl_ms: f64,
     input: String,
-    plan: Vec<Step>,
+    workload: Workload,
 }
 
 // The bodies below keep their keys in name order: the order the page and
@@ -178,8 +187,9 @@ struct Workloads {
     running: usize,
 }
 
-/// Admits a workload (all of its tasks or none, see [`limits`]), creates
-/// its tasks for the tenant and starts their executors. Returns the ids.
+/// Admits a workload (all of its tasks or none, see [`limits`]), starts
+/// the tenant's workers if they do not run yet, and creates its tasks for
+/// the tenant, each with its script. Returns the ids.
 async fn start_workload(
     state: &AppState,
     tenant: String,
@@ -188,37 +198,39 @@ async fn start_workload(
 ) -> Result<Vec<String>, ApiError> {
     let runs: Vec<Duration> = tasks
         .iter()
-        .map(|t| Duration::from_secs_f64(scaled(plans::duration(&t.plan), speed) / 1000.0))
+        .map(|t| Duration::from_secs_f64(scaled(t.workload.longest(), speed) / 1000.0))
         .collect();
     let slots = state.demo.admit(&tenant, &runs)?;
+    state.demo.fleets.ensure(state, &tenant).await?;
     let mut ids = Vec::with_capacity(tasks.len());
     for (task, slot) in tasks.into_iter().zip(slots) {
         let input = RawJson::parse(task.input)
             .map_err(|e| ApiError::internal(format!("demo input: {e}")))?;
-        let (record, _) = create_for(
-            state,
-            tenant.clone(),
-            None,
-            (task.ttl_ms, 3),
-            // A killed worker's task is re-queued seconds after its lease lapses.
-            LifecycleOptions {
-                unknown_grace_ms: Some(executor::grace_ms(speed)),
-                ..Default::default()
-            },
-            Some(task.kind.into()),
-            Some(input),
-        )
-        .await?;
-        let id = record.view.id;
-        state.demo.made.task(&id);
-        let job = Job {
-            tenant: tenant.clone(),
-            task: id.clone(),
-            plan: task.plan,
-            speed,
-            slot,
+        let kind = Some(task.kind.to_string());
+        // A killed worker's task is re-queued seconds after its lease lapses.
+        let lifecycle = LifecycleOptions {
+            unknown_grace_ms: Some(fleet::grace_ms(speed)),
+            ..Default::default()
         };
-        executor::spawn(state, job);
+        let view = new_task_view(state, "body", (task.ttl_ms, 3), lifecycle, &kind)?;
+        // The script first: a held claim may take the task the moment it
+        // is stored.
+        let id = view.id.clone();
+        let registered = state.demo.workers.register(&tenant, &id);
+        let script = Script::new(
+            tenant.clone(),
+            task.workload,
+            speed,
+            Arc::new(vec![slot]),
+            registered,
+        );
+        state.demo.scripts.insert(&id, script);
+        let stored = store_new_task(state, tenant.clone(), None, view, kind, Some(input)).await;
+        if let Err(e) = stored {
+            state.demo.scripts.remove(&id);
+            return Err(e);
+        }
+        state.demo.made.task(&id);
         ids.push(id);
     }
     Ok(ids)
@@ -241,11 +253,7 @@ async fn summary(
             doc: "doc-1",
             workload: "summary",
         }),
-        plan: if approval {
-            plans::summary_plan()
-        } else {
-            plans::seed_summary_plan()
-        },
+        workload: Workload::Summary { approval },
     };
     let ids = start_workload(&state, tenant, speed, vec![task]).await?;
     Ok(created(TaskIds { task_ids: ids }))
@@ -298,15 +306,16 @@ async fn long(
             steps: 40,
             workload: "long",
         }),
-        plan: plans::long_plan(),
+        workload: Workload::Long,
     };
     let ids = start_workload(&state, tenant, speed, vec![task]).await?;
     Ok(created(TaskIds { task_ids: ids }))
 }
 
-/// Kills the worker holding one of the caller's demo tasks: it goes
-/// silent (its lease lapses, the task is `unknown`, then re-queued for a
-/// replacement) and later comes back as a zombie (see [`executor`]).
+/// Kills the worker holding one of the caller's demo tasks, as its
+/// process would die: every job it held dies with it, their leases lapse
+/// (`unknown`), the server re-queues the tasks after their grace, and
+/// another worker takes each over (see [`fleet`]).
 async fn kill_worker(
     State(state): State<AppState>,
     DemoCaller(tenant): DemoCaller,
@@ -314,6 +323,28 @@ async fn kill_worker(
 ) -> Result<WireJson<Killed>, ApiError> {
     check_id("path.id", &id)?;
     let (attempt, worker) = state.demo.workers.kill(&tenant, &id)?;
+    let workers = &state.demo.workers;
+    let Some(fresh) = state.demo.fleets.kill(&state, &tenant, &worker).await? else {
+        return Err(ApiError::conflict(
+            "no-worker",
+            format!(
+                "path.id: the worker {} holding task {} was killed already",
+                quoted(&worker),
+                quoted(&id)
+            ),
+        ));
+    };
+    for (task, lost) in workers
+        .killed_with(&worker)
+        .into_iter()
+        .chain([(id.clone(), attempt)])
+    {
+        let text = format!(
+            "{worker} killed while it held attempt {lost}: no more heartbeats, its lease \
+             lapses; {fresh} starts in its place"
+        );
+        workers.note(&tenant, &task, "killed", text);
+    }
     Ok(WireJson(Killed {
         attempt,
         killed: true,
@@ -342,8 +373,8 @@ async fn stats(
     WireJson(DemoStats {
         callbacks: state.demo.stats(&tenant).callback_counts(),
         held_requests: state.hub.held_by(&tenant),
-        // What the executors did that no task history shows (a zombie
-        // fenced off, a cancel that could not take effect).
+        // What the workers did that no task history shows (a worker
+        // killed and replaced, a cancel that could not take effect).
         notes: state.demo.workers.notes(&tenant),
         // The page explains a snapshot as "gap N > retention".
         retention: state.retention,

@@ -1,25 +1,24 @@
-//! The demo's running executors, so that the page can kill one's worker
-//! (`POST /v1/demo/tasks/{id}/kill-worker`), and the notes they leave for
-//! what a task's history cannot show: a zombie's late result fenced off
-//! (`stale-attempt` changes nothing, so it has no version), a cancel the
-//! work could not honour, a worker replaced. `GET /v1/demo/stats` serves
-//! a tenant its last [`NOTES_KEPT`] notes.
+//! The demo's tasks in play, so that the page can kill the worker that
+//! holds one (`POST /v1/demo/tasks/{id}/kill-worker`), and the notes the
+//! workers leave for what a task's history cannot show: a worker killed,
+//! another taking its task over, a cancel the work could not honour.
+//! `GET /v1/demo/stats` serves a tenant its last [`NOTES_KEPT`] notes.
 //!
-//! Bounded like the rest of the demo: one entry per playing demo task
-//! (at most `SERVER_RUNNING`), and a short ring of notes per tenant.
+//! Bounded like the rest of the demo: one entry per demo task in play
+//! (at most `SERVER_RUNNING` workloads' worth), and a short ring of notes
+//! per tenant.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde::Serialize;
-use tokio::sync::watch;
 
 use crate::error::{quoted, ApiError};
 
 /// Notes kept per tenant (the page polls every second or two).
 pub const NOTES_KEPT: usize = 32;
 
-/// Every playing executor, and every tenant's notes.
+/// Every demo task in play, and every tenant's notes.
 #[derive(Debug, Default)]
 pub struct Workers {
     state: Mutex<WorkersState>,
@@ -27,7 +26,7 @@ pub struct Workers {
 
 #[derive(Debug, Default)]
 struct WorkersState {
-    /// Task id → its executor's control.
+    /// Task id → who holds it now.
     running: HashMap<String, Arc<Control>>,
     notes: HashMap<String, VecDeque<Note>>,
     next_note: u64,
@@ -38,7 +37,7 @@ struct WorkersState {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Note {
-    /// Stable: `killed`, `fenced`, `replaced`, `cannot-cancel`, …
+    /// Stable: `killed`, `replaced`, `cannot-cancel`, `forgotten`, …
     pub kind: String,
     /// Increases with every note of the server.
     pub seq: u64,
@@ -48,43 +47,47 @@ pub struct Note {
     pub text: String,
 }
 
-/// One executor's side of a kill: which attempt its worker holds now, and
-/// the signal that kills that worker (a count of kills, so that a kill
-/// that raced with the worker's own release is not taken for the next
-/// worker's: the executor marks the count seen when a worker starts).
+/// One task's side of a kill: which attempt and worker hold it now, and
+/// which were killed last (so that the worker taking the task over can
+/// say whom it replaces).
 #[derive(Debug)]
 pub struct Control {
     tenant: String,
     /// The attempt and worker that hold the task now, if any.
     holding: Mutex<Option<(u64, String)>>,
-    kills: watch::Sender<u64>,
+    /// The attempt and worker killed last, if any.
+    killed: Mutex<Option<(u64, String)>>,
+}
+
+fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Plain values: still consistent after a panic elsewhere.
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Control {
-    fn holding(&self) -> MutexGuard<'_, Option<(u64, String)>> {
-        // A plain value: still consistent after a panic elsewhere.
-        self.holding.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// The executor's worker now holds the task with `attempt`.
+    /// `worker` now holds the task with `attempt`.
     pub fn hold(&self, attempt: u64, worker: &str) {
-        *self.holding() = Some((attempt, worker.to_string()));
+        *locked(&self.holding) = Some((attempt, worker.to_string()));
     }
 
-    /// The worker no longer holds the task (finished, paused, killed).
-    pub fn release(&self) {
-        *self.holding() = None;
+    /// The job of `attempt` ended (finished, held, stopped): nobody holds
+    /// the task unless a later attempt already does.
+    pub fn release(&self, attempt: u64) {
+        let mut holding = locked(&self.holding);
+        if holding.as_ref().is_some_and(|(a, _)| *a == attempt) {
+            *holding = None;
+        }
     }
 
-    /// The kill signal: it changes when the page kills the holding worker.
-    pub fn kills(&self) -> watch::Receiver<u64> {
-        self.kills.subscribe()
+    /// The attempt and worker killed last, taken (each is told once).
+    pub fn take_killed(&self) -> Option<(u64, String)> {
+        locked(&self.killed).take()
     }
 }
 
-/// Removes the executor from [`Workers`] when it ends.
+/// Removes the task from [`Workers`] when the demo is done with it.
 #[derive(Debug)]
-#[must_use = "the executor is unregistered when this is dropped"]
+#[must_use = "the task is unregistered when this is dropped"]
 pub struct Registration {
     workers: Arc<Workers>,
     task: String,
@@ -102,12 +105,12 @@ impl Workers {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Registers the executor of `task`.
+    /// Registers `task`, which `tenant`'s workload made.
     pub fn register(self: &Arc<Self>, tenant: &str, task: &str) -> (Arc<Control>, Registration) {
         let control = Arc::new(Control {
             tenant: tenant.to_string(),
             holding: Mutex::new(None),
-            kills: watch::channel(0).0,
+            killed: Mutex::new(None),
         });
         self.state()
             .running
@@ -119,10 +122,12 @@ impl Workers {
         (control, registration)
     }
 
-    /// Kills the worker holding `task` for `tenant`: 404 when no demo
-    /// executor of the tenant plays it, 409 `no-worker` when none holds it
-    /// now (queued, waiting for approval, finished, or killed already).
-    /// Returns the attempt and worker killed.
+    /// The worker holding `task` for `tenant`, now marked killed: 404
+    /// when the task is not one of the tenant's demo tasks in play, 409
+    /// `no-worker` when no worker holds it now (queued, waiting for a
+    /// decision, finished, or its worker was killed already). Returns the
+    /// attempt and worker; the caller kills the worker
+    /// ([`super::fleet::Fleets::kill`]).
     pub fn kill(&self, tenant: &str, task: &str) -> Result<(u64, String), ApiError> {
         let control = self
             .state()
@@ -132,11 +137,11 @@ impl Workers {
             .cloned()
             .ok_or_else(|| {
                 ApiError::not_found(format!(
-                    "path.id: no demo executor plays task {} for this tenant",
+                    "path.id: no demo task {} is in play for this tenant",
                     quoted(task)
                 ))
             })?;
-        let held = control.holding().take().ok_or_else(|| {
+        let held = locked(&control.holding).take().ok_or_else(|| {
             ApiError::conflict(
                 "no-worker",
                 format!(
@@ -146,8 +151,30 @@ impl Workers {
                 ),
             )
         })?;
-        control.kills.send_modify(|n| *n = n.wrapping_add(1));
+        *locked(&control.killed) = Some(held.clone());
         Ok(held)
+    }
+
+    /// Everything `worker` held when it was killed, marked killed with it:
+    /// each task's attempt. Its jobs died with it; the tasks' leases lapse.
+    pub fn killed_with(&self, worker: &str) -> Vec<(String, u64)> {
+        let st = self.state();
+        let mut lost = Vec::new();
+        for (task, control) in &st.running {
+            let mut holding = locked(&control.holding);
+            if holding.as_ref().is_some_and(|(_, w)| w == worker) {
+                if let Some(held) = holding.take() {
+                    lost.push((task.clone(), held.0));
+                    *locked(&control.killed) = Some(held);
+                }
+            }
+        }
+        lost
+    }
+
+    /// The control of `task`, while it is in play.
+    pub fn control(&self, task: &str) -> Option<Arc<Control>> {
+        self.state().running.get(task).cloned()
     }
 
     /// Leaves a note for the page: `kind` is stable (`killed`,
@@ -182,23 +209,38 @@ impl Workers {
 mod tests {
     use super::*;
 
-    #[tokio::test]
-    async fn only_the_tenant_can_kill_and_only_a_holding_worker() {
+    #[test]
+    fn only_the_tenant_can_kill_and_only_a_holding_worker() {
         let workers = Arc::new(Workers::default());
         let (control, registration) = workers.register("a", "t1");
-        let kills = control.kills();
         assert_eq!(workers.kill("b", "t1").unwrap_err().status.as_u16(), 404);
         let idle = workers.kill("a", "t1").unwrap_err();
         assert_eq!((idle.status.as_u16(), idle.code), (409, "no-worker"));
         control.hold(2, "w-2");
         assert_eq!(workers.kill("a", "t1").unwrap(), (2, "w-2".to_string()));
-        assert!(
-            kills.has_changed().unwrap(),
-            "the signal waits for the executor"
-        );
         assert_eq!(workers.kill("a", "t1").unwrap_err().code, "no-worker");
+        assert_eq!(control.take_killed(), Some((2, "w-2".to_string())));
+        assert_eq!(control.take_killed(), None, "told once");
         drop(registration);
         assert_eq!(workers.kill("a", "t1").unwrap_err().status.as_u16(), 404);
+    }
+
+    #[test]
+    fn a_killed_worker_takes_what_it_held_with_it() {
+        let workers = Arc::new(Workers::default());
+        let (one, _r1) = workers.register("a", "t1");
+        let (two, _r2) = workers.register("a", "t2");
+        let (three, _r3) = workers.register("a", "t3");
+        one.hold(1, "w-1");
+        two.hold(3, "w-1");
+        three.hold(1, "w-2");
+        two.release(2);
+        let mut lost = workers.killed_with("w-1");
+        lost.sort();
+        assert_eq!(lost, [("t1".to_string(), 1), ("t2".to_string(), 3)]);
+        assert_eq!(workers.kill("a", "t3").unwrap(), (1, "w-2".to_string()));
+        three.release(1);
+        assert_eq!(workers.kill("a", "t3").unwrap_err().code, "no-worker");
     }
 
     #[test]

@@ -5,6 +5,7 @@ use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use taskwire_core::TaskView;
 use taskwire_core::{create_task, CreateTask, DeliveryReason};
 
 pub use super::create_body::{parse_create, LifecycleOptions};
@@ -134,6 +135,20 @@ pub async fn create_for(
     input: Option<RawJson>,
 ) -> Result<(TaskRecord, bool), ApiError> {
     let view = new_task_view(state, "body", (ttl_ms, max_attempts), lifecycle, &kind)?;
+    store_new_task(state, tenant, idempotency, view, kind, input).await
+}
+
+/// Stores a task made by [`new_task_view`] and offers it to the held
+/// claims. The demo makes the view first, to know the task's id before
+/// any worker can claim it.
+pub async fn store_new_task(
+    state: &AppState,
+    tenant: String,
+    idempotency: Option<Idempotency>,
+    view: TaskView,
+    kind: Option<String>,
+    input: Option<RawJson>,
+) -> Result<(TaskRecord, bool), ApiError> {
     let open_task_limit = state.quotas.max_open_tasks(&tenant);
     let created = state
         .store
