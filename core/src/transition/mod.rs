@@ -15,8 +15,9 @@
 //!                    succeed | fail | hold         as from running
 //!                    abandon (grace period over)   queued (requeued) | failed
 //!                    cancel                        cancelled (cancelled)
-//! waiting_approval   decide approve                queued (approved), one more start
-//!                    decide request_changes        queued (changes-requested), one more start
+//! waiting_approval   decide approve                queued (approved), one more start,
+//!                                                  progress kept, error cleared
+//!                    decide request_changes        queued (changes-requested), as approve
 //!                    decide reject                 failed (rejected)
 //!                    cancel                        cancelled (cancelled)
 //! cancelling         cannot_cancel                 cancel_ineffective (cancel-ineffective)
