@@ -128,6 +128,15 @@ export function shownAttempt(task) {
   return task.state === "queued" ? task.attempts + 1 : task.attempts;
 }
 
+/**
+ * What the attempt counter is out of: `maxAttempts`, and the starts people
+ * granted with a decision (`continuations`, PROTOCOL.md §Continuations),
+ * shown apart, so an approved task never reads "attempt 2 of 1".
+ */
+function attemptBudget(task) {
+  return task.continuations ? `${task.maxAttempts} + ${task.continuations} continued` : String(task.maxAttempts);
+}
+
 const TERMINAL = new Set(["succeeded", "failed", "expired", "cancelled", "timed_out"]);
 /** States in which a worker holds the task (it can be killed). */
 const HELD_BY_WORKER = new Set(["running", "cancelling", "cancel_ineffective"]);
@@ -207,10 +216,10 @@ export class TaskCard {
     p.fill.style.width = `${task.progress}%`;
     p.bar.setAttribute("aria-valuenow", String(task.progress));
     p.percent.textContent = `${task.progress} %`;
-    p.attempt.textContent = task.state === "queued" && task.attempts > 0 ? `attempt ${attempt} of ${task.maxAttempts} waiting for a worker` : "";
+    p.attempt.textContent = task.state === "queued" && task.attempts > 0 ? `attempt ${attempt} of ${attemptBudget(task)} waiting for a worker` : "";
     p.attempt.hidden = p.attempt.textContent === "";
     p.version.textContent = `v${task.version}`;
-    p.attempts.textContent = `${task.attempts}/${task.maxAttempts}`;
+    p.attempts.textContent = `${task.attempts}/${attemptBudget(task)}`;
     p.result.textContent = task.resultHash ?? "—";
     p.error.textContent = task.error ?? "";
     p.error.hidden = !task.error;

@@ -117,6 +117,15 @@
 //!    outcome never depends on when the sweeper ran. The earlier of the
 //!    two clocks wins; an `expire` is judged at `max(atMs, expiresAtMs)`
 //!    (it says the TTL ran out), so its replay agrees.
+//! 10. **A continuation is not a failure** (issue 26). A decision keeps
+//!     `progress`, and the next `start` keeps it too (the seed's start
+//!     resets it, but every seed path back to `queued` already did), so
+//!     a page's bar does not drop from 89 to 0 around an approval. The
+//!     decision, and the first report that names the current attempt,
+//!     clear an `error` an earlier failure or lapse left (the seed keeps
+//!     it until a success, which a seed executor, whose reports carry no
+//!     `attempt`, still sees): otherwise "lease lapsed" stays on a task
+//!     whose next attempt runs fine.
 //!
 //! Two further differences are about representation, not rules:
 //! - Transitions take the task by value and append to its history in

@@ -7,7 +7,7 @@
 use proptest::prelude::*;
 use taskwire_core::{
     Book, CreateTask, DecisionKind, Event, HistoryEntry, Millis, Mirror, Next, NonBlank, Percent,
-    Reason, ResumeAnswer, State, TaskView,
+    Reason, ResumeAnswer, State, Task, TaskView,
 };
 
 const TTL: f64 = 1_000.0;
@@ -125,6 +125,54 @@ fn assert_no_regression(before: &TaskView, after: &TaskView) {
     }
 }
 
+/// Issue 26: progress falls only when the work starts over (a retried
+/// `fail` or an `abandon` re-queued the task; in a sweep, the deadline
+/// may end it right after), never across a continuation (a decision,
+/// then the next start).
+fn assert_progress_falls_only_on_a_retry(before: &Task, after: &Task) {
+    if after.progress < before.progress {
+        let new = &after.history()[before.history().len()..];
+        assert!(
+            new.iter()
+                .any(|e| matches!(e.event, Event::Fail { .. } | Event::Abandon { .. })),
+            "progress fell without a re-queue: {new:?}"
+        );
+        assert_eq!(
+            after.continuations, before.continuations,
+            "progress fell on a continuation"
+        );
+    }
+}
+
+/// Issue 26: a continuation is not a failure (it keeps progress and
+/// clears the error), and a report that names the current attempt and
+/// changes the task clears a stale error; one without `attempt` keeps the
+/// seed's rule (the error stays until a success).
+fn assert_continuation_rules(before: &TaskView, event: &Event, reason: Reason, after: &TaskView) {
+    match reason {
+        Reason::Approved | Reason::ChangesRequested => {
+            assert_eq!(after.progress, before.progress, "a decision moved progress");
+            assert_eq!(after.error, None, "an error survived a continuation");
+            assert_eq!(after.continuations, before.continuations + 1);
+            assert_eq!(
+                after.attempts, before.attempts,
+                "a decision spent an attempt"
+            );
+        }
+        Reason::Started => assert_eq!(after.progress, before.progress, "a start moved progress"),
+        Reason::Progress | Reason::Recovered if event.attempt().is_some() => {
+            assert_eq!(after.error, None, "a current report kept a stale error");
+        }
+        Reason::Progress | Reason::Recovered => {
+            assert_eq!(
+                after.error, before.error,
+                "a report without attempt moved the error"
+            );
+        }
+        _ => {}
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(768))]
 
@@ -140,9 +188,12 @@ proptest! {
                     let is_heartbeat = matches!(event, Event::Heartbeat { .. });
                     let must_fence = fenced(before.view(), &event);
                     let cb = cb.map(|c| format!("cb{c}"));
-                    let applied = book.apply(&id, event, cb.as_deref()).unwrap();
+                    let applied = book.apply(&id, event.clone(), cb.as_deref()).unwrap();
                     let (changed, notify, reason) = (applied.changed, applied.notify, applied.reason);
                     let after = book.get(&id).unwrap();
+                    if changed {
+                        assert_continuation_rules(before.view(), &event, reason, after.view());
+                    }
                     if reason != Reason::DuplicateCallback && reason != Reason::CallbackConflict {
                         let refused = matches!(reason, Reason::StaleAttempt | Reason::NotStarted);
                         prop_assert_eq!(refused, must_fence, "fencing rule");
@@ -189,6 +240,7 @@ proptest! {
                 prop_assert_eq!(after.history().len() as u64, after.version);
                 prop_assert!(after.history().iter().enumerate().all(|(n, e)| e.version == n as u64 + 1));
                 assert_no_regression(before.view(), after.view());
+                assert_progress_falls_only_on_a_retry(before, after);
                 if after.state.is_terminal() {
                     prop_assert_eq!(after.lease(), None, "a terminal task holds a lease");
                 }

@@ -1,10 +1,12 @@
 //! The task lifecycle over HTTP on SQLite (issue 11): cancel, approval,
 //! a dead worker fenced off, the execution deadline, what executors may
-//! not send, and the lease kept across a restart. The PostgreSQL twin is
+//! not send, the lease kept across a restart, and continuations that are
+//! not failures (issue 26). The PostgreSQL twin is
 //! `postgres_lifecycle.rs`.
 
 mod common;
 
+use common::continuations::*;
 use common::lifecycle::*;
 use common::*;
 use serde_json::json;
@@ -17,6 +19,21 @@ async fn cancel_stops_a_task_once_and_honestly() {
 #[tokio::test]
 async fn a_held_task_waits_for_a_current_decision() {
     approval_scenario(&harness(|_| {}).await).await;
+}
+
+#[tokio::test]
+async fn an_approved_task_with_max_attempts_1_continues_and_its_bar_never_drops() {
+    approval_continues_scenario(&harness(|_| {}).await).await;
+}
+
+#[tokio::test]
+async fn a_continuation_or_a_report_of_the_current_attempt_clears_a_stale_error() {
+    stale_error_on_continuation_scenario(&harness(|_| {}).await).await;
+}
+
+#[tokio::test]
+async fn after_a_lapse_progress_holds_and_the_next_attempt_clears_lease_lapsed() {
+    stale_error_after_a_lapse_scenario(&harness(|_| {}).await).await;
 }
 
 #[tokio::test]

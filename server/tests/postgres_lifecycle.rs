@@ -7,6 +7,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use common::continuations::*;
 use common::lifecycle::*;
 use common::*;
 use serde_json::{json, Value};
@@ -38,6 +39,9 @@ async fn the_lifecycle_scenarios_hold_on_postgres() {
     dead_worker_scenario(h).await;
     deadline_scenario(h).await;
     refusals_scenario(h).await;
+    approval_continues_scenario(h).await;
+    stale_error_on_continuation_scenario(h).await;
+    stale_error_after_a_lapse_scenario(h).await;
 }
 
 /// A cancel on one instance and a succeed on another, at once, 20 times:

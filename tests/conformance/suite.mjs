@@ -28,6 +28,7 @@ import isolation from './checks/isolation.mjs';
 import errors from './checks/errors.mjs';
 import ttl from './checks/ttl.mjs';
 import lifecycle from './checks/lifecycle.mjs';
+import continuations from './checks/continuations.mjs';
 import vectors from './checks/vectors.mjs';
 import cors from './checks/cors.mjs';
 import precedence from './checks/precedence.mjs';
@@ -81,6 +82,7 @@ export const SECTIONS = [
   fencing,
   leases,
   sweeper,
+  continuations,
   work,
   reports,
   cors,

@@ -117,6 +117,8 @@ describe("demo page lifecycle controls, in Chromium", { timeout: 150 * SECOND },
     await waitCard(id, (d) => d.state === "succeeded");
     assert.equal(await text(id, "result"), "sha256:ab12");
     assert.equal((await cardData(id)).attempts, "3", "draft, revision, publish");
+    // The two decisions granted the two later starts (PROTOCOL.md §Continuations): never "3/1".
+    assert.match(await text(id, "attempts"), /^3\/\d+ \+ 2 continued$/);
   });
 
   it("Reject fails the held task", async () => {

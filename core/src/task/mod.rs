@@ -32,7 +32,9 @@ pub struct TaskView {
     pub attempts: u64,
     /// How many starts are allowed. Fixed at creation.
     pub max_attempts: u64,
-    /// Percent done in the current attempt (100 once succeeded).
+    /// Percent done since the work last started over (100 once
+    /// succeeded): a retry or an abandoned attempt resets it, a
+    /// continuation after a decision keeps it.
     pub progress: u8,
     /// Number of changes so far; every change adds exactly one.
     pub version: u64,
@@ -41,7 +43,9 @@ pub struct TaskView {
     pub result_ref: Option<String>,
     /// Content hash of the result, with `result_ref`.
     pub result_hash: Option<String>,
-    /// The last failure's message (cleared by a success).
+    /// The last failure's message, while it still describes the task:
+    /// cleared by a success, a decision to continue, or a report that
+    /// names the current attempt (PROTOCOL.md §Continuations).
     pub error: Option<String>,
     /// The execution deadline: the task times out at this time, whatever
     /// its TTL (kept apart from `expires_at_ms`). Fixed at creation.

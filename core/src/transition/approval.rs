@@ -10,6 +10,14 @@
 //! retry: `maxAttempts` budgets failures); `reject` fails it. A held task
 //! still expires at its TTL: a timeout is not an approval (003: 「超时不构
 //! 成批准」).
+//!
+//! A continuation is not a failure, so it leaves no trace of one: the
+//! progress stays where the held attempt brought it (the next attempt
+//! goes on from the artifact, and a page's bar must not drop from 89 to
+//! 0 around an approval), and an `error` left by an earlier failure is
+//! cleared (the task is past it: a person read the artifact and let it
+//! go on). The hold itself keeps the error: the person deciding may want
+//! to know the draft came from a retry.
 
 use super::{Outcome, Reason};
 use crate::event::DecisionKind;
@@ -85,8 +93,10 @@ impl TaskView {
             self.error = Some(error);
             return Outcome::changed(Reason::Rejected, true);
         }
+        // A continuation, not a retry: progress is kept (the next start
+        // keeps it too) and no error survives it.
         self.state = State::Queued;
-        self.progress = 0;
+        self.clear_error_if(true);
         self.continuations = self.continuations.saturating_add(1);
         Outcome::changed(
             if kind == DecisionKind::Approve {

@@ -15,8 +15,9 @@
 //!                    succeed | fail | hold         as from running
 //!                    abandon (grace period over)   queued (requeued) | failed
 //!                    cancel                        cancelled (cancelled)
-//! waiting_approval   decide approve                queued (approved), one more start
-//!                    decide request_changes        queued (changes-requested), one more start
+//! waiting_approval   decide approve                queued (approved), one more start,
+//!                                                  progress kept, error cleared
+//!                    decide request_changes        queued (changes-requested), as approve
 //!                    decide reject                 failed (rejected)
 //!                    cancel                        cancelled (cancelled)
 //! cancelling         cannot_cancel                 cancel_ineffective (cancel-ineffective)
@@ -345,8 +346,10 @@ impl TaskView {
         }
         let outcome = match event {
             Event::Start { .. } => self.start(),
-            Event::Progress { progress, .. } => self.report(Some(progress.get())),
-            Event::Heartbeat { .. } => self.report(None),
+            Event::Progress {
+                progress, attempt, ..
+            } => self.report(Some(progress.get()), attempt.is_some()),
+            Event::Heartbeat { attempt, .. } => self.report(None, attempt.is_some()),
             Event::Succeed {
                 result_ref,
                 result_hash,

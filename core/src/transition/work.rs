@@ -24,17 +24,30 @@ impl TaskView {
         if self.state != State::Queued || self.attempts >= self.allowed_attempts() {
             return Outcome::unchanged(Reason::NotStartable, false);
         }
+        // Progress is kept, not reset: every way back to `queued` that
+        // starts the work over (a retried failure, an abandoned attempt)
+        // has already set it to 0, as the seed's start did; only a
+        // continuation after a decision keeps it, and then the next
+        // attempt goes on from the artifact (PROTOCOL.md §Continuations).
         self.state = State::Running;
         self.attempts += 1;
-        self.progress = 0;
         Outcome::changed(Reason::Started, false)
     }
 
     /// `progress` (with a percentage) or `heartbeat`: the attempt is
     /// alive (its lease is extended after, see `lease_change`).
-    pub(super) fn report(&mut self, progress: Option<u8>) -> Outcome {
+    ///
+    /// `current`: the report names its attempt (it carries `attempt`, and
+    /// fencing let it through, so it is the current one). Such a report
+    /// that changes the task shows the current attempt working, so an
+    /// `error` left by an earlier failure or lapse is cleared with it: a
+    /// page must not say "lease lapsed" over an attempt that runs fine.
+    /// A report without `attempt` may be a late one from the attempt that
+    /// failed, so it proves nothing and keeps the seed's rule (the error
+    /// stays until a success).
+    pub(super) fn report(&mut self, progress: Option<u8>, current: bool) -> Outcome {
         use Reason::*;
-        match (self.state, progress) {
+        let outcome = match (self.state, progress) {
             (State::Unknown, _) => {
                 self.state = State::Running;
                 self.progress = self.progress.max(progress.unwrap_or(0));
@@ -48,6 +61,20 @@ impl TaskView {
                 self.progress = p;
                 Outcome::changed(Progress, false)
             }
+        };
+        // One place for both changes (recovered, progress): the page's
+        // wasm has a few bytes of room.
+        self.clear_error_if(outcome.changed && current);
+        outcome
+    }
+
+    /// Clears `error` when `clear`. Not inlined: the rules that clear it
+    /// share one copy of the code that frees it (the page's wasm has a
+    /// few bytes of room).
+    #[inline(never)]
+    pub(super) fn clear_error_if(&mut self, clear: bool) {
+        if clear {
+            self.error = None;
         }
     }
 
@@ -64,7 +91,7 @@ impl TaskView {
         self.result_ref = Some(result_ref.to_string());
         self.result_hash = Some(result_hash.to_string());
         // A success supersedes an error left by a retried failure (fix 5).
-        self.error = None;
+        self.clear_error_if(true);
         Outcome::changed(reason, true)
     }
 

@@ -201,9 +201,11 @@ pub fn publish_plan() -> Vec<Step> {
 }
 
 /// After "request changes" on draft `n - 1`: the next attempt revises it
-/// and holds draft `n`.
+/// and holds draft `n`. It goes on from the draft, so its progress goes on
+/// from the drafting's 82 % (a continuation keeps progress: a lower report
+/// would be `stale-progress`, PROTOCOL.md §Continuations).
 pub fn revision_plan(n: u32) -> Vec<Step> {
-    vec![step(2_000, progress(60)), step(4_000, Action::Hold(n))]
+    vec![step(2_000, progress(91)), step(4_000, Action::Hold(n))]
 }
 
 /// 40 progress steps over ~20 s: a client cut off for a while is more than
