@@ -375,8 +375,9 @@ export interface TaskClientOptions {
    * another tab takes over at once and resumes each task by delta from
    * the version the tabs hold. The leader's options (token, headers,
    * transport, persistence) serve every tab, so its credential must
-   * cover every task the group watches: give clients that differ in
-   * them different names. Where Web Locks or BroadcastChannel are
+   * cover every task the group watches (a token function that takes its
+   * scope is asked per task and batch, so it does): give clients that
+   * differ in them different names. Where Web Locks or BroadcastChannel are
    * missing, each tab keeps its own connections, as without the option.
    *
    * @example
