@@ -7,6 +7,8 @@ import * as raw from "./taskwire_wasm.js";
 import { TaskwireError } from "./error.js";
 
 let ready = false;
+/** The promise of an `init()` in progress (index.js). */
+let starting;
 
 /** Marks the module as initialised (called by the entry points). */
 export function markReady() {
@@ -16,6 +18,20 @@ export function markReady() {
 /** True once the WebAssembly module is instantiated. */
 export function isReady() {
   return ready;
+}
+
+/** Records the `init()` in progress, which `started` hands to TaskClient. */
+export function markStarting(promise) {
+  starting = promise;
+}
+
+/**
+ * The `init()` in progress, if any (a TaskClient's POSTs await it, for a
+ * client made at module scope before the page's `await init()`): rejects
+ * with init's error. Without one, calls check readiness as ever.
+ */
+export function started() {
+  return starting;
 }
 
 // The error every taskwire call throws: an `Error` with a stable `code`
@@ -90,6 +106,17 @@ function num(value, field) {
   return value;
 }
 
+/** `num` for an optional field: undefined passes. */
+function maybeNum(value, field) {
+  return value === undefined ? value : num(value, field);
+}
+
+/** `options` if it is an object, else a TaskwireError naming it. */
+function options(value) {
+  if (value === null || typeof value !== "object") throw invalid(`options: must be an object, got ${typeName(value)}`);
+  return value;
+}
+
 function typeName(value) {
   if (value === null) return "null";
   try {
@@ -107,7 +134,7 @@ function parse(json) {
 // Helpers shared with book.js, client.js and watch.js (not part of the
 // public API: exports.js names what is). Named exports, not one object,
 // so that a bundler leaves out what the page does not use (`num`).
-export { call, text, str, num, invalid, typeName, parse };
+export { call, text, str, num, maybeNum, options, invalid, typeName, parse };
 
 // ---- TaskMirror -----------------------------------------------------------
 

@@ -7,75 +7,31 @@
 // watches of all tabs run in one of them (./tabs.js).
 
 import * as raw from "./taskwire_wasm.js";
-import { call, text, str, invalid, typeName } from "./api.js";
+import { call, text, str, num, maybeNum, options as object, invalid, typeName, started, isReady, TaskwireError } from "./api.js";
 import { restored, shared, sharedBatch } from "./tab-watch.js";
 import { BatchWatch, Watch, localStore, option } from "./watch.js";
 import { post, run } from "./follow.js";
 
-/** `init` with `Authorization: Bearer <token>` added. */
-function withBearer(init, token) {
-  return { ...init, headers: { ...init?.headers, authorization: `Bearer ${token}` } };
-}
-
-/** Whether a 401 says the token expired (the one refusal a fresh token cures). */
-async function isExpired(response) {
-  try {
-    return (await response.clone().json())?.error?.code === "token-expired";
-  } catch {
-    return false;
-  }
-}
-
 /**
- * The client's `fetch` with the `token` option's credential. A token
- * function is asked for the first token, and again when the server
- * answers 401 `token-expired`: then the request is sent once more with
- * the fresh token, so the watch goes on. Requests that expire together
- * share one ask; a second 401 reaches the loop, which stops the watch.
- * A failing or non-string ask fails the request like a network error
- * (the loop retries with backoff). Here, not in Rust: the page pays a few
- * hundred bytes of JS for it, no wasm.
+ * Talks PROTOCOL.md to one backend. It may be made before `init()` has
+ * resolved (at module scope, say): its wasm part is made at first use,
+ * and its POSTs wait for an `init()` in progress (issue 29).
  */
-function bearerFetch(inner, source) {
-  const send = inner ?? ((url, init) => globalThis.fetch(url, init));
-  if (typeof source === "string") return (url, init) => send(url, withBearer(init, source));
-  let current; // Promise of the token in use
-  let replaced; // the token the latest ask replaces
-  const ask = () => {
-    const asked = Promise.resolve()
-      .then(source)
-      .then((token) => {
-        if (typeof token !== "string" || token === "") throw invalid(`options.token: the function must return a non-empty string, got ${typeName(token)}`);
-        return token;
-      });
-    current = asked;
-    // A failed ask is asked again by the next request.
-    asked.catch(() => current === asked && (current = undefined));
-    return asked;
-  };
-  return async (url, init) => {
-    const token = await (current ?? ask());
-    const response = await send(url, withBearer(init, token));
-    if (response.status !== 401 || !(await isExpired(response))) return response;
-    if (replaced !== token || current === undefined) {
-      replaced = token;
-      ask();
-    }
-    return send(url, withBearer(init, await current));
-  };
-}
-
-/** Talks PROTOCOL.md to one backend. */
 export class TaskClient {
+  /** The wasm ClientCore, once made (`#ready`). */
   #core;
-  /** `{fetch, headers}`: the injected fetch (if any) and the headers of every request, a flat `[name, value, …]` array. */
+  #makeCore;
+  /** `scope => {fetch, headers}`: the fetch for that scope (the injected one, if any, with its token) and the headers of every request, a flat `[name, value, …]` array. */
   #http;
   #persistPrefix;
   /** With `shareAcrossTabs`, where Web Locks and BroadcastChannel exist: the tab group, once loaded. */
   #tabs;
+  /** The watches running, for `dispose`. */
+  #watches = new Set();
+  #disposed;
 
   constructor(options) {
-    if (options === null || typeof options !== "object") throw invalid(`options: must be an object, got ${typeName(options)}`);
+    object(options);
     const baseUrl = option(options, "baseUrl");
     str(baseUrl, "options.baseUrl");
     const headers = option(options, "headers") ?? {};
@@ -102,23 +58,29 @@ export class TaskClient {
       if (token !== undefined && name.toLowerCase() === "authorization") throw invalid("options.token: give the token here or an Authorization header in options.headers, not both");
       pairs.push(name, value);
     }
-    if (token !== undefined) fetchFn = bearerFetch(fetchFn, token);
+    if (typeof token === "string") pairs.push("authorization", "Bearer " + token);
+    // A token function's handling comes on demand (./token.js).
+    const tokens = typeof token === "function" && import("./token.js").then(({ bearer }) =>
+        bearer(fetchFn, token, (got) => invalid(`options.token: the function must return a non-empty string, got ${typeName(got)}`)),
+      );
     const backoff = option(options, "backoff") ?? {};
     if (typeof backoff !== "object") throw invalid("options.backoff: must be an object");
     const initialMs = option(backoff, "initialMs");
     const maxMs = option(backoff, "maxMs");
     const transport = option(options, "transport");
     const waitMs = option(options, "waitMs");
-    if (initialMs !== undefined && typeof initialMs !== "number") throw invalid(`options.backoff.initialMs: must be a number, got ${typeName(initialMs)}`);
-    if (maxMs !== undefined && typeof maxMs !== "number") throw invalid(`options.backoff.maxMs: must be a number, got ${typeName(maxMs)}`);
-    if (waitMs !== undefined && typeof waitMs !== "number") throw invalid(`options.waitMs: must be a number, got ${typeName(waitMs)}`);
+    maybeNum(initialMs, "options.backoff.initialMs");
+    maybeNum(maxMs, "options.backoff.maxMs");
+    maybeNum(waitMs, "options.waitMs");
     if (transport !== undefined) str(transport, "options.transport");
     const share = option(options, "shareAcrossTabs");
     if (share !== undefined && typeof share !== "boolean" && (typeof share !== "string" || share === "")) {
       throw invalid("options.shareAcrossTabs: must be a boolean or a non-empty name");
     }
-    this.#core = call(() => new raw.ClientCore(baseUrl, initialMs, maxMs, transport ?? "long-poll", waitMs));
-    this.#http = { fetch: fetchFn, headers: pairs };
+    // Before init() the Rust side's checks (baseUrl, waitMs, …) wait for the first use.
+    this.#makeCore = () => new raw.ClientCore(baseUrl, initialMs, maxMs, transport ?? "long-poll", waitMs);
+    if (isReady()) this.#ready();
+    this.#http = (scope) => ({ fetch: tokens ? (url, init) => tokens.then((scoped) => scoped(scope)(url, init)) : fetchFn, headers: pairs });
     // Without either API (an old browser, Node) each tab keeps its own
     // connections, as without the option.
     if (share && globalThis.navigator?.locks && typeof BroadcastChannel === "function") {
@@ -136,7 +98,7 @@ export class TaskClient {
   /** POST /v1/tasks: the new task (version 0). */
   async createTask(input, options = {}) {
     const body = text(input, "input");
-    if (options === null || typeof options !== "object") throw invalid(`options: must be an object, got ${typeName(options)}`);
+    object(options);
     const key = option(options, "idempotencyKey");
     if (key !== undefined) str(key, "idempotencyKey");
     return this.#post(undefined, "/v1/tasks", body, key);
@@ -150,7 +112,7 @@ export class TaskClient {
   async createBatch(items, options = {}) {
     if (!Array.isArray(items)) throw invalid(`items: must be an array of create requests, got ${typeName(items)}`);
     const body = text({ items }, "items");
-    if (options === null || typeof options !== "object") throw invalid(`options: must be an object, got ${typeName(options)}`);
+    object(options);
     const key = option(options, "idempotencyKey");
     if (key !== undefined) str(key, "idempotencyKey");
     return this.#post(undefined, "/v1/batches", body, key);
@@ -170,7 +132,7 @@ export class TaskClient {
    */
   async cancel(taskId, options = {}) {
     str(taskId, "taskId");
-    if (options === null || typeof options !== "object") throw invalid(`options: must be an object, got ${typeName(options)}`);
+    object(options);
     const reason = option(options, "reason");
     if (reason !== undefined) str(reason, "options.reason");
     const body = JSON.stringify(reason === undefined ? {} : { reason });
@@ -185,14 +147,14 @@ export class TaskClient {
    */
   async decide(taskId, options) {
     str(taskId, "taskId");
-    if (options === null || typeof options !== "object") throw invalid(`options: must be an object, got ${typeName(options)}`);
+    object(options);
     const decision = option(options, "decision");
     const artifactHash = option(options, "artifactHash");
     const version = option(options, "version");
     const reason = option(options, "reason");
     str(decision, "options.decision");
     str(artifactHash, "options.artifactHash");
-    if (typeof version !== "number") throw invalid(`options.version: must be a number, got ${typeName(version)}`);
+    num(version, "options.version");
     if (reason !== undefined) str(reason, "options.reason");
     const body = JSON.stringify({ decision, artifactHash, version, ...(reason !== undefined && { reason }) });
     return this.#post(taskId, "decisions", body);
@@ -200,10 +162,13 @@ export class TaskClient {
 
   /** Follows a task until it is terminal, stopped, or refused (401/403/404). */
   watch(taskId, options = {}) {
-    if (!this.#tabs) return this.#local(taskId, options);
     const prefix = this.#persistPrefix;
-    return new Watch(taskId, options, (sink, cursor, seed) =>
-      shared(this.#tabs, "task", taskId, seed, sink, cursor === undefined && prefix !== undefined ? restored(localStore(), prefix + taskId, taskId) : undefined),
+    return this.#track(
+      this.#tabs
+        ? new Watch(taskId, options, (sink, cursor, seed) =>
+            shared(this.#tabs, "task", taskId, seed, sink, cursor === undefined && prefix !== undefined ? restored(localStore(), prefix + taskId, taskId) : undefined),
+          )
+        : this.#local(taskId, options),
     );
   }
 
@@ -213,19 +178,51 @@ export class TaskClient {
    * leader tab, as task watches are (./tabs.js, `batchKind`).
    */
   watchBatch(batchId, options = {}) {
-    if (!this.#tabs) return this.#localBatch(batchId, options);
-    return new BatchWatch(batchId, options, (start, sink, seed) => sharedBatch(this.#tabs, batchId, start, seed, sink));
+    return this.#track(this.#tabs ? new BatchWatch(batchId, options, (start, sink, seed) => sharedBatch(this.#tabs, batchId, start, seed, sink)) : this.#localBatch(batchId, options));
+  }
+
+  /**
+   * Stops every watch this client started (`done` rejects with code
+   * `stopped`), frees their wasm memory, and, with `shareAcrossTabs`,
+   * leaves the tab group (its locks and channel). POSTs in flight
+   * finish; any later call throws `stopped`. `using client = new
+   * TaskClient(…)` does it at the end of the scope.
+   */
+  dispose() {
+    this.#disposed = true;
+    for (const watch of this.#watches) watch[Symbol.dispose]();
+    this.#watches.clear();
+    this.#tabs?.then((group) => group.close());
+  }
+
+  [Symbol.dispose]() {
+    this.dispose();
+  }
+
+  /** The wasm core, made at first use; throws `stopped` once disposed, `not-initialized` before init(). */
+  #ready() {
+    if (this.#disposed) throw new TaskwireError("stopped", "TaskClient: disposed");
+    return (this.#core ??= call(this.#makeCore));
+  }
+
+  /** Keeps `watch` for `dispose` until it ends. */
+  #track(watch) {
+    const drop = () => this.#watches.delete(watch);
+    this.#watches.add(watch);
+    watch.done.then(drop, drop);
+    return watch;
   }
 
   /** A batch watch in this tab (the leader's too, for the whole tab group). */
   #localBatch(batchId, options) {
-    const core = this.#core;
+    const core = this.#ready();
+    const http = this.#http({ batch: batchId });
     const prefix = this.#persistPrefix;
     return new BatchWatch(batchId, options, (start, sink) => {
       // One key per batch.
       const storageKey = prefix === undefined ? "" : `${prefix}batch:${batchId}`;
       const storage = storageKey ? localStore() : undefined;
-      return call(() => run(this.#http, storage, storageKey, start, sink, (...rest) => core.watch(true, batchId, undefined, start ?? "", ...rest)));
+      return call(() => run(http, storage, storageKey, start, sink, (...rest) => core.watch(true, batchId, undefined, start ?? "", ...rest)));
     });
   }
 
@@ -235,15 +232,17 @@ export class TaskClient {
    * ./tabs.js) puts a storage of its own in front.
    */
   #local(taskId, options, wrap = (own) => own) {
-    const core = this.#core;
+    const core = this.#ready();
+    const http = this.#http({ tasks: [taskId] });
     const storageKey = this.#persistPrefix === undefined ? "" : this.#persistPrefix + taskId;
     const storage = wrap(storageKey ? localStore() : undefined);
-    return new Watch(taskId, options, (sink, cursor) => call(() => run(this.#http, storage, storageKey, cursor, sink, (...rest) => core.watch(false, taskId, cursor, "", ...rest))));
+    return new Watch(taskId, options, (sink, cursor) => call(() => run(http, storage, storageKey, cursor, sink, (...rest) => core.watch(false, taskId, cursor, "", ...rest))));
   }
 
   /** A POST (./follow.js): resolves to its answer, or rejects with a TaskwireError. */
   async #post(taskId, tail, body, key) {
-    const core = this.#core;
-    return JSON.parse(await call(() => post(core, this.#http, taskId, tail, body, key)));
+    await started();
+    const core = this.#ready();
+    return JSON.parse(await call(() => post(core, this.#http(taskId === undefined ? {} : { tasks: [taskId] }), taskId, tail, body, key)));
   }
 }

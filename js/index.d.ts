@@ -319,8 +319,25 @@ export class TaskMirror {
 
 // ---- the browser client --------------------------------------------------
 
-/** Gives `TaskClient` a fresh token: asked first, then on each expiry. */
-export type TokenSource = () => string | Promise<string>;
+/**
+ * What a token must cover, as `TaskClient` asks a `TokenSource`: one task
+ * (its watch, cancel, decisions and deliveries), one batch (its watch), or
+ * nothing in particular (`{}`: creates, which need the backend's own
+ * credential anyway).
+ */
+export type TokenScope = { tasks: [string]; batch?: undefined } | { batch: string; tasks?: undefined } | { tasks?: undefined; batch?: undefined };
+
+/**
+ * Gives `TaskClient` a fresh token: asked first, then on each expiry. A
+ * function that declares a parameter is asked per scope, and its tokens
+ * are kept per scope: one client follows many tasks that were each
+ * authorised alone, and an expiry refreshes that scope only. One that
+ * declares none is asked once for everything.
+ *
+ * @example
+ * token: async ({ tasks, batch }) => (await (await fetch("/my-backend/taskwire-token", { method: "POST", body: JSON.stringify({ tasks, batch }) })).json()).token
+ */
+export type TokenSource = (scope: TokenScope) => string | Promise<string>;
 
 /** Options of `TaskClient`. */
 export interface TaskClientOptions {
@@ -331,7 +348,8 @@ export interface TaskClientOptions {
    * function returning a fresh one (sync or async). A page gets browser
    * tokens from its own backend (PROTOCOL.md, "Credentials"); with a
    * function, a 401 `token-expired` makes the client ask it once and
-   * retry, so a watch outlives its tokens. Not with an `Authorization`
+   * retry, so a watch outlives its tokens; a function with a parameter
+   * is asked per scope (`TokenSource`). Not with an `Authorization`
    * entry in `headers`.
    */
   token?: string | TokenSource;
@@ -357,8 +375,9 @@ export interface TaskClientOptions {
    * another tab takes over at once and resumes each task by delta from
    * the version the tabs hold. The leader's options (token, headers,
    * transport, persistence) serve every tab, so its credential must
-   * cover every task the group watches: give clients that differ in
-   * them different names. Where Web Locks or BroadcastChannel are
+   * cover every task the group watches (a token function that takes its
+   * scope is asked per task and batch, so it does): give clients that
+   * differ in them different names. Where Web Locks or BroadcastChannel are
    * missing, each tab keeps its own connections, as without the option.
    *
    * @example
@@ -412,13 +431,13 @@ export interface ActionAnswer {
   epoch?: Epoch;
 }
 
-/** A task as the server returns it on creation. */
-export interface CreatedTask extends TaskView {
+/** A task as the server returns it on creation: its view, with what it was created with. */
+export type CreatedTask = TaskView & {
   kind?: string;
   input?: unknown;
   /** The server's history (absent from backends that send none). */
   epoch?: Epoch;
-}
+};
 
 /** What `onUpdate` receives: only when the version rises. */
 export interface WatchUpdate {
@@ -565,7 +584,9 @@ export interface Watch {
 }
 
 /**
- * Follows tasks on any backend that speaks PROTOCOL.md.
+ * Follows tasks on any backend that speaks PROTOCOL.md. May be made
+ * before `init()` resolves (e.g. at module scope): its POSTs wait for an
+ * `init()` in progress; `watch` needs it done (`not-initialized`).
  *
  * @example
  * const client = new TaskClient({
@@ -602,8 +623,10 @@ export class TaskClient {
    * the held artifact. Safe to retry: a repeat is `duplicate-decision`.
    *
    * @example
-   * const { task } = update; // state "waiting_approval"
-   * await client.decide(task.id, { decision: "approve", artifactHash: task.artifactHash!, version: task.version });
+   * const { task } = update;
+   * if (task.state === "waiting_approval") {
+   *   await client.decide(task.id, { decision: "approve", artifactHash: task.artifactHash, version: task.version });
+   * }
    */
   decide(taskId: string, options: DecideOptions): Promise<ActionAnswer>;
   /** Follows a task until it is terminal, stopped, or refused. */
@@ -622,4 +645,13 @@ export class TaskClient {
    * const all = await watch.done; // every task, terminal, in item order
    */
   watchBatch(batchId: string, options?: BatchWatchOptions): BatchWatch;
+  /**
+   * Stops every watch this client started (their `done` rejects with code
+   * `stopped`), frees their memory and, with `shareAcrossTabs`, leaves the
+   * tab group (its locks and channel). POSTs in flight finish; later
+   * calls throw `stopped`.
+   */
+  dispose(): void;
+  /** `using client = new TaskClient(…)`: `dispose()` at the end of the scope. */
+  [Symbol.dispose](): void;
 }

@@ -3,7 +3,7 @@
 // `new URL(…, import.meta.url)`, which bundlers understand.
 
 import wasmInit, { initSync as wasmInitSync } from "./taskwire_wasm.js";
-import { isReady, markReady } from "./api.js";
+import { isReady, markReady, markStarting } from "./api.js";
 
 export * from "./exports.js";
 
@@ -14,7 +14,9 @@ export * from "./exports.js";
  */
 export async function init(source) {
   if (isReady()) return;
-  await wasmInit(source === undefined ? undefined : { module_or_path: source });
+  const started = wasmInit(source === undefined ? undefined : { module_or_path: source });
+  markStarting(started);
+  await started;
   markReady();
 }
 

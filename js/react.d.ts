@@ -5,10 +5,18 @@ import type { BatchProgress, BatchWatchOptions, CreatedBatch, CreatedTask, Creat
 /** The status of `useTask` and `useTaskBatch`: the watch's, or `"idle"` when no id is given. */
 export type TaskHookStatus = WatchStatus | { state: "idle" };
 
+/**
+ * A task as `useTask` shows it: its view, with the `kind` and `input` it
+ * was created with when the page gave them (`initial`, e.g.
+ * `useCreateTask`'s task: resume answers do not carry them, so the hook
+ * keeps them across updates).
+ */
+export type HookTask = TaskView & { kind?: string; input?: unknown };
+
 /** What `useTask` returns; a new object only when something in it changed. */
 export interface TaskState {
   /** The task as known, or undefined before the first answer. Its `version` only rises (but see `WatchUpdate.reason`). */
-  task: TaskView | undefined;
+  task: HookTask | undefined;
   status: TaskHookStatus;
   /**
    * Why the watch ended without a terminal task: a `TaskwireError` whose
@@ -25,7 +33,7 @@ export interface UseTaskOptions extends Pick<WatchOptions, "onUpdate" | "onRejec
    * the task does not change. Read when the watch starts; ignored when
    * its `id` is not `taskId`.
    */
-  initial?: TaskView;
+  initial?: HookTask;
 }
 
 /**
@@ -103,8 +111,14 @@ export interface CreateTaskState {
   /** The task the last submit created. */
   task: CreatedTask | undefined;
   pending: boolean;
-  /** Why the last submit failed. */
-  error: TaskwireError | Error | undefined;
+  /**
+   * Why the last submit failed: the client's `TaskwireError` (a request
+   * that cannot be sent as JSON is `invalid-request`). An adapter given
+   * in place of a TaskClient (creating through the app's backend) should
+   * reject with `TaskwireError`s too (`new TaskwireError(code, message,
+   * status)` from `taskwire/client`).
+   */
+  error: TaskwireError | undefined;
 }
 
 /**

@@ -125,6 +125,19 @@ class WatchStore {
   }
 }
 
+/**
+ * `task` with the `kind` and `input` of `shown` (the same task, as the
+ * page gave it: a create answer) where it lacks them: resume answers
+ * carry the task's view only, and a hook's task would lose them at its
+ * first update.
+ */
+function withOrigin(task, shown) {
+  if (shown?.id !== task.id) return task;
+  const origin = {};
+  for (const key of ["kind", "input"]) if (!(key in task) && key in shown) origin[key] = shown[key];
+  return Object.keys(origin).length ? { ...task, ...origin } : task;
+}
+
 /** The store behind `useTask`: the snapshot changes when the task's version rises. */
 class TaskStore extends WatchStore {
   #client;
@@ -157,7 +170,7 @@ class TaskStore extends WatchStore {
 
   #take(task, epochChanged) {
     const shown = this.snapshot.task;
-    if (task !== undefined && (epochChanged || shown === undefined || task.version > shown.version)) this.publish({ task });
+    if (task !== undefined && (epochChanged || shown === undefined || task.version > shown.version)) this.publish({ task: withOrigin(task, shown) });
   }
 }
 
@@ -312,8 +325,10 @@ export function useCreateTask(client) {
       let body;
       try {
         body = JSON.stringify(request);
-      } catch (e) {
-        return Promise.reject(invalid(`useCreateTask: request cannot be sent (${e instanceof Error ? e.message : String(e)})`));
+      } catch {
+        // The client refuses it with its TaskwireError (`invalid-request`
+        // naming the input), which `error` then shows: one error type.
+        body = undefined;
       }
       const same = current !== undefined && current.body === body && current.client === client;
       if (same && current.task !== undefined) return Promise.resolve(current.task);

@@ -62,6 +62,9 @@ export class Tabs {
   /** Tabs whose end the leader awaits (their lock). */
   #awaited = new Set();
   #ready;
+  /** Lets go of this tab's own lock. */
+  #unlock;
+  #closed = false;
 
   constructor(name, kinds) {
     this.#name = name = `${MESSAGES} ${name}`;
@@ -72,13 +75,13 @@ export class Tabs {
     // for it, so it learns that a tab closed (or crashed) without a word
     // and stops the watches only that tab wanted. A tab speaks only once
     // it holds it, or the leader would take the lock first.
-    this.#ready = new Promise((held) => navigator.locks.request(this.#lockOf(this.#tab), () => (held(), new Promise(() => {}))));
-    this.#ready.then(() => this.#join());
+    this.#ready = new Promise((held) => navigator.locks.request(this.#lockOf(this.#tab), () => (held(), this.#closed || new Promise((unlock) => (this.#unlock = unlock)))));
+    this.#ready.then(() => this.#closed || this.#join());
     // A page put in the back-forward cache or frozen hands the lead over
     // (its watches would stand still) and takes its turn again when back.
     const on = (target, leave, back) => {
       target?.addEventListener?.(leave, () => this.#leave());
-      target?.addEventListener?.(back, () => this.#away && (this.#join(), this.#offerAll()));
+      target?.addEventListener?.(back, () => this.#away && !this.#closed && (this.#join(), this.#offerAll()));
     };
     on(globalThis, "pagehide", "pageshow");
     on(globalThis.document, "freeze", "resume");
@@ -101,6 +104,18 @@ export class Tabs {
     this.#subs.set(sub, { kind, id, key: kind + " " + id, seed, take });
     this.#ready.then(() => this.#offer(sub));
     return () => this.#subs.delete(sub) && this.#post({ t: "unsub", sub, kind, id });
+  }
+
+  /**
+   * Leaves the group for good (`TaskClient.dispose`): hands the lead
+   * over (the next leader carries on) or gives up its place in the
+   * queue, lets go of this tab's lock, and closes the channel.
+   */
+  close() {
+    this.#closed = true;
+    this.#leave();
+    this.#unlock?.();
+    this.#channel.close();
   }
 
   #lockOf(tab) {
@@ -142,6 +157,7 @@ export class Tabs {
 
   /** Posts to every other tab, and to this one (a channel never echoes). */
   #post(message) {
+    if (this.#closed) return;
     this.#channel.postMessage(message);
     queueMicrotask(() => this.#receive(message));
   }

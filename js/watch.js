@@ -4,7 +4,7 @@
 // the loop's events into callbacks and the `done` promise. Every decision
 // is the Rust loop's (taskwire-core's Follow).
 
-import { text, str, invalid, typeName } from "./api.js";
+import { text, str, maybeNum, options as object, invalid, typeName } from "./api.js";
 
 export function isOnline() {
   const nav = globalThis.navigator;
@@ -147,9 +147,7 @@ class Loop {
 
 /** Checks `options` and its `cursor`; the listeners named. */
 function watchOptions(options, names) {
-  if (options === null || typeof options !== "object") throw invalid(`options: must be an object, got ${typeName(options)}`);
-  const cursor = option(options, "cursor");
-  if (cursor !== undefined && typeof cursor !== "number") throw invalid(`options.cursor: must be a number, got ${typeName(cursor)}`);
+  const cursor = maybeNum(option(object(options), "cursor"), "options.cursor");
   return { cursor, on: listeners(options, names) };
 }
 

@@ -197,8 +197,8 @@ export interface HistoryEntry {
   event: TaskEvent;
 }
 
-/** A task's current fields, without history (what resume answers carry). */
-export interface TaskView {
+/** The fields of every task view, whatever its state (see `TaskView`). */
+export interface TaskViewBase {
   id: string;
   state: State;
   /** Events at or after this time expire the task. */
@@ -230,10 +230,36 @@ export interface TaskView {
   decisionReason?: string;
 }
 
-/** A task with its full history (`history[i].version === i + 1`). */
-export interface Task extends TaskView {
-  history: HistoryEntry[];
+/**
+ * A task held for a person's decision: the artifact to decide on is
+ * always there, so `decide` takes `task.artifactHash` as it is.
+ */
+export interface HeldTaskView extends TaskViewBase {
+  state: "waiting_approval";
+  artifactRef: string;
+  artifactHash: string;
 }
+
+/** A task in any state but `waiting_approval`. */
+export interface OtherTaskView extends TaskViewBase {
+  state: Exclude<State, "waiting_approval">;
+}
+
+/**
+ * A task's current fields, without history (what resume answers carry):
+ * a union narrowed by `state`.
+ *
+ * @example
+ * if (task.state === "waiting_approval") {
+ *   await client.decide(task.id, { decision: "approve", artifactHash: task.artifactHash, version: task.version });
+ * }
+ */
+export type TaskView = HeldTaskView | OtherTaskView;
+
+/** A task with its full history (`history[i].version === i + 1`). */
+export type Task = TaskView & {
+  history: HistoryEntry[];
+};
 
 /** Input of `createTask` and `TaskBook.create`. */
 export interface CreateTaskInput {

@@ -34,11 +34,11 @@ export interface JobResult {
 }
 
 /** A claimed task as the server sent it: its view, `kind`, `input` and the lease of this attempt. */
-export interface ClaimedTask extends TaskView {
+export type ClaimedTask = TaskView & {
   kind?: string;
   input?: unknown;
   lease: { attempt: number; expiresAtMs: number; leaseMs: number };
-}
+};
 
 /** Why a job's signal fired. */
 export type CancelCode = "cancel" | "stop" | "lease-lost" | "shutdown";

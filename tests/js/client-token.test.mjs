@@ -125,3 +125,40 @@ test("bad token options are invalid-request errors naming options.token", () => 
     (e) => e.code === "invalid-request" && /options\.token/.test(e.message) && /not both/.test(e.message),
   );
 });
+
+test("a token function with a parameter is asked per scope; one without is asked once for all", async () => {
+  const view = (id) => ({ id, state: "succeeded", attempts: 1, maxAttempts: 1, progress: 100, version: 2, expiresAtMs: Date.now() + 60_000, resultRef: "r", resultHash: "sha256:ab" });
+  const answer = (auth, url) => {
+    if (url.endsWith("/v1/tasks")) return created();
+    const id = decodeURIComponent(url.split("/v1/tasks/")[1].split("/")[0]);
+    return json(200, { mode: "snapshot", events: [], task: view(id) });
+  };
+  const scopes = [];
+  const scoped = server(answer);
+  const client = new TaskClient({ baseUrl: BASE, fetch: scoped.fetch, token: (scope) => (scopes.push(scope), `tok-${JSON.stringify(scope)}`) });
+  await client.createTask({ ttlMs: 1000, maxAttempts: 1 });
+  await client.watch("a").done;
+  await client.watch("b").done;
+  await client.watch("a").done;
+  assert.deepEqual(scopes, [{}, { tasks: ["a"] }, { tasks: ["b"] }], "asked once per scope, then kept");
+  assert.deepEqual(scoped.seen, ['Bearer tok-{}', 'Bearer tok-{"tasks":["a"]}', 'Bearer tok-{"tasks":["b"]}', 'Bearer tok-{"tasks":["a"]}']);
+
+  let asked = 0;
+  const shared = server(answer);
+  const old = new TaskClient({ baseUrl: BASE, fetch: shared.fetch, token: () => `tok-${++asked}` });
+  await old.createTask({ ttlMs: 1000, maxAttempts: 1 });
+  await old.watch("a").done;
+  await old.watch("b").done;
+  assert.equal(asked, 1, "no parameter: one token for everything, as before scopes");
+});
+
+test("a batch watch asks for the batch's scope", async () => {
+  const scopes = [];
+  const s = server(() =>
+    json(200, { batchId: "b1", mode: "snapshot", cursor: 3, size: 1, open: 0, tasks: [{ mode: "snapshot", task: { id: "t1", state: "cancelled", attempts: 0, maxAttempts: 1, progress: 0, version: 1, expiresAtMs: Date.now() + 60_000 } }] }),
+  );
+  const client = new TaskClient({ baseUrl: BASE, fetch: s.fetch, token: async (scope) => (scopes.push(scope), "tok") });
+  const tasks = await client.watchBatch("b1").done;
+  assert.equal(tasks[0].state, "cancelled");
+  assert.deepEqual(scopes, [{ batch: "b1" }]);
+});

@@ -26,7 +26,7 @@ test("npm pack ships only the whitelisted files", () => {
   // wasm-bindgen names the snippet directory after the crate and a hash.
   const files = info.files.map((f) => f.path.replace(/snippets\/taskwire-wasm-[0-9a-f]+\//, "snippets/taskwire-wasm-<hash>/")).sort();
   const build = (dir, extra = []) =>
-    ["api.js", ...extra, "client.js", "error.js", "exports.js", "follow.js", "index.js", "node.js", "snippets/taskwire-wasm-<hash>/js/runtime.js", "tab-watch.js", "tabs.js", "taskwire_wasm.js", "taskwire_wasm_bg.wasm", "watch.js"].map((f) => `dist/${dir}/${f}`);
+    ["api.js", ...extra, "client.js", "error.js", "exports.js", "follow.js", "index.js", "node.js", "snippets/taskwire-wasm-<hash>/js/runtime.js", "tab-watch.js", "tabs.js", "taskwire_wasm.js", "taskwire_wasm_bg.wasm", "token.js", "watch.js"].map((f) => `dist/${dir}/${f}`);
   assert.deepEqual(files, [
     "README.md",
     "dist/client.d.ts",
@@ -60,9 +60,14 @@ test("the tarball installs and imports in Node", () => {
      const small = new client.TaskMirror("t");
      small.mergeJson(book.resumeJson("t", 0));
      const worker = await import("taskwire/worker");
+     // The .wasm files are exported, for a preload or an explicit init().
+     const { readFileSync } = await import("node:fs");
+     const wasmOk = ["taskwire/wasm", "taskwire/client/wasm"].every((name) =>
+       WebAssembly.validate(readFileSync(new URL(import.meta.resolve(name)))));
      console.log(JSON.stringify({ version: mirror.version, state: mirror.state, client: small.version,
        clientHasBook: "TaskBook" in client, hasClient: typeof client.TaskClient,
-       hasWorker: typeof worker.createWorker, workerHasClient: "TaskClient" in worker }));`,
+       hasWorker: typeof worker.createWorker, workerHasClient: "TaskClient" in worker, wasmOk,
+       clientWasm: import.meta.resolve("taskwire/client/wasm").endsWith("/dist/client/taskwire_wasm_bg.wasm") }));`,
   );
   assert.deepEqual(JSON.parse(sh("node", ["main.js"], app)), {
     version: 1,
@@ -72,6 +77,8 @@ test("the tarball installs and imports in Node", () => {
     hasClient: "function",
     hasWorker: "function",
     workerHasClient: false,
+    wasmOk: true,
+    clientWasm: true,
   });
 });
 
@@ -89,7 +96,10 @@ test("a Vite build of a page using the package runs in Chromium", async (t) => {
   writeFileSync(
     join(app, "main.js"),
     `import init, { TaskBook, TaskMirror } from "taskwire";
-     await init();
+     // The exported .wasm, as a page preloads it (docs/client.md).
+     import wasmUrl from "taskwire/wasm?url";
+     document.head.append(Object.assign(document.createElement("link"), { rel: "preload", as: "fetch", crossOrigin: "anonymous", href: wasmUrl }));
+     await init(wasmUrl);
      const book = new TaskBook();
      book.create({ id: "t", nowMs: 0, ttlMs: 1000, maxAttempts: 1 });
      book.apply("t", { type: "start", atMs: 1, worker: "w" });

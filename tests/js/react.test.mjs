@@ -141,6 +141,12 @@ test("a double click on create makes one task", async (t) => {
   assert.equal(ids.size, 1, `tasks created: ${JSON.stringify(creates)}`);
   assert.equal(new Set(creates.map((c) => c.key)).size, 1, "one idempotency key");
   assert.equal(await page.textContent("#created"), [...ids][0]);
+  // The hook keeps the create's kind once the watch's first update (a
+  // view without it) replaces the task.
+  assert.equal(await page.textContent("#created-kind"), "react-test@0");
+  await api.callback([...ids][0], { type: "start", atMs: Date.now(), worker: "w" }, "s");
+  await page.waitForFunction(() => document.getElementById("created-kind").textContent.endsWith("@1"), null, { timeout: 5_000 });
+  assert.equal(await page.textContent("#created-kind"), "react-test@1");
   assert.deepEqual(errors, []);
   await page.close();
 });

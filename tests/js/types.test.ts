@@ -257,6 +257,38 @@ async function hooks(): Promise<void> {
   // @ts-expect-error: the key is the hook's, not the caller's
   await creator.create({ ttlMs: 1, maxAttempts: 1 }, { idempotencyKey: "k" });
   void version, idle, code, id, pending, shown;
+  // The hook keeps a created task's kind and input; its error is a TaskwireError.
+  const kind: string | undefined = useTask(c, made0.id, { initial: made0 }).task?.kind;
+  const failed: TaskwireError | undefined = creator.error;
+  const failedCode: ErrorCode | undefined = creator.error?.code;
+  void kind, failed, failedCode;
+}
+
+// Issue 29: tokens per scope, narrowing by state, dispose.
+async function issue29(): Promise<void> {
+  const c = new SmallClient({
+    baseUrl: "http://127.0.0.1:8080",
+    token: async ({ tasks, batch }) => `tok-${tasks?.[0] ?? batch ?? "any"}`,
+  });
+  const zeroArg: TokenSource = () => "tok";
+  new SmallClient({ baseUrl: "http://127.0.0.1:8080", token: zeroArg });
+  // @ts-expect-error: a scope's tasks are strings
+  const badToken: TokenSource = (scope: { tasks: number[] }) => String(scope.tasks);
+  const watch = c.watch("t", {
+    onUpdate: async ({ task }) => {
+      if (task.state === "waiting_approval") {
+        // Narrowed: the held artifact is there, no `!`.
+        await c.decide(task.id, { decision: "approve", artifactHash: task.artifactHash, version: task.version });
+      }
+      // @ts-expect-error: outside waiting_approval the artifact may be absent
+      const hash: string = task.artifactHash;
+      void hash;
+    },
+  });
+  void watch;
+  c.dispose();
+  c[Symbol.dispose]();
+  void badToken;
 }
 
 async function batches(): Promise<void> {
@@ -369,4 +401,4 @@ async function workers(): Promise<void> {
   const badWhy: CancelCode = "timeout";
   void cls, unknown, code, reason, badWhy;
 }
-void example, client, lifecycle, hooks, batches, batchHook, workers;
+void example, client, lifecycle, hooks, batches, batchHook, workers, issue29;

@@ -48,6 +48,15 @@ impl Follow {
     }
 
     /// The timer armed for [`poll_timeout`](Follow::poll_timeout) fired.
+    ///
+    /// A long-poll or snapshot not answered by its deadline is cut and sent
+    /// again at once, and is no failure: the follow cut it on its own
+    /// timer, and the likeliest cause is not an outage but a request the
+    /// runtime had not sent yet (a browser holds at most 6 connections per
+    /// origin over HTTP/1.1 and queues the rest), so counting it made a
+    /// page with more watches than connections say `reconnecting` on a
+    /// healthy network (issue 29). A dead server still shows: its refusals
+    /// and errors are failures. At most one request per `waitMs` + 15 s.
     pub fn handle_timeout(&mut self, now: f64) {
         let mut t = self.clock.tick(now);
         let due = match &self.phase {
@@ -74,7 +83,7 @@ impl Follow {
                     };
                     self.end_stream(flight, Step::retry(error, None), t);
                 } else {
-                    self.finish(Step::retry("the request timed out", None), t);
+                    self.finish(Step::Again, t);
                 }
             }
             Phase::Closed => {}

@@ -91,6 +91,12 @@ function BatchView({ batchId, initial }) {
   );
 }
 
+/** The created task, followed from the create's answer: its kind must outlive the watch's updates (resume answers lack it). */
+function CreatedView({ created }) {
+  const { task } = useTask(client, created?.id, { initial: created });
+  return <output id="created-kind">{task ? `${task.kind}@${task.version}` : ""}</output>;
+}
+
 function App() {
   const [shown, setShown] = useState(true);
   const [taskId, setTaskId] = useState(params.get("task") || null);
@@ -123,6 +129,7 @@ function App() {
         {task?.id ?? ""}
         {error && error.code}
       </output>
+      <CreatedView created={task} />
       {shown && <TaskView taskId={taskId} />}
       {shown && <BatchView batchId={batch.id} initial={batch.initial} />}
     </>

@@ -4,6 +4,7 @@
 
 mod batch;
 mod stream;
+mod timeout;
 
 use super::*;
 use crate::json::testing::{from_json, to_json};
