@@ -176,8 +176,9 @@ for (const [name, variant] of Object.entries(VARIANTS)) {
   for (const [part, s] of Object.entries(sizes)) {
     console.log(`  ${part.padEnd(24)} raw ${kb(s.raw).padStart(9)}  gzip ${kb(s.gzip).padStart(8)}  brotli ${kb(s.brotli).padStart(8)}`);
   }
+  console.log(`  page gzip: ${sizes.page.gzip} B of its ${variant.limitGzip} B limit`);
   if (sizes.page.gzip > variant.limitGzip) {
-    console.error(`build: the ${name} build costs a page ${kb(sizes.page.gzip)} gzipped, over its ${kb(variant.limitGzip)} limit`);
+    console.error(`build: the ${name} build costs a page ${kb(sizes.page.gzip)} gzipped (${sizes.page.gzip} B), over its ${kb(variant.limitGzip)} limit (${variant.limitGzip} B)`);
     failed = true;
   }
 }

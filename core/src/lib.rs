@@ -167,6 +167,7 @@ pub mod js;
 pub mod json;
 pub mod lease;
 pub mod mirror;
+#[cfg(feature = "output")]
 pub mod output;
 pub mod resume;
 pub mod task;
@@ -186,6 +187,7 @@ pub use event::{DecisionKind, Event, EventKind};
 pub use follow::{Follow, FollowConfig, FollowEvent};
 pub use lease::{Lease, LeaseChange};
 pub use mirror::{MergeOutcome, Mirror, Next, RejectReason, Rejection, UpdateReason};
+#[cfg(feature = "output")]
 pub use output::{
     AppendReason, Appended, Chunk, OutputLog, OutputMirror, OutputUpdate, StreamName,
 };
