@@ -127,11 +127,17 @@ impl OutputLog {
         if attempt <= self.attempt || self.closed {
             return false;
         }
-        let had_text = self.units > 0;
+        self.move_to(attempt)
+    }
+
+    /// Holds `attempt`'s text from now on, starting from empty. Returns
+    /// whether an older attempt's text was dropped.
+    fn move_to(&mut self, attempt: u64) -> bool {
+        let dropped = self.units > 0;
         self.attempt = attempt;
         self.text.clear();
         self.units = 0;
-        had_text
+        dropped
     }
 
     /// Judges `chunk` against the stream, given the task's current
@@ -178,22 +184,14 @@ impl OutputLog {
         if self.closed || !task_live {
             return refuse(self, AppendReason::OutputClosed);
         }
-        let superseded = chunk.attempt > self.attempt && self.units > 0;
-        let base = if chunk.attempt > self.attempt {
-            0
-        } else {
-            self.units
-        };
+        let newer = chunk.attempt > self.attempt;
+        let base = if newer { 0 } else { self.units };
         if chunk.offset > base {
             let mut gap = refuse(self, AppendReason::OutputGap);
             gap.expected = base;
             return gap;
         }
-        if chunk.attempt > self.attempt {
-            self.attempt = chunk.attempt;
-            self.text.clear();
-            self.units = 0;
-        }
+        let superseded = newer && self.move_to(chunk.attempt);
         let added = match self.overlap_tail(chunk) {
             Some(tail) => String::from(tail),
             None => return refuse(self, AppendReason::ChunkConflict),

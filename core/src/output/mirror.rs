@@ -72,13 +72,7 @@ impl OutputMirror {
         if attempt < self.attempt || text.is_empty() {
             return update;
         }
-        if attempt > self.attempt {
-            update.replaced = self.units > 0;
-            self.attempt = attempt;
-            self.text.clear();
-            self.units = 0;
-            self.closed = false;
-        }
+        update.replaced = self.move_to(attempt);
         let end = offset.saturating_add(utf16_len(text));
         if end <= self.units {
             return update;
@@ -108,13 +102,22 @@ impl OutputMirror {
         if attempt < self.attempt {
             return update;
         }
-        if attempt > self.attempt {
-            update.replaced = self.units > 0;
-            self.attempt = attempt;
-            self.text.clear();
-            self.units = 0;
-        }
+        update.replaced = self.move_to(attempt);
         self.closed = true;
         update
+    }
+
+    /// Shows `attempt` from now on: a newer attempt than the one shown
+    /// starts from empty text, open. Returns whether text was dropped.
+    fn move_to(&mut self, attempt: u64) -> bool {
+        if attempt <= self.attempt {
+            return false;
+        }
+        let dropped = self.units > 0;
+        *self = OutputMirror {
+            attempt,
+            ..OutputMirror::default()
+        };
+        dropped
     }
 }

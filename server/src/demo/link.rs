@@ -137,11 +137,7 @@ async fn forward(
 ) -> Result<Response<Full<Bytes>>, String> {
     let task = callback_task(request.uri().path()).map(str::to_string);
     let (parts, body) = request.into_parts();
-    let body = Limited::new(body, BODY_LIMIT)
-        .collect()
-        .await
-        .map_err(|e| format!("request body: {e}"))?
-        .to_bytes();
+    let body = whole(body, "request").await?;
     let answer = sender
         .lock()
         .await
@@ -149,11 +145,7 @@ async fn forward(
         .await
         .map_err(|e| format!("forward: {e}"))?;
     let (parts, body) = answer.into_parts();
-    let body = Limited::new(body, BODY_LIMIT)
-        .collect()
-        .await
-        .map_err(|e| format!("answer body: {e}"))?
-        .to_bytes();
+    let body = whole(body, "answer").await?;
     if let Some(task) = task {
         if parts.status == 200 {
             stats.callback_named(&reason_of(&body));
@@ -163,6 +155,15 @@ async fn forward(
         }
     }
     Ok(Response::from_parts(parts, Full::new(body)))
+}
+
+/// A request's or an answer's whole body, up to [`BODY_LIMIT`].
+async fn whole(body: Incoming, what: &str) -> Result<Bytes, String> {
+    Limited::new(body, BODY_LIMIT)
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .map_err(|e| format!("{what} body: {e}"))
 }
 
 /// The task of a callback path, `/v1/tasks/{id}/callbacks`.

@@ -306,7 +306,7 @@ pub fn item_plan(index: usize, attempt: u64) -> Vec<Step> {
                 succeed("blob://moderation/item-1", "sha256:cd34", false),
             ),
         ],
-        // Fails for good; the failure's answer is lost and redelivered.
+        // Its 10 % is redelivered, then it fails for good.
         ("invalid-input", _) => vec![
             step(500, progress_redelivered(10)),
             step(1_700, fail("invalid input: image is empty", false)),
