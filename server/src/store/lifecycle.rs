@@ -27,6 +27,13 @@ pub(crate) struct Appended {
     pub entry: taskwire_core::HistoryEntry,
     /// The change made the task terminal: write its outbox row.
     pub notify: bool,
+    /// The notification's time when it is not the writer's `at_ms`: a
+    /// lifecycle sweep's step (a timeout, a lapse that ends a task
+    /// `cancelled`, an abandon that fails it) is notified at the time it
+    /// fell due, the time its entry records, as core's `Book::sweep_due`
+    /// does (PROTOCOL.md §The sweeper). A TTL expiry is notified at the
+    /// sweeper's now, as core's `Book::expire_due`.
+    pub notify_at: Option<f64>,
 }
 
 /// What judging one event (or one sweep of a row) does to a task row.
@@ -75,6 +82,9 @@ pub(crate) fn judge_sweep(record: &mut TaskRecord, now: Millis) -> Judged {
         judged.outcome = step.outcome;
         take(record, step, &mut judged);
     }
+    for appended in &mut judged.appended {
+        appended.notify_at = Some(appended.entry.event.at_ms().get());
+    }
     judged
 }
 
@@ -111,6 +121,7 @@ fn take(record: &mut TaskRecord, step: Step, judged: &mut Judged) {
             view: record.view.clone(),
             entry,
             notify: step.outcome.notify,
+            notify_at: None,
         });
     }
     judged.write |= lease_moved || !judged.appended.is_empty();

@@ -307,6 +307,22 @@ pub async fn deadline_scenario(h: &Harness) {
     let t = wait_for(h, &id, "timed_out").await;
     assert!(t["expiresAtMs"].as_f64().unwrap() > now_ms() as f64 + 3_000_000.0);
     assert_eq!(history(h, &id).await, ["start", "timeout"]);
+    // Notified at the time it fell due (the entry's atMs, core's
+    // Book::sweep_due), not when the sweeper noticed (PROTOCOL.md §The
+    // sweeper).
+    let feed = h.get("demo", "/v1/notifications?after=0").await.json();
+    let note = feed["notifications"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["taskId"] == id.as_str())
+        .cloned()
+        .unwrap_or_else(|| panic!("no notification of {id}: {feed}"));
+    assert_eq!(
+        (note["state"].clone(), note["atMs"].clone()),
+        (json!("timed_out"), t["deadlineAtMs"].clone()),
+        "{note}"
+    );
 }
 
 /// What an executor may not send: a person's requests and the sweeper's

@@ -56,7 +56,6 @@ export default {
       // sweeper's clock (when it noticed), as the TTL's timer is, instead
       // of when the change fell due (the entry's atMs).
       name: 'the notification of a task the sweeper ended (timeout, lapse after a cancel, abandon with no start left) is at the time it fell due',
-      knownDeviation: "the reference server notifies these at its sweeper's clock (server/src/store/*/sweep.rs), where core's Book::sweep_due notifies at the entry's time: NOTES-FOR-LEAD.md",
       async run(ctx) {
         const tasks = await sweptTasks(ctx);
         for (const [what, task, cursor, version, state] of tasks) {

@@ -97,7 +97,7 @@ impl Batch {
                     notification_key(id, view.state, view.version),
                     id.clone(),
                     view.state.as_str().to_string(),
-                    at_ms,
+                    appended.notify_at.unwrap_or(at_ms),
                 ));
             }
             self.changes.push(Change {

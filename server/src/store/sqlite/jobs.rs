@@ -237,7 +237,7 @@ pub(super) fn write_judged(
                 notification_key(&after.id, after.state, after.version),
                 after.id,
                 after.state.as_str(),
-                at_ms
+                appended.notify_at.unwrap_or(at_ms)
             ])?;
             *outbox = true;
         }

@@ -114,7 +114,8 @@ fn sweep_one(
         },
     };
     let (record, judged) = step_due_row(sweep, row, now_ms).map_err(RowFault::Bad)?;
-    // As core's Book::expire_due: the notification is at "now".
+    // A TTL expiry is notified at "now" (core's Book::expire_due); a
+    // lifecycle step at the time it fell due (`Appended::notify_at`).
     write_judged(tx, &record, &judged, now_ms, changes, outbox)?;
     Ok(())
 }
