@@ -44,14 +44,14 @@ impl Drop for Link {
     }
 }
 
-/// Tasks whose next callback answer is to be lost.
+/// `(task, event type)` whose next callback answer is to be lost.
 #[derive(Debug, Default)]
 struct Faults {
-    lose: Mutex<HashSet<String>>,
+    lose: Mutex<HashSet<(String, String)>>,
 }
 
 impl Faults {
-    fn lose(&self) -> MutexGuard<'_, HashSet<String>> {
+    fn lose(&self) -> MutexGuard<'_, HashSet<(String, String)>> {
         // A plain set: still consistent after a panic elsewhere.
         self.lose.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -72,10 +72,14 @@ impl Link {
         })
     }
 
-    /// Loses the answer to the next callback for `task`: the relay closes
-    /// the worker's connection after the server answered it.
-    pub fn lose_next_answer(&self, task: &str) {
-        self.faults.lose().insert(task.to_string());
+    /// Loses the answer to the next callback of type `event` (`progress`,
+    /// `succeed`) for `task`: the relay closes the worker's connection
+    /// after the server answered it. The type keeps a heartbeat sent
+    /// meanwhile from taking the fault meant for the report.
+    pub fn lose_next_answer(&self, task: &str, event: &str) {
+        self.faults
+            .lose()
+            .insert((task.to_string(), event.to_string()));
     }
 }
 
@@ -138,6 +142,8 @@ async fn forward(
     let task = callback_task(request.uri().path()).map(str::to_string);
     let (parts, body) = request.into_parts();
     let body = whole(body, "request").await?;
+    // The callback's own event type, read before the body moves on.
+    let event = task.as_ref().map(|_| field_of(&body, "type"));
     let answer = sender
         .lock()
         .await
@@ -146,12 +152,12 @@ async fn forward(
         .map_err(|e| format!("forward: {e}"))?;
     let (parts, body) = answer.into_parts();
     let body = whole(body, "answer").await?;
-    if let Some(task) = task {
+    if let (Some(task), Some(event)) = (task, event) {
         if parts.status == 200 {
-            stats.callback_named(&reason_of(&body));
+            stats.callback_named(&field_of(&body, "reason"));
         }
-        if faults.lose().remove(&task) {
-            return Err(format!("answer to a callback for {task} lost on purpose"));
+        if faults.lose().remove(&(task, event)) {
+            return Err("a callback's answer lost on purpose".to_string());
         }
     }
     Ok(Response::from_parts(parts, Full::new(body)))
@@ -173,16 +179,25 @@ fn callback_task(path: &str) -> Option<&str> {
         .filter(|id| !id.is_empty() && !id.contains('/'))
 }
 
-/// A callback answer's `reason` (empty when it has none).
-fn reason_of(body: &[u8]) -> String {
-    #[derive(Deserialize)]
-    struct Answer {
-        #[serde(default)]
-        reason: String,
+/// The two top-level fields the link reads: a callback's `type`, and
+/// its answer's `reason` (each empty when absent).
+#[derive(Default, Deserialize)]
+struct Fields {
+    #[serde(default, rename = "type")]
+    event: String,
+    #[serde(default)]
+    reason: String,
+}
+
+/// Field `name` (`type` or `reason`) of a JSON body; empty when it has
+/// none or is not JSON.
+fn field_of(body: &[u8], name: &str) -> String {
+    let fields = taskwire_wire::from_json_serde_bytes::<Fields>(body, "body").unwrap_or_default();
+    if name == "type" {
+        fields.event
+    } else {
+        fields.reason
     }
-    taskwire_wire::from_json_serde_bytes::<Answer>(body, "answer")
-        .map(|a| a.reason)
-        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -195,7 +210,14 @@ mod tests {
         assert_eq!(callback_task("/v1/work/claim"), None);
         assert_eq!(callback_task("/v1/tasks//callbacks"), None);
         assert_eq!(callback_task("/v1/tasks/a/b/callbacks"), None);
-        assert_eq!(reason_of(br#"{"reason":"applied","x":1}"#), "applied");
-        assert_eq!(reason_of(b"not json"), "");
+        assert_eq!(
+            field_of(br#"{"reason":"applied","x":1}"#, "reason"),
+            "applied"
+        );
+        assert_eq!(
+            field_of(br#"{"taskId":"t","type":"progress"}"#, "type"),
+            "progress"
+        );
+        assert_eq!(field_of(b"not json", "reason"), "");
     }
 }

@@ -103,7 +103,7 @@ impl Player<'_> {
                     lose_answer,
                 } => {
                     if *lose_answer {
-                        self.ctx.link.lose_next_answer(self.job.id());
+                        self.ctx.link.lose_next_answer(self.job.id(), "progress");
                     }
                     self.script.reach(*percent);
                     let cursor = format!("c{percent}");
@@ -127,7 +127,7 @@ impl Player<'_> {
                     lose_answer,
                 } => {
                     if *lose_answer {
-                        self.ctx.link.lose_next_answer(self.job.id());
+                        self.ctx.link.lose_next_answer(self.job.id(), "succeed");
                     }
                     return Ok(Done::result(result_ref, result_hash));
                 }
