@@ -11,7 +11,8 @@
 //! - a `hold` ends the job; after the person's decision the task is
 //!   claimed again, and the plan follows from the decision;
 //! - a job that takes over a killed worker's task goes on from the
-//!   progress the task had, and says whom it replaces.
+//!   task's checkpoint (the furthest step a job of it set out to report,
+//!   see [`Script::reach`]), and says whom it replaces.
 
 use std::sync::Arc;
 use std::time::Duration;
