@@ -29,15 +29,18 @@
 
 pub mod auth;
 pub mod client;
+pub mod clock;
 pub mod config;
 pub mod demo;
 pub mod error;
 pub mod executor_event;
 pub mod hub;
+pub mod ids;
 pub mod keyring;
 pub mod limits;
 pub mod metrics;
 pub mod notify;
+pub mod query;
 pub mod quotas;
 pub mod routes;
 pub mod serve;

@@ -39,7 +39,7 @@ use tokio::task::JoinSet;
 use tokio_rustls::TlsConnector;
 
 use crate::client::Conn;
-use crate::routes::{now_ms, now_secs};
+use crate::clock::{now_ms, now_secs};
 use crate::store::{OutboxEntry, StoreError, WebhookClaim};
 use crate::{AppState, Config};
 

@@ -15,7 +15,7 @@
 
 use std::time::Duration;
 
-use crate::routes::now_ms;
+use crate::clock::now_ms;
 use crate::store::StoreError;
 use crate::AppState;
 

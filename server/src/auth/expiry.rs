@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use futures_util::{Stream, StreamExt};
 
-use crate::routes::now_secs;
+use crate::clock::now_secs;
 
 /// `stream`, ended at `deadline` (seconds since the epoch) if there is
 /// one: an SSE stream opened with a browser token closes when the token

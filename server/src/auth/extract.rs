@@ -6,8 +6,9 @@ use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 
 use super::Credential;
+use crate::clock::now_secs;
 use crate::error::ApiError;
-use crate::routes::{now_secs, Query};
+use crate::query::Query;
 use crate::AppState;
 
 /// Where a token came from.

@@ -27,7 +27,7 @@ use super::flags::BrowserTokenFlags;
 pub use super::mint::Minter;
 use super::{BrowserGrant, Right, Rights};
 use crate::error::{quoted, ApiError};
-use crate::routes::MAX_ID_BYTES;
+use crate::ids::MAX_ID_BYTES;
 
 /// Shortest HMAC secret accepted (RFC 7518 §3.2: at least the hash size).
 pub const MIN_HMAC_BYTES: usize = 32;

@@ -136,7 +136,7 @@ pub async fn start(
             tasks,
             idempotency: None,
             open_task_limit: state.quotas.max_open_tasks(&tenant),
-            created_at_ms: crate::routes::now_ms(),
+            created_at_ms: crate::clock::now_ms(),
         })
         .await
         .inspect_err(|e| count_open_task_refusal(state, e));

@@ -15,8 +15,10 @@ use taskwire_wire::from_json_serde_bytes;
 
 use crate::auth::keys::MAX_TASKS;
 use crate::auth::{MintScope, Right, Tenant};
+use crate::clock::now_secs;
 use crate::error::ApiError;
-use crate::routes::{body, check_id, now_secs};
+use crate::ids::check_id;
+use crate::routes::body;
 use crate::wire_json::WireJson;
 use crate::AppState;
 

@@ -29,7 +29,7 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
 use super::counter_at;
-use crate::routes::now_ms;
+use crate::clock::now_ms;
 use crate::store::{OutboxBacklog, QueueDepth};
 use crate::{AppState, Config, Inner};
 

@@ -70,7 +70,7 @@ pub fn new_epoch() -> Result<String, String> {
 }
 
 fn now_ms() -> f64 {
-    crate::routes::now_ms()
+    crate::clock::now_ms()
 }
 
 /// The SQLite file's epoch, drawn on the first open. Runs after the
