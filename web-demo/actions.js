@@ -26,7 +26,7 @@ export class Actions {
   /** POST /v1/tasks/{id}/cancel. */
   async cancel(t) {
     try {
-      const answer = await this.#app.clientFor(t.id).cancel(t.id, { reason: "cancelled on the demo page" });
+      const answer = await this.#app.taskClient.cancel(t.id, { reason: "cancelled on the demo page" });
       const state = answer.task?.state;
       const text = {
         "cancel-requested": "cancel requested: the worker learns it from its next callback answer",
@@ -50,7 +50,7 @@ export class Actions {
     const { artifactHash, version } = draft;
     t.card.showRefusal(null);
     try {
-      const answer = await this.#app.clientFor(t.id).decide(t.id, { decision, artifactHash, version, reason: `${decision} from the demo page` });
+      const answer = await this.#app.taskClient.decide(t.id, { decision, artifactHash, version, reason: `${decision} from the demo page` });
       const words = decision.replace("_", " ");
       if (answer.changed) {
         t.log("decide", `${words} on draft ${artifactHash} (v${version}): ${answer.reason}`, { reason: answer.reason, decision });

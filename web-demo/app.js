@@ -37,8 +37,12 @@ class App {
   retention = 8;
   /** Followed tasks by id, in page order (newest first). */
   tracked = new Map();
-  /** One TaskClient per task: each holds that task's browser token. */
-  clients = new Map();
+  /**
+   * One TaskClient for every task card. Its token function is asked for
+   * the scope each request needs (`{ tasks: [id] }`), so each task keeps
+   * its own browser token, as separately authorised tasks do.
+   */
+  #client = undefined;
   /** Cancel, decisions, kill the worker, and the workers' notes. */
   actions = new Actions(this);
   /** The moderation batch's grid, when one was started (batch.js). */
@@ -81,21 +85,18 @@ class App {
     document.getElementById("forget").addEventListener("click", () => this.#forget());
   }
 
-  /** The task's client, with a token function minting that task's browser tokens. */
-  clientFor(taskId) {
-    let client = this.clients.get(taskId);
-    if (!client) {
-      client = new TaskClient({
-        baseUrl: location.origin,
-        token: () => this.#mint(taskId),
-        fetch: this.net.fetch,
-        persist: true,
-        // Short enough that a reconnect after a demo cut is seen quickly.
-        backoff: { initialMs: 500, maxMs: 4_000 },
-      });
-      this.clients.set(taskId, client);
-    }
-    return client;
+  /** The task cards' client, made on first use. */
+  get taskClient() {
+    this.#client ??= new TaskClient({
+      baseUrl: location.origin,
+      // Asked per task: a token for exactly the task a request is about.
+      token: ({ tasks }) => this.#mint(tasks[0]),
+      fetch: this.net.fetch,
+      persist: true,
+      // Short enough that a reconnect after a demo cut is seen quickly.
+      backoff: { initialMs: 500, maxMs: 4_000 },
+    });
+    return this.#client;
   }
 
   /**
@@ -113,7 +114,7 @@ class App {
       fetch: this.net.fetch,
       persist: true,
       // A group of its own: the leader's token serves the whole group,
-      // and the task cards' clients hold task tokens.
+      // and the task cards' client holds task tokens.
       shareAcrossTabs: "moderation-batch",
       backoff: { initialMs: 500, maxMs: 4_000 },
     });
@@ -162,7 +163,7 @@ class App {
     this.#reorder();
     for (const t of fresh) {
       this.log.add("info", `started (${workload} workload, speed ${speed}×)`, { taskId: t.id, label: t.tag });
-      t.follow(this.clientFor(t.id));
+      t.follow(this.taskClient);
     }
     this.save();
     this.#showEmpty();
@@ -248,7 +249,7 @@ class App {
     if (this.tracked.size > 0) {
       this.log.add("info", `page loaded: ${this.tracked.size} task(s) from localStorage, following ${unfinished.length}`);
     }
-    for (const t of unfinished) t.follow(this.clientFor(t.id));
+    for (const t of unfinished) t.follow(this.taskClient);
     this.#showEmpty();
   }
 
@@ -262,7 +263,6 @@ class App {
       }
     }
     this.tracked.clear();
-    this.clients.clear();
     localStorage.removeItem(STATE_KEY);
     this.batch?.stop();
     this.batch = undefined;
@@ -301,8 +301,8 @@ class App {
     // server must answer with the receipt it gave the first time.
     const key = `demo-delivery-${t.id}`;
     try {
-      const first = await this.clientFor(t.id).deliver(t.id, key);
-      const second = await this.clientFor(t.id).deliver(t.id, key);
+      const first = await this.taskClient.deliver(t.id, key);
+      const second = await this.taskClient.deliver(t.id, key);
       t.card.showReceipts(first, second);
       const equal = JSON.stringify(first) === JSON.stringify(second);
       this.log.add("deliver", `delivered twice with one idempotency key: ${equal ? "the same receipt both times" : "different receipts!"}`, {
