@@ -118,13 +118,12 @@ pub async fn start(
     // stored.
     let ids: Vec<String> = tasks.iter().map(|t| t.view.id.clone()).collect();
     for (index, id) in ids.iter().enumerate() {
-        let registered = state.demo.workers.register(&tenant, id);
         let script = Script::new(
-            tenant.clone(),
+            &state.demo.workers,
+            (&tenant, id),
             Workload::Item(index),
             speed,
             Arc::clone(&slots),
-            registered,
         );
         state.demo.scripts.insert(id, script);
     }

@@ -202,27 +202,26 @@ async fn start_workload(
         .collect();
     let slots = state.demo.admit(&tenant, &runs)?;
     state.demo.fleets.ensure(state, &tenant).await?;
+    // A killed worker's task is re-queued seconds after its lease lapses.
+    let lifecycle = LifecycleOptions {
+        unknown_grace_ms: Some(fleet::grace_ms(speed)),
+        ..Default::default()
+    };
     let mut ids = Vec::with_capacity(tasks.len());
     for (task, slot) in tasks.into_iter().zip(slots) {
         let input = RawJson::parse(task.input)
             .map_err(|e| ApiError::internal(format!("demo input: {e}")))?;
         let kind = Some(task.kind.to_string());
-        // A killed worker's task is re-queued seconds after its lease lapses.
-        let lifecycle = LifecycleOptions {
-            unknown_grace_ms: Some(fleet::grace_ms(speed)),
-            ..Default::default()
-        };
         let view = new_task_view(state, "body", (task.ttl_ms, 3), lifecycle, &kind)?;
         // The script first: a held claim may take the task the moment it
         // is stored.
         let id = view.id.clone();
-        let registered = state.demo.workers.register(&tenant, &id);
         let script = Script::new(
-            tenant.clone(),
+            &state.demo.workers,
+            (&tenant, &id),
             task.workload,
             speed,
             Arc::new(vec![slot]),
-            registered,
         );
         state.demo.scripts.insert(&id, script);
         let stored = store_new_task(state, tenant.clone(), None, view, kind, Some(input)).await;

@@ -21,7 +21,7 @@ use taskwire_worker::{Done, ErrorClass, Job, JobError, StopReason};
 use tokio::time::Instant;
 
 use super::link::Link;
-use super::plans::{draft_hash, draft_ref, Action, LONG_CANNOT_CANCEL};
+use super::plans::{draft_hash, draft_ref, Action, Step, LONG_CANNOT_CANCEL};
 use super::scripts::{Script, Scripts};
 use super::workers::Workers;
 
@@ -53,6 +53,10 @@ pub async fn run(ctx: Arc<Ctx>, worker: String, job: Job) -> Result<Done, JobErr
         );
         ctx.workers.note(&script.tenant, job.id(), "replaced", text);
     }
+    let plan = script.workload.plan(job.task(), script.checkpoint());
+    // An attempt that ends well ends the task, unless it holds a draft
+    // for a decision (the task is then claimed again).
+    let holds = matches!(plan.last().map(|s| &s.action), Some(Action::Hold(_)));
     let mut player = Player {
         ctx: &ctx,
         script: &script,
@@ -61,10 +65,10 @@ pub async fn run(ctx: Arc<Ctx>, worker: String, job: Job) -> Result<Done, JobErr
         refused_cancel: false,
         t0: Instant::now(),
     };
-    let outcome = player.play().await;
+    let outcome = player.play(&plan).await;
     script.control.release(attempt);
     let done_with = match &outcome {
-        Ok(_) => player.finished_for_good(),
+        Ok(_) => !holds,
         Err(e) => match e.class() {
             ErrorClass::Final => true,
             ErrorClass::Cancelled => job.stop_reason() == Some(StopReason::Cancel),
@@ -88,12 +92,8 @@ struct Player<'a> {
 }
 
 impl Player<'_> {
-    /// The plan of this attempt, step by step, to its last report.
-    async fn play(&mut self) -> Result<Done, JobError> {
-        let plan = self
-            .script
-            .workload
-            .plan(self.job.task(), self.script.checkpoint());
+    /// Plays `plan`, this attempt's, step by step, to its last report.
+    async fn play(&mut self, plan: &[Step]) -> Result<Done, JobError> {
         for (i, step) in plan.iter().enumerate() {
             self.wait_until(self.t0 + self.scaled(step.at), step.cancellable)
                 .await?;
@@ -142,16 +142,6 @@ impl Player<'_> {
             }
         }
         Err(JobError::fatal("the demo's plan ended without a result"))
-    }
-
-    /// Whether the attempt that just ended well was the task's last: a
-    /// result, not a draft held for a decision.
-    fn finished_for_good(&self) -> bool {
-        let plan = self
-            .script
-            .workload
-            .plan(self.job.task(), self.script.checkpoint());
-        !matches!(plan.last().map(|s| &s.action), Some(Action::Hold(_)))
     }
 
     /// Waits until `at`, answering the job's signal if it fires.

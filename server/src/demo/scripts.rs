@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use super::limits::Slot;
 use super::plans::Workload;
-use super::workers::{Control, Registration};
+use super::workers::{Control, Registration, Workers};
 
 /// How long past its longest plan a script is kept for a task no worker
 /// finished (a held draft waits this long for a person's decision).
@@ -46,29 +46,29 @@ pub struct Script {
 }
 
 impl Script {
-    /// A script whose places are `slots`, registered as `registered`.
+    /// The script of `tenant`'s `task`, holding the places `slots`, and
+    /// registered among the tasks the page can kill a worker of.
     pub fn new(
-        tenant: String,
+        workers: &Arc<Workers>,
+        (tenant, task): (&str, &str),
         workload: Workload,
         speed: f64,
         slots: Arc<Vec<Slot>>,
-        registered: (Arc<Control>, Registration),
     ) -> Script {
+        let (control, registration) = workers.register(tenant, task);
         let longest = Duration::from_secs_f64(workload.longest() as f64 / speed / 1000.0);
         Script {
-            tenant,
+            tenant: tenant.to_string(),
             workload,
             speed,
-            control: registered.0,
+            control,
             checkpoint: AtomicU8::new(0),
             _slots: slots,
-            _registration: registered.1,
+            _registration: registration,
             forget_at: Instant::now() + longest + FORGET_AFTER,
         }
     }
-}
 
-impl Script {
     /// A job is about to report `percent`: set before the report leaves,
     /// so that a worker killed mid-report is never followed by one that
     /// reports the same step again.
