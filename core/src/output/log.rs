@@ -171,14 +171,14 @@ impl OutputLog {
         if chunk.attempt > task_attempt {
             return refuse(self, AppendReason::NotStarted);
         }
-        let same_attempt = chunk.attempt == self.attempt;
-        if same_attempt && chunk.offset < self.units {
-            // The part of the chunk already written must agree.
-            let Some(tail) = self.overlap_tail(chunk) else {
-                return refuse(self, AppendReason::ChunkConflict);
-            };
-            if tail.is_empty() {
-                return refuse(self, AppendReason::DuplicateChunk);
+        // A chunk that starts inside the text: the part already written
+        // must agree, and what is past the end is the new text.
+        let mut known_tail = None;
+        if chunk.attempt == self.attempt && chunk.offset < self.units {
+            match self.overlap_tail(chunk) {
+                None => return refuse(self, AppendReason::ChunkConflict),
+                Some("") => return refuse(self, AppendReason::DuplicateChunk),
+                tail => known_tail = tail,
             }
         }
         if self.closed || !task_live {
@@ -192,7 +192,7 @@ impl OutputLog {
             return gap;
         }
         let superseded = newer && self.move_to(chunk.attempt);
-        let added = match self.overlap_tail(chunk) {
+        let added = match known_tail.or_else(|| self.overlap_tail(chunk)) {
             Some(tail) => String::from(tail),
             None => return refuse(self, AppendReason::ChunkConflict),
         };

@@ -145,13 +145,23 @@ impl Workload {
         match self {
             Workload::Summary { .. } => duration(&summary_plan(false)),
             Workload::Long => duration(&long_plan()),
-            // A retried item runs its first attempt, then its second.
-            Workload::Item(index) => match scenario(index) {
-                "quota-then-success" | "retried" => {
-                    duration(&item_plan(index, 1)) + duration(&item_plan(index, 2))
-                }
-                _ => duration(&item_plan(index, 1)),
-            },
+            // An item whose first attempt fails retryably runs a second.
+            Workload::Item(index) => {
+                let first = item_plan(index, 1);
+                let retried = matches!(
+                    first.last().map(|s| &s.action),
+                    Some(Action::Fail {
+                        retryable: true,
+                        ..
+                    })
+                );
+                duration(&first)
+                    + if retried {
+                        duration(&item_plan(index, 2))
+                    } else {
+                        0
+                    }
+            }
         }
     }
 }
