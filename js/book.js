@@ -25,6 +25,21 @@ export function expireTask(task) {
   return parse(call(() => raw.expire_task(t)));
 }
 
+/**
+ * Whether a backend holds a long-poll (PROTOCOL.md §Resume): it asked to
+ * wait, its answer is `caught-up`, what it follows is `live`, and the
+ * request's `epoch` (undefined without one) is the store's. Core's rule,
+ * for backends written in JavaScript.
+ */
+export function worthHolding(request) {
+  // Read through JSON, as every other input: a throwing getter or a
+  // revoked proxy is a coded error, not a TypeError.
+  const { waitMs, mode, live, askedEpoch, epoch } = parse(text(request, "request")) ?? {};
+  if (typeof live !== "boolean") throw invalid(`request.live: must be a boolean, got ${typeName(live)}`);
+  const asked = askedEpoch === undefined ? undefined : str(askedEpoch, "request.askedEpoch");
+  return call(() => raw.worth_holding(num(waitMs, "request.waitMs"), str(mode, "request.mode"), live, asked, str(epoch, "request.epoch")));
+}
+
 // ---- TaskBook -------------------------------------------------------------
 
 /** Many tasks with callback dedup, outbox, resume and idempotent delivery. */

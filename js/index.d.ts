@@ -231,6 +231,20 @@ export function applyEvent(task: Task, event: TaskEvent): Transition<Task>;
 /** Expires a task now (recorded at `expiresAtMs`). */
 export function expireTask(task: Task): Transition<Task>;
 
+/**
+ * Whether a backend holds a long-poll (PROTOCOL.md §Resume): `waitMs` > 0,
+ * the answer's `mode` is `caught-up`, what it follows is `live`, and the
+ * request's `epoch` (`askedEpoch`; undefined when it sent none) is the
+ * store's `epoch`. A request from another epoch is answered at once.
+ */
+export function worthHolding(request: {
+  waitMs: number;
+  mode: "caught-up" | "delta" | "snapshot";
+  live: boolean;
+  askedEpoch?: string;
+  epoch: string;
+}): boolean;
+
 /** Options of `TaskBook`. */
 export interface TaskBookOptions {
   /** Gaps of at most this many versions get a delta (default 8). */

@@ -218,7 +218,9 @@ export class BatchWatch {
     const tasks = option(options, "tasks");
     if (tasks !== undefined && !Array.isArray(tasks)) throw invalid(`options.tasks: must be an array of tasks, got ${typeName(tasks)}`);
     if ((cursor === undefined) !== (tasks === undefined)) {
-      throw invalid(cursor === undefined ? "options.cursor: required with options.tasks (the batch cursor they were read at)" : "options.tasks: required with options.cursor (the tasks as known at that cursor)");
+      // The batch cursor and the tasks as known at it go together.
+      const [missing, given] = cursor === undefined ? ["cursor", "tasks"] : ["tasks", "cursor"];
+      throw invalid(`options.${missing}: required with options.${given}`);
     }
     // What is known, as the snapshot answer the batch is stored as: the
     // wasm side reads both with the server's reader. Every task counts

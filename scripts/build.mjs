@@ -42,7 +42,7 @@ const VARIANTS = {
   },
   full: {
     features: [],
-    exports: { "./api.js": ["TaskwireError", "TaskMirror"], "./book.js": ["createTask", "applyEvent", "expireTask", "TaskBook"] },
+    exports: { "./api.js": ["TaskwireError", "TaskMirror"], "./book.js": ["createTask", "applyEvent", "expireTask", "worthHolding", "TaskBook"] },
     files: ["api.js", "book.js", "client.js", "follow.js", "index.js", "node.js", "tab-watch.js", "tabs.js", "token.js", "watch.js"],
     // Not shipped to pages by default; the limit only catches regressions.
     limitGzip: 100 * 1024,

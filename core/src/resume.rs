@@ -22,6 +22,27 @@ use crate::value::NonBlank;
 /// The default retention window, in versions (the seed's 8).
 pub const DEFAULT_RETENTION_VERSIONS: u64 = 8;
 
+/// Whether a long-poll is held (PROTOCOL.md §Resume, §Epoch) rather than
+/// answered at once: it asked to wait (`wait_ms` > 0), its answer is
+/// `caught-up`, what it follows is still live (a terminal task, or a batch
+/// whose tasks all are, never changes again), and it was asked within the
+/// store's epoch ([`same_epoch`]).
+///
+/// A client from another history is answered at once, so that the
+/// answer's epoch tells it the history changed within one round trip:
+/// after a restore to the very version it holds, its cursor alone would
+/// be held as `caught-up` until something happened to the task.
+pub fn worth_holding(wait_ms: u64, mode: ResumeMode, live: bool, same_epoch: bool) -> bool {
+    wait_ms > 0 && mode == ResumeMode::CaughtUp && live && same_epoch
+}
+
+/// Whether a request that sent `asked` (its `epoch` parameter: the epoch
+/// the client holds) was asked within the store's `epoch`. A request
+/// without one (an older client, or one that knows no epoch yet) is.
+pub fn same_epoch(asked: Option<&str>, epoch: &str) -> bool {
+    asked.map_or(true, |asked| asked == epoch)
+}
+
 /// The three answer modes, spelled `caught-up`, `delta`, `snapshot`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -263,6 +284,21 @@ json::impl_deserialize!(ResumeMode, ResumeAnswer, EpochAnswer);
 mod tests {
     use super::*;
     use crate::json::testing::{from_json, to_json};
+
+    #[test]
+    fn holds_only_a_caught_up_live_long_poll_of_the_same_epoch() {
+        use ResumeMode::*;
+        assert!(worth_holding(1, CaughtUp, true, true));
+        assert!(!worth_holding(1, CaughtUp, true, false));
+        assert!(!worth_holding(0, CaughtUp, true, true));
+        assert!(!worth_holding(1, CaughtUp, false, true));
+        assert!(!worth_holding(1, Delta, true, true));
+        assert!(!worth_holding(1, Snapshot, true, true));
+        assert!(same_epoch(None, "e1") && same_epoch(Some("e1"), "e1"));
+        // Another history, or one that differs only in case: compared
+        // for equality, never ordered or folded.
+        assert!(!same_epoch(Some("e0"), "e1") && !same_epoch(Some("E1"), "e1"));
+    }
 
     #[test]
     fn plans_every_mode() {

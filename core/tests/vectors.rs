@@ -7,8 +7,8 @@ use std::path::PathBuf;
 
 use serde_json::{json, Value};
 use taskwire_core::{
-    apply_event, expire_task, Book, Chunk, CreateTask, Error, Event, Mirror, OutputLog,
-    OutputMirror, ResumeAnswer, Task,
+    apply_event, expire_task, same_epoch, worth_holding, Book, Chunk, CreateTask, Error, Event,
+    Mirror, OutputLog, OutputMirror, ResumeAnswer, ResumeMode, Task,
 };
 use taskwire_wire::{from_json, to_json};
 
@@ -108,6 +108,17 @@ impl Run {
             "resume" => {
                 let cursor = step["cursor"].as_u64().expect("cursor");
                 serde_json::to_value(self.book.resume(&s("taskId"), cursor)?).unwrap()
+            }
+            "worthHolding" => {
+                let mode = match s("mode").as_str() {
+                    "caught-up" => ResumeMode::CaughtUp,
+                    "delta" => ResumeMode::Delta,
+                    _ => ResumeMode::Snapshot,
+                };
+                let same = same_epoch(step["askedEpoch"].as_str(), &s("epoch"));
+                let wait_ms = step["waitMs"].as_u64().expect("waitMs");
+                let live = step["live"].as_bool().expect("live");
+                json!({ "hold": worth_holding(wait_ms, mode, live, same) })
             }
             "deliver" => {
                 let now = step["nowMs"].as_f64().expect("nowMs");

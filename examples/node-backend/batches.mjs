@@ -5,6 +5,7 @@
 // (batch-book.mjs); every rule about each task is still the core's.
 
 import { randomBytes } from "node:crypto";
+import { worthHolding } from "taskwire";
 import {
   BATCH_BODY_LIMIT,
   header,
@@ -80,14 +81,15 @@ function itemTexts(text) {
 export async function batchResume({ req, res, query, rawId, store, config }) {
   const caller = await credentialOf(header(req, "authorization"), config, query);
   // The parameters before the batch is looked up (400 before 404), as for a task.
-  const { cursor, waitMs, snapshot } = resumeParams(query);
+  const params = resumeParams(query);
+  const { cursor, snapshot } = params;
   const id = batchFor(caller, store, rawId);
   let answer = store.batchAnswer(id, cursor, snapshot);
   // A batch whose tasks all ended never changes again: answered at once.
-  if (waitMs > 0 && answer.mode === "caught-up" && answer.open > 0) {
+  if (worthHolding({ waitMs: params.waitMs, mode: answer.mode, live: answer.open > 0, askedEpoch: params.epoch, epoch: store.epoch })) {
     // Held until any of its tasks changes: the store wakes the batch from
     // the commit itself, nothing polls.
-    await changeOrTimeout(store, id, waitMs, res);
+    await changeOrTimeout(store, id, params.waitMs, res);
     if (res.destroyed) return; // the client went away
     answer = store.batchAnswer(id, cursor);
   }

@@ -203,9 +203,13 @@ export function idempotencyKey(req) {
   return key === undefined ? undefined : checkId("Idempotency-Key", key, "latin1");
 }
 
+/** The longest `epoch` a request may send (PROTOCOL.md §Resume). */
+const MAX_EPOCH_BYTES = 255;
+
 /**
  * The parameters of a resume, a task's or a batch's (PROTOCOL.md §Resume):
- * `cursor` (required), `waitMs` (0 to 30,000; 0 when absent), `snapshot`.
+ * `cursor` (required), `waitMs` (0 to 30,000; 0 when absent), `snapshot`,
+ * and `epoch`, the one the client holds (undefined when absent).
  */
 export function resumeParams(query) {
   const cursorText = query.get("cursor");
@@ -213,7 +217,12 @@ export function resumeParams(query) {
   const cursor = parseInteger("cursor", cursorText);
   const waitText = query.get("waitMs");
   const waitMs = waitText === null ? 0 : parseInteger("waitMs", waitText, MAX_WAIT_MS);
-  return { cursor, waitMs, snapshot: parseFlag(query, "snapshot") };
+  const snapshot = parseFlag(query, "snapshot");
+  const epoch = query.get("epoch") ?? undefined;
+  if (epoch !== undefined && (epoch.trim() === "" || Buffer.byteLength(epoch) > MAX_EPOCH_BYTES)) {
+    throw invalid(`epoch: must be 1 to ${MAX_EPOCH_BYTES} bytes and not blank, got ${quoted(epoch)}`);
+  }
+  return { cursor, waitMs, snapshot, epoch };
 }
 
 /**

@@ -4,7 +4,7 @@
 // the taskwire core behind it.
 
 import { misreads } from "./misread.mjs";
-import { TaskwireError } from "taskwire";
+import { TaskwireError, worthHolding } from "taskwire";
 import {
   HttpError,
   header,
@@ -166,14 +166,15 @@ async function resume({ req, res, query, rawId, store, config }) {
   const caller = await callerOf(req, config, query);
   // PROTOCOL.md §Conventions, "Error precedence": the parameters are
   // judged before the task is looked up (400 before 404).
-  const { cursor, waitMs, snapshot } = resumeParams(query);
+  const params = resumeParams(query);
+  const { cursor, snapshot } = params;
   const id = taskFor(caller, "watch", store, rawId);
 
   let answer = store.resume(id, cursor, snapshot);
-  if (waitMs > 0 && answer.mode === "caught-up" && !isTerminal(answer.task.state)) {
+  if (worthHolding({ waitMs: params.waitMs, mode: answer.mode, live: !isTerminal(answer.task.state), askedEpoch: params.epoch, epoch: store.epoch })) {
     // Hold until the task changes (the store calls back from the commit
     // itself: nothing polls) or waitMs runs out.
-    await changeOrTimeout(store, id, waitMs, res);
+    await changeOrTimeout(store, id, params.waitMs, res);
     if (res.destroyed) return; // the client went away
     answer = store.resume(id, cursor);
   }

@@ -134,6 +134,81 @@ for (const transport of ["long-poll", "sse"]) {
   });
 }
 
+/**
+ * A restore to the very version a page holds (issue 29): the page
+ * persisted version 3 (progress 80) of the lost history; the restored
+ * store reached its own version 3 (progress 40) before the page came
+ * back. The cursors agree, so only the epoch tells them apart: a
+ * long-poll carries it, and the server answers one from another epoch at
+ * once instead of holding it for its whole `waitMs`.
+ */
+async function sameVersionScenario(server, { backup, restore }, transport) {
+  const storage = installStorage();
+  const WAIT_MS = 20_000;
+  const client = () =>
+    new TaskClient({ baseUrl: server.baseUrl, headers: server.headers, persist: true, transport, waitMs: WAIT_MS, backoff: { initialMs: 50, maxMs: 200 } });
+  try {
+    const created = await client().createTask({ ttlMs: 600_000, maxAttempts: 3, kind: "summary" });
+    const t = Date.now();
+    await server.callback(created.id, { type: "start", atMs: t, worker: "w" }, "s");
+    await server.callback(created.id, { type: "progress", atMs: t + 1, progress: 25, cursor: "a" }, "p25");
+    await server.kill();
+    await backup();
+    await server.restart();
+    await server.callback(created.id, { type: "progress", atMs: t + 2, progress: 80, cursor: "b" }, "p80");
+    const before = client().watch(created.id);
+    await until("the lost version 3", () => before.version === 3 && before.task.progress === 80);
+    before.stop();
+
+    await server.kill();
+    await restore();
+    const marked = markRestored(server.data);
+    await server.restart();
+    await server.callback(created.id, { type: "progress", atMs: t + 3, progress: 40, cursor: "c" }, "p40-restored");
+    assert.equal((await server.task(created.id)).version, 3, "the restored store is at the page's version");
+
+    // The page comes back with its persisted version 3 of the old epoch.
+    const updates = [];
+    const started = Date.now();
+    const after = client().watch(created.id, { onUpdate: (u) => updates.push(u) });
+    assert.equal(after.task.progress, 80, "the page starts from what it persisted");
+    await until("the restored truth", () => after.task?.progress === 40, WAIT_MS * 2);
+    const elapsed = Date.now() - started;
+    assert.ok(elapsed < WAIT_MS / 2, `the restore was noticed after ${elapsed} ms: held instead of answered at once (waitMs ${WAIT_MS})`);
+    assert.equal(updates.at(-1).reason, "epoch-changed");
+    assert.equal(JSON.parse(storage.get(`taskwire:${created.id}`)).epoch, marked.after);
+    after.stop();
+  } finally {
+    delete globalThis.localStorage;
+  }
+}
+
+for (const transport of ["long-poll", "sse"]) {
+  test(`sqlite (${transport}): a restore to the very version a page persisted is noticed at once, not after waitMs`, async () => {
+    const server = await startServer();
+    const saved = mkdtempSync(join(tmpdir(), "taskwire-backup-"));
+    const files = (dir) => readdirSync(dir).filter((f) => f.startsWith("taskwire.sqlite3"));
+    try {
+      await sameVersionScenario(
+        server,
+        {
+          backup: async () => {
+            for (const f of files(server.data)) copyFileSync(join(server.data, f), join(saved, f));
+          },
+          restore: async () => {
+            for (const f of files(server.data)) rmSync(join(server.data, f));
+            for (const f of files(saved)) copyFileSync(join(saved, f), join(server.data, f));
+          },
+        },
+        transport,
+      );
+    } finally {
+      await server.stop();
+      rmSync(saved, { recursive: true, force: true });
+    }
+  });
+}
+
 /** scripts/pg.sh run: PostgreSQL lives until its stdin closes; null without binaries. */
 async function startPostgres() {
   const port = await freePort();

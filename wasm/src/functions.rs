@@ -1,4 +1,6 @@
-//! The pure functions: `createTask`, `applyEvent`, `expireTask`.
+//! The pure functions: `createTask`, `applyEvent`, `expireTask`, and the
+//! server-side decisions a backend written in JavaScript takes from core
+//! instead of writing them again (`worthHolding`).
 //!
 //! They take and return whole tasks, history included, as in the seed:
 //! O(history) per call, because the task lives in JavaScript between
@@ -8,7 +10,7 @@ use taskwire_core as tw;
 use taskwire_wire::{from_json, to_json};
 use wasm_bindgen::prelude::wasm_bindgen;
 
-use crate::{throw, Result};
+use crate::{safe_int, throw, Result};
 
 /// `createTask(input)`: a queued task at version 0.
 #[wasm_bindgen]
@@ -32,4 +34,31 @@ pub fn apply_event(task: &str, event: &str) -> Result<String> {
 pub fn expire_task(task: &str) -> Result<String> {
     let task: tw::Task = from_json(task, "task").map_err(throw)?;
     Ok(to_json(&tw::expire_task(task)))
+}
+
+/// `worthHolding(waitMs, mode, live, askedEpoch, epoch)`: whether a
+/// long-poll is held (core's `worth_holding` and `same_epoch`; PROTOCOL.md
+/// §Resume): `mode` is the answer's, `live` whether what it follows can
+/// still change, `askedEpoch` the request's `epoch` (undefined without
+/// one), `epoch` the store's.
+#[wasm_bindgen]
+pub fn worth_holding(
+    wait_ms: f64,
+    mode: &str,
+    live: bool,
+    asked_epoch: Option<String>,
+    epoch: &str,
+) -> Result<bool> {
+    use tw::ResumeMode::{CaughtUp, Delta, Snapshot};
+    let wait_ms = safe_int(wait_ms, "request.waitMs")?;
+    let mode = [CaughtUp, Delta, Snapshot]
+        .into_iter()
+        .find(|m| m.as_str() == mode)
+        .ok_or_else(|| {
+            throw(tw::Error::invalid(
+                "request.mode: must be \"caught-up\", \"delta\" or \"snapshot\"",
+            ))
+        })?;
+    let same_epoch = tw::same_epoch(asked_epoch.as_deref(), epoch);
+    Ok(tw::worth_holding(wait_ms, mode, live, same_epoch))
 }

@@ -51,6 +51,10 @@ impl Follow {
                 } else {
                     query.push_str("&waitMs=");
                     push_u64(&mut query, u64::from(self.config.wait_ms));
+                    if let Some(epoch) = self.target.epoch() {
+                        query.push_str("&epoch=");
+                        encode_segment(epoch, &mut query);
+                    }
                     (RequestKind::Poll, "/resume", Some(timeout))
                 }
             } else {

@@ -54,6 +54,16 @@ impl Target {
         }
     }
 
+    /// The epoch the mirror holds, sent with each long-poll so that a
+    /// server from another history answers it at once (PROTOCOL.md
+    /// §Epoch) instead of holding a cursor that happens to match.
+    pub fn epoch(&self) -> Option<&str> {
+        match self {
+            Target::Task(t) => t.mirror.epoch(),
+            Target::Batch(b) => b.mirror.epoch(),
+        }
+    }
+
     /// What a 404 or a 403 is about, for messages.
     pub fn noun(&self) -> &'static str {
         match self {

@@ -14,7 +14,7 @@ use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::Event as SseEvent;
 use axum::response::{IntoResponse, Response};
-use taskwire_core::ResumeMode;
+use taskwire_core::{same_epoch, worth_holding, ResumeMode};
 
 use super::batches::BatchId;
 use super::events::{open_stream, Item, StreamStart};
@@ -37,9 +37,11 @@ pub async fn resume(
         cursor,
         wait_ms,
         snapshot,
+        epoch,
     }: Params,
 ) -> Result<Response, ApiError> {
     credential.require_batch(Right::Watch, &id)?;
+    let same_epoch = same_epoch(epoch.as_deref(), state.store.epoch());
     let subject = credential.subject().map(str::to_owned);
     let tenant = credential.into_tenant();
     let who = Watcher {
@@ -54,8 +56,7 @@ pub async fn resume(
         .store
         .resume_batch(tenant.clone(), id, cursor, snapshot)
         .await?;
-    let worth_holding = wait_ms > 0 && answer.mode == ResumeMode::CaughtUp && !answer.is_done();
-    if !worth_holding {
+    if !worth_holding(wait_ms, answer.mode, !answer.is_done(), same_epoch) {
         return Ok(no_store_json(answer.to_json(state.store.epoch())));
     }
     // Counted while held; refused (429, 503) past a cap.

@@ -13,12 +13,12 @@ use axum::body::{Body, Bytes};
 use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
 use axum::response::Response;
-use taskwire_core::{EpochAnswer, ResumeAnswer, ResumeMode, MAX_SAFE_INTEGER};
+use taskwire_core::{same_epoch, worth_holding, EpochAnswer, ResumeAnswer, MAX_SAFE_INTEGER};
 use taskwire_wire::to_json;
 
 use super::{no_store_json, Query, TaskId};
 use crate::auth::{Right, WatchCredential};
-use crate::error::ApiError;
+use crate::error::{quoted, ApiError};
 use crate::hub::{answer_from, Wake};
 use crate::limits::Watcher;
 use crate::AppState;
@@ -27,14 +27,21 @@ use crate::AppState;
 pub const MAX_WAIT_MS: u64 = 30_000;
 
 /// The query of a resume request, checked while extracting (cursor, then
-/// waitMs, then snapshot), so a held request keeps three numbers instead
-/// of the query string.
-#[derive(Debug, Clone, Copy)]
+/// waitMs, then snapshot, then epoch), so a held request keeps three
+/// numbers instead of the query string (the epoch is compared before the
+/// hold and dropped).
+#[derive(Debug, Clone)]
 pub struct Params {
     pub(super) cursor: u64,
     pub(super) wait_ms: u64,
     pub(super) snapshot: bool,
+    /// The epoch the client holds (PROTOCOL.md §Epoch), if it sent one.
+    pub(super) epoch: Option<String>,
 }
+
+/// The longest `epoch` a request may send: the reference server's are 32
+/// hex digits; another backend's are opaque, but not long.
+const MAX_EPOCH_BYTES: usize = 255;
 
 impl<S: Send + Sync> FromRequestParts<S> for Params {
     type Rejection = ApiError;
@@ -45,6 +52,16 @@ impl<S: Send + Sync> FromRequestParts<S> for Params {
             cursor: q.required_int("cursor", MAX_SAFE_INTEGER)?,
             wait_ms: q.int("waitMs", MAX_WAIT_MS)?.unwrap_or(0),
             snapshot: q.flag("snapshot")?,
+            epoch: match q.get("epoch") {
+                None => None,
+                Some(e) if e.trim().is_empty() || e.len() > MAX_EPOCH_BYTES => {
+                    return Err(ApiError::invalid(format!(
+                        "epoch: must be 1 to {MAX_EPOCH_BYTES} bytes and not blank, got {}",
+                        quoted(e)
+                    )))
+                }
+                Some(e) => Some(e.to_owned()),
+            },
         })
     }
 }
@@ -65,8 +82,11 @@ pub fn resume(
         cursor,
         wait_ms,
         snapshot,
+        epoch,
     }: Params,
 ) -> impl Future<Output = Result<Response, ApiError>> {
+    // Compared here, so that a held request keeps no string for it.
+    let same_epoch = same_epoch(epoch.as_deref(), state.store.epoch());
     // Checked before the future is built, so that a held request keeps
     // the tenant, not the whole credential.
     let caller = credential.require(Right::Watch, &id).map(|()| {
@@ -87,10 +107,8 @@ pub fn resume(
             .store
             .resume(tenant.clone(), id, cursor, snapshot)
             .await?;
-        let worth_holding = wait_ms > 0
-            && answer.mode() == ResumeMode::CaughtUp
-            && answer.task().is_some_and(|t| !t.state.is_terminal());
-        if !worth_holding {
+        let live = answer.task().is_some_and(|t| !t.state.is_terminal());
+        if !worth_holding(wait_ms, answer.mode(), live, same_epoch) {
             return Ok(no_store_json(with_epoch(&state, answer)));
         }
         // Counted while held; refused (429, 503) past a cap.

@@ -4,6 +4,15 @@
 
 import assert from 'node:assert/strict';
 import { taskAt } from '../lib/scenarios.mjs';
+import { assertError } from '../lib/match.mjs';
+import { batchResume, createdBatch, items } from '../lib/batches.mjs';
+
+/** `request()`'s answer, with how long it took to come. */
+async function timed(request) {
+  const started = Date.now();
+  const res = await request();
+  return { res, elapsed: Date.now() - started };
+}
 
 /** The epoch of `what`: a non-blank string (PROTOCOL.md §Epoch). */
 function epochOf(value, what) {
@@ -49,6 +58,36 @@ export default {
         const { task } = await taskAt(ctx, 2);
         const other = await ctx.a.createTask();
         assert.equal(epochOf(other, 'create answer'), epochOf(await ctx.a.task(task.id), 'GET task'));
+      },
+    },
+      {
+      name: 'a long-poll that sends another epoch is answered at once, with the store’s; one that sends the store’s is held; a blank or overlong epoch is 400 naming epoch',
+      async run(ctx) {
+        const { task } = await taskAt(ctx, 1);
+        const now = await ctx.a.task(task.id);
+        const epoch = epochOf(now, 'GET task');
+        const version = now.version;
+        // The store's own epoch: held as without one (caught-up after waitMs).
+        const held = await timed(() => ctx.a.resume(task.id, { cursor: version, waitMs: 1500, epoch }));
+        assert.equal(held.res.status, 200, `held resume: expected 200, got ${held.res.status}`);
+        assert.equal(held.res.json.mode, 'caught-up');
+        assert.ok(held.elapsed >= 1400, `the store's epoch is held: answered after ${held.elapsed} ms of waitMs 1500`);
+        // Another history at the very same version: at once, carrying the
+        // store's epoch, so the client sees the history changed.
+        const other = await timed(() => ctx.a.resume(task.id, { cursor: version, waitMs: 20_000, epoch: `${epoch}-restored` }));
+        assert.equal(other.res.status, 200, `resume with another epoch: expected 200, got ${other.res.status}`);
+        assert.ok(other.elapsed < 5000, `another epoch is answered at once, not held: ${other.elapsed} ms`);
+        assert.equal(epochOf(other.res.json, 'resume answer'), epoch);
+        // And the same for a batch's long-poll.
+        const batch = await createdBatch(ctx.a.http, items(2));
+        const batchHeld = await timed(() => batchResume(ctx.a.http, batch.batchId, { cursor: batch.cursor, waitMs: 20_000, epoch: 'another-history' }));
+        assert.equal(batchHeld.res.status, 200, `batch resume with another epoch: expected 200, got ${batchHeld.res.status}`);
+        assert.ok(batchHeld.elapsed < 5000, `a batch long-poll from another epoch is answered at once: ${batchHeld.elapsed} ms`);
+        assert.equal(epochOf(batchHeld.res.json, 'batch answer'), epoch);
+        for (const bad of [' ', 'e'.repeat(256)]) {
+          assertError(await ctx.a.resume(task.id, { cursor: version, epoch: bad }), 400, 'invalid-request', 'epoch');
+          assertError(await batchResume(ctx.a.http, batch.batchId, { cursor: 1, epoch: bad }), 400, 'invalid-request', 'epoch');
+        }
       },
     },
   ],

@@ -74,7 +74,7 @@ fn one_long_poll_follows_the_batch_with_per_task_updates_progress_and_done() {
     assert_eq!(h.sent[0].query, "cursor=0&waitMs=25000");
     let (a0, b0) = (task("a", 0, "queued", 0), task("z", 0, "queued", 0));
     h.answer(&batch("snapshot", 1, 2, &[snap(&a0), snap(&b0)]));
-    assert_eq!(h.sent[1].query, "cursor=1&waitMs=25000");
+    assert_eq!(h.sent[1].query, "cursor=1&waitMs=25000&epoch=e");
     let a1 = task("a", 1, "running", 0);
     h.answer(&batch("delta", 2, 2, &[del(&[entry(1, 0)], &a1)]));
     let a2 = task("a", 2, "running", 60);
@@ -85,7 +85,7 @@ fn one_long_poll_follows_the_batch_with_per_task_updates_progress_and_done() {
         1,
         &[del(&[entry(2, 60)], &a2), snap(&z5)],
     ));
-    assert_eq!(h.sent[3].query, "cursor=3&waitMs=25000");
+    assert_eq!(h.sent[3].query, "cursor=3&waitMs=25000&epoch=e");
     let a3 = task("a", 3, "succeeded", 100);
     h.answer(&batch("delta", 4, 0, &[snap(&a3)]));
     let versions: Vec<(&str, u64)> =
@@ -150,7 +150,10 @@ fn a_task_whose_answer_does_not_apply_asks_for_one_snapshot_of_the_whole_batch()
         (Some("z"), RejectReason::Gap)
     );
     h.answer(&batch("snapshot", 2, 2, &[snap(&a1), snap(&z2)]));
-    assert_eq!(h.sent[3].query, "cursor=2&waitMs=25000", "back to deltas");
+    assert_eq!(
+        h.sent[3].query, "cursor=2&waitMs=25000&epoch=e",
+        "back to deltas"
+    );
     assert_eq!(updated(&h).last(), Some(&("z".into(), 2)));
 }
 
@@ -232,7 +235,7 @@ fn a_known_batch_reports_its_progress_at_once_and_resumes_from_its_cursor() {
     assert!(
         matches!(&h.events[..], [FollowEvent::Status(_), FollowEvent::Progress(p)] if p.progress == 50.0 && p.terminal == 1)
     );
-    assert_eq!(h.sent[0].query, "cursor=5&waitMs=25000");
+    assert_eq!(h.sent[0].query, "cursor=5&waitMs=25000&epoch=e");
 }
 
 #[test]

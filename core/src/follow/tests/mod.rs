@@ -171,6 +171,19 @@ fn long_polls_from_the_mirror_version_and_ends_on_a_terminal_task() {
 }
 
 #[test]
+fn each_long_poll_carries_the_epoch_the_mirror_holds() {
+    let mut h = H::new(Transport::LongPoll, true);
+    // No epoch held yet: none sent.
+    assert_eq!(h.sent[0].query, "cursor=0&waitMs=25000");
+    let answer = String::from_utf8(snapshot(&view(2, "running", 10))).unwrap();
+    let with_epoch = answer.replacen('{', r#"{"epoch":"e/1 2","#, 1);
+    h.answer(with_epoch.as_bytes());
+    // Percent-encoded as one query value, so that a server from another
+    // history can answer at once (PROTOCOL.md §Epoch).
+    assert_eq!(h.sent[1].query, "cursor=2&waitMs=25000&epoch=e%2F1%202");
+}
+
+#[test]
 fn failures_back_off_with_full_jitter_and_a_success_resets_them() {
     let mut h = H::new(Transport::LongPoll, true);
     for (i, error) in ["reset", "refused", "reset"].iter().enumerate() {
