@@ -130,13 +130,27 @@ export class TaskClient {
    * to retry (and retried on network errors, 429 and 5xx): a cancel
    * repeated is `duplicate-cancel`.
    */
-  async cancel(taskId, options = {}) {
-    str(taskId, "taskId");
+  cancel(taskId, options) {
+    return this.#cancel(taskId, options);
+  }
+
+  /**
+   * POST /v1/batches/{id}/cancel: every task of the batch not yet ended,
+   * each as `cancel` would; `{batchId, size, changed, reasons}`. A token
+   * function is asked for `{batch}`. Safe to retry, as `cancel`.
+   */
+  cancelBatch(batchId, options) {
+    return this.#cancel(batchId, options, 1);
+  }
+
+  /** A task's cancel, or (`batch`) the rest of a batch's. */
+  async #cancel(id, options = {}, batch) {
+    str(id, batch ? "batchId" : "taskId");
     object(options);
     const reason = option(options, "reason");
     if (reason !== undefined) str(reason, "options.reason");
     const body = JSON.stringify(reason === undefined ? {} : { reason });
-    return this.#post(taskId, "cancel", body);
+    return batch ? this.#post(undefined, `/v1/batches/${encodeURIComponent(id)}/cancel`, body, undefined, { batch: id }) : this.#post(id, "cancel", body);
   }
 
   /**
@@ -240,9 +254,9 @@ export class TaskClient {
   }
 
   /** A POST (./follow.js): resolves to its answer, or rejects with a TaskwireError. */
-  async #post(taskId, tail, body, key) {
+  async #post(taskId, tail, body, key, scope = taskId === undefined ? {} : { tasks: [taskId] }) {
     await started();
     const core = this.#ready();
-    return JSON.parse(await call(() => post(core, this.#http(taskId === undefined ? {} : { tasks: [taskId] }), taskId, tail, body, key)));
+    return JSON.parse(await call(() => post(core, this.#http(scope), taskId, tail, body, key)));
   }
 }

@@ -435,6 +435,18 @@ export interface DecideOptions {
  * nothing happened (`duplicate-cancel`, `stale-decision`,
  * `terminal-conflict`, …).
  */
+/** What `cancelBatch` did (PROTOCOL.md §Cancel a batch). */
+export interface BatchCancelAnswer {
+  batchId: string;
+  /** How many tasks the batch has. */
+  size: number;
+  /** How many tasks got a new version. */
+  changed: number;
+  /** Core's reasons over the tasks that were still open, counted. */
+  reasons: Partial<Record<"cancelled" | "cancel-requested" | "duplicate-cancel", number>>;
+  epoch: string;
+}
+
 export interface ActionAnswer {
   changed: boolean;
   duplicate: boolean;
@@ -632,6 +644,13 @@ export class TaskClient {
    * errors, 429 and 5xx): a repeat is `duplicate-cancel`.
    */
   cancel(taskId: string, options?: CancelOptions): Promise<ActionAnswer>;
+  /**
+   * POST /v1/batches/{id}/cancel: every task of the batch not yet ended,
+   * each as `cancel` would (PROTOCOL.md §Cancel a batch). A token
+   * function is asked for `{batch}`: a browser token whose `batch` claim
+   * names the batch and grants `cancel`. Safe to retry.
+   */
+  cancelBatch(batchId: string, options?: CancelOptions): Promise<BatchCancelAnswer>;
   /**
    * POST /v1/tasks/{id}/decisions: approve, request changes to, or reject
    * the held artifact. Safe to retry: a repeat is `duplicate-decision`.

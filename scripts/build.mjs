@@ -6,6 +6,7 @@ import { execFileSync } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { gzipSync, brotliCompressSync } from "node:zlib";
 import { minifyNames } from "./minify-names.mjs";
+import { trimGlue } from "./trim-glue.mjs";
 import { fileURLToPath } from "node:url";
 import { dirname, join, resolve } from "node:path";
 
@@ -135,6 +136,7 @@ for (const [name, variant] of Object.entries(VARIANTS)) {
     }
   }
   minifyNames(wasmOpt, WASM_FEATURES, wasmFile, join(out, "taskwire_wasm.js"));
+  trimGlue(join(out, "taskwire_wasm.js"));
   for (const file of variant.files) copyFileSync(join(root, "js", file), join(out, file));
   // TaskwireError is defined in the crate (wasm/js/runtime.js), so that Rust
   // throws it itself; wasm-bindgen copies it to snippets/<crate>-<hash>/.

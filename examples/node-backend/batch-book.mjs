@@ -44,6 +44,11 @@ export class BatchBook {
     return { ids, cursor, size: ids.length, open };
   }
 
+  /** The ids of a batch's tasks that are not terminal, in item order. */
+  openIds(batchId) {
+    return this.#batches.get(batchId).ids.filter((id) => !this.#items.get(id).ended);
+  }
+
   /**
    * After a record ran: the tasks in `changed` have new versions
    * (`viewOf(id)` is a task's view now). Each batch holding some of them

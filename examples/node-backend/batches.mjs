@@ -23,6 +23,7 @@ import {
   typeOf,
 } from "./http.mjs";
 import { credentialOf } from "./credentials.mjs";
+import { asBodyError, checkEvent, personEvent } from "./lifecycle.mjs";
 import { checkCreate, newTaskId } from "./create.mjs";
 import { elements, members } from "./exact.mjs";
 import { changeOrTimeout, noContent, openStream } from "./watch.mjs";
@@ -120,6 +121,37 @@ export async function batchEvents({ req, res, query, rawId, store, config }) {
     if (answer.mode !== "caught-up") send(answer);
   }));
   send(first);
+}
+
+// ---- POST /v1/batches/{id}/cancel -----------------------------------------------
+
+/**
+ * Cancels the rest of a batch (PROTOCOL.md §Batches, "Cancel a batch"):
+ * each task not terminal gets the cancel its own route would give it,
+ * judged by the core; the answer counts the core's reasons. A tenant
+ * token, or a browser token naming the batch with the `cancel` right.
+ */
+export async function batchCancel({ req, res, rawId, store, config }) {
+  const caller = await credentialOf(header(req, "authorization"), config);
+  const id = idFrom("batchId", rawId);
+  // The credential's scope before the body, as for a task's cancel.
+  beforeBody(() => caller.requireBatch("cancel", id));
+  const event = personEvent("cancel", await readBody(req), caller.actor, Date.now());
+  try {
+    checkEvent(event);
+  } catch (err) {
+    throw asBodyError(err);
+  }
+  if (!store.ownsBatch(caller.tenant, id)) throw notFound(`batchId: no batch with id ${quoted(id)}`);
+  const { size, open } = store.batchItems(id);
+  const reasons = {};
+  let changed = 0;
+  for (const taskId of open) {
+    const result = store.act(taskId, event);
+    reasons[result.reason] = (reasons[result.reason] ?? 0) + 1;
+    if (result.changed) changed += 1;
+  }
+  sendJson(res, 200, { batchId: id, size, changed, reasons, epoch: store.epoch });
 }
 
 /**

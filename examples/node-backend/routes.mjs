@@ -24,7 +24,7 @@ import {
 import { credentialOf } from "./credentials.mjs";
 import { callback } from "./callbacks.mjs";
 import { createTaskRoute } from "./create.mjs";
-import { batchEvents, batchResume, createBatchRoute } from "./batches.mjs";
+import { batchCancel, batchEvents, batchResume, createBatchRoute } from "./batches.mjs";
 import { StorageError } from "./store.mjs";
 import { actionAnswer, asBodyError, checkEvent, isTerminal, personEvent } from "./lifecycle.mjs";
 import { changeOrTimeout, noContent, openStream } from "./watch.mjs";
@@ -50,6 +50,7 @@ export function createApp(store, config) {
     { path: ["v1", "tasks", ":id", "cancel"], methods: { POST: act("cancel") } },
     { path: ["v1", "tasks", ":id", "decisions"], methods: { POST: act("decisions") } },
     { path: ["v1", "batches"], methods: { POST: createBatchRoute } },
+    { path: ["v1", "batches", ":id", "cancel"], methods: { POST: batchCancel } },
     { path: ["v1", "batches", ":id", "resume"], methods: { GET: batchResume } },
     { path: ["v1", "batches", ":id", "events"], methods: { GET: batchEvents } },
     { path: ["v1", "notifications"], methods: { GET: notifications } },

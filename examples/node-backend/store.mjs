@@ -146,6 +146,11 @@ export class Store {
     return this.#batches.owns(tenant, batchId);
   }
 
+  /** {size, open: the ids of its tasks not terminal} of a batch that exists. */
+  batchItems(batchId) {
+    return { size: this.#batches.summary(batchId).size, open: this.#batches.openIds(batchId) };
+  }
+
   /** The batch's answer for `cursor` (PROTOCOL.md §Batches, "Follow a batch"), an object. */
   batchAnswer(batchId, cursor, snapshot = false) {
     const answer = this.#batches.answer(batchId, cursor, snapshot, {

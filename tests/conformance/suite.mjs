@@ -41,6 +41,7 @@ import browserTokens from './checks/browser-tokens.mjs';
 import epoch from './checks/epoch.mjs';
 import batches from './checks/batches.mjs';
 import batchWatch from './checks/batch-watch.mjs';
+import batchCancel from './checks/batch-cancel.mjs';
 import work from './checks/work.mjs';
 import reports from './checks/reports.mjs';
 import leases from './checks/leases.mjs';
@@ -65,6 +66,7 @@ export const SECTIONS = [
   epoch,
   batches,
   batchWatch,
+  batchCancel,
   create,
   callbacks,
   judgement,

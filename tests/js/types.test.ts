@@ -8,6 +8,7 @@ import init, {
   applyEvent,
   createTask,
   type ActionAnswer,
+  type BatchCancelAnswer,
   type CallbackResult,
   type ErrorCode,
   type Delivery,
@@ -214,6 +215,11 @@ async function lifecycle(): Promise<void> {
   const created = await c.createTask({ ttlMs: 60_000, maxAttempts: 2, deadlineMs: 30_000, unknownGraceMs: 5_000, autoRequeue: true });
   const cancelled: ActionAnswer = await c.cancel(created.id, { reason: "changed my mind" });
   await c.cancel(created.id);
+  const rest: BatchCancelAnswer = await c.cancelBatch("bat_1", { reason: "the rest is not needed" });
+  const stopped: number = (rest.reasons.cancelled ?? 0) + rest.changed + rest.size;
+  void stopped;
+  // @ts-expect-error: a batch id is a string
+  await c.cancelBatch(1);
   const answer: ActionAnswer = await c.decide(created.id, { decision: "approve", artifactHash: "sha256:a", version: 3, reason: "fine" });
   const changed: boolean = answer.changed && cancelled.task.state === "cancelled";
   void changed;

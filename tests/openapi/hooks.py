@@ -12,7 +12,8 @@ unsigned callbacks (401). So before each call:
   in every state, created at start (`/events` gets a terminal one or an
   unknown id: a stream on a live task stays open, and fuzzing reads whole
   bodies);
-- a batch id in the path likewise: a pool of real batches, live ones (an
+- a batch id in the path likewise (but a batch cancel gets a new batch
+  of its own each time): a pool of real batches, live ones (an
   item queued, an item running; callbacks go to those items too, so that
   fuzzed events move a batch cursor) and ones whose every item is
   terminal, the only ones `/events` gets (so the stream ends). A task or
@@ -137,7 +138,12 @@ def before_call(context, case, **kwargs):
     negative_path = negative_at(case, ParameterLocation.PATH)
     kinds = ("terminal_batches", "live_batches") if path.startswith("/v1/batches/") else ("terminal", "live")
     terminal, live = (pool()[k] for k in kinds)
-    if "{id}" in path and not negative_path and _rng.random() < 0.8:
+    if (method, path) == ("POST", "/v1/batches/{id}/cancel") and not negative_path:
+        # A batch of its own each time: cancelling a pool batch would end
+        # the live ones the other operations need. (A link of the stateful
+        # phase may also carry an item's id here, which is no batch.)
+        case.path_parameters = {**case.path_parameters, "id": _batch((), ())[0]}
+    elif "{id}" in path and not negative_path and _rng.random() < 0.8:
         choices = terminal if path.endswith("/events") else live + terminal
         if path.endswith("/callbacks"):
             choices = choices + pool()["live_items"]

@@ -151,6 +151,8 @@ def recipes():
     # Batches: one live (an item running), one with every item terminal.
     live_batch, _, live_cursor = batch([START], [])
     done_batch, _, done_cursor = batch([START, SUCCEED], [{"type": "expire", "atMs": 2}])
+    # A batch of its own to cancel (one item running, one queued).
+    to_cancel, _, _ = batch([START], [])
     batch_key = f"k_{uuid.uuid4().hex}"
     assert create_batch([ITEM, ITEM], batch_key).status_code == 201
     # Bigger than a task body's 64 KiB, within a batch body's 1 MiB.
@@ -276,6 +278,15 @@ def recipes():
             "404": lambda: post("/v1/tasks/no-such-task/cancel"),
             "408": lambda: raw_partial(f"/v1/tasks/{running}/cancel", AUTH),
             "413": lambda: post(f"/v1/tasks/{running}/cancel", data=big, headers={"content-type": "application/json"}),
+        },
+        "cancelBatch": {
+            "200": lambda: post(f"/v1/batches/{to_cancel}/cancel", json={"reason": "the rest is not needed"}),
+            "400": lambda: post(f"/v1/batches/{to_cancel}/cancel", json={"atMs": 1}),
+            "401": lambda: requests.post(f"{BASE}/v1/batches/{to_cancel}/cancel", timeout=10),
+            "403": lambda: post(f"/v1/batches/{done_batch}/cancel", headers=watches_done),
+            "404": lambda: post("/v1/batches/no-such-batch/cancel"),
+            "408": lambda: raw_partial(f"/v1/batches/{done_batch}/cancel", AUTH),
+            "413": lambda: post(f"/v1/batches/{done_batch}/cancel", data=big, headers={"content-type": "application/json"}),
         },
         "decideTask": {
             "200": lambda: post(f"/v1/tasks/{done}/decisions", json={"decision": "approve", "artifactHash": "sha256:a", "version": 2}),

@@ -1,5 +1,6 @@
-//! `POST /v1/tasks/{id}/cancel` and `POST /v1/tasks/{id}/decisions`: what
-//! people ask of a task, through the client API (bearer-authenticated).
+//! `POST /v1/tasks/{id}/cancel`, `POST /v1/tasks/{id}/decisions` and
+//! `POST /v1/batches/{id}/cancel`: what people ask of a task or of the
+//! rest of a batch, through the client API (bearer-authenticated).
 //!
 //! The body says what is asked; the server adds when (its clock) and who
 //! (the caller's credential, `Credential::actor`: `user:<sub>` for a
@@ -22,10 +23,11 @@ use taskwire_core::json::{from_value, Value};
 use taskwire_core::{Event, EventKind, Reason, TaskView};
 use taskwire_wire::parse_value;
 
+use super::batches::BatchId;
 use super::{now_ms, read_body, TaskId, BODY_LIMIT};
 use crate::auth::{Credential, Right};
 use crate::error::ApiError;
-use crate::store::Action;
+use crate::store::{Action, BatchCancel};
 use crate::wire_json::WireJson;
 use crate::AppState;
 
@@ -60,12 +62,14 @@ pub async fn cancel(
 ) -> Result<Response, ApiError> {
     credential.require(Right::Cancel, &id)?;
     let raw = read_body(raw, BODY_LIMIT).await?;
-    let fields = if raw.iter().all(u8::is_ascii_whitespace) {
-        Members::new()
-    } else {
-        request_fields(&raw)?
-    };
-    act(state, credential, id, EventKind::Cancel, fields).await
+    act(
+        state,
+        credential,
+        id,
+        EventKind::Cancel,
+        cancel_fields(&raw)?,
+    )
+    .await
 }
 
 /// A decision on the task's held artifact: `{"decision": "approve" |
@@ -106,23 +110,92 @@ fn request_fields(raw: &[u8]) -> Result<Members<'_>, ApiError> {
     Ok(fields)
 }
 
-/// Makes the event (validated field by field by core) and hands it to the
-/// store. The caller's right on the task was checked before the body was
-/// read (a browser token without it is refused without its body).
-async fn act(
-    state: AppState,
-    credential: Credential,
-    task_id: String,
+/// The event a person's request makes: the body's fields (validated field
+/// by field by core), the route's `type`, the server's clock and the
+/// caller's actor.
+fn person_event(
+    credential: &Credential,
     kind: EventKind,
     mut fields: Members<'_>,
-) -> Result<Response, ApiError> {
+) -> Result<Event, ApiError> {
     // Read from the tree as it is: no text is written and parsed again.
     fields.extend([
         (Cow::Borrowed("type"), string(kind.as_str())),
         (Cow::Borrowed("atMs"), Value::Number(now_ms())),
         (Cow::Borrowed("actor"), string(credential.actor())),
     ]);
-    let event: Event = from_value(&Value::Object(fields), "body")?;
+    Ok(from_value(&Value::Object(fields), "body")?)
+}
+
+/// The body of a cancel, a task's or a batch's: `{"reason"?: string}`, or
+/// an empty body (no reason).
+fn cancel_fields(raw: &[u8]) -> Result<Members<'_>, ApiError> {
+    if raw.iter().all(u8::is_ascii_whitespace) {
+        Ok(Members::new())
+    } else {
+        request_fields(raw)
+    }
+}
+
+/// The answer to a batch cancel (PROTOCOL.md §Cancel a batch).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BatchCancelAnswer {
+    /// The batch.
+    pub batch_id: String,
+    /// How many tasks the batch has.
+    pub size: u64,
+    /// How many tasks the cancel changed.
+    pub changed: u64,
+    /// Core's reasons over the tasks that were still open, counted.
+    pub reasons: std::collections::BTreeMap<&'static str, u64>,
+    /// The store's epoch (PROTOCOL.md §Epoch).
+    pub epoch: String,
+}
+
+/// `POST /v1/batches/{id}/cancel`: cancels every task of the batch that
+/// is not terminal, each as `POST /v1/tasks/{id}/cancel` would, in one
+/// commit. A tenant token, or a browser token whose `batch` claim names
+/// the batch and which has the `cancel` right. Repeating it is safe: the
+/// tasks already asked count as `duplicate-cancel`, nothing changes.
+pub async fn cancel_batch(
+    State(state): State<AppState>,
+    credential: Credential,
+    BatchId(batch_id): BatchId,
+    raw: Body,
+) -> Result<Response, ApiError> {
+    credential.require_batch(Right::Cancel, &batch_id)?;
+    let raw = read_body(raw, BODY_LIMIT).await?;
+    let event = person_event(&credential, EventKind::Cancel, cancel_fields(&raw)?)?;
+    let done = state
+        .store
+        .cancel_batch(BatchCancel {
+            tenant: credential.into_tenant(),
+            batch_id: batch_id.clone(),
+            event,
+        })
+        .await?;
+    let answer = BatchCancelAnswer {
+        batch_id,
+        size: done.size,
+        changed: done.changed,
+        reasons: done.reasons,
+        epoch: state.store.epoch().to_string(),
+    };
+    Ok(WireJson(answer).into_response())
+}
+
+/// Makes the event and hands it to the store. The caller's right on the
+/// task was checked before the body was read (a browser token without it
+/// is refused without its body).
+async fn act(
+    state: AppState,
+    credential: Credential,
+    task_id: String,
+    kind: EventKind,
+    fields: Members<'_>,
+) -> Result<Response, ApiError> {
+    let event = person_event(&credential, kind, fields)?;
     let acted = state
         .store
         .act(Action {

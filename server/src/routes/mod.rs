@@ -53,6 +53,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/tasks/{id}/decisions", post(actions::decide))
         .route("/v1/notifications", get(notifications::list))
         .route("/v1/batches", post(batches::create))
+        .route("/v1/batches/{id}/cancel", post(actions::cancel_batch))
         .route("/v1/batches/{id}/resume", get(batch_watch::resume))
         .route("/v1/batches/{id}/events", get(batch_watch::events));
     app = if state.config.demo {

@@ -20,6 +20,7 @@
 //!   ([`quarantine`]) and reported, and the other rows go on.
 
 mod backlog;
+mod batch_cancel;
 pub mod batches;
 mod callback;
 pub mod callback_ids;
@@ -47,6 +48,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 pub use backlog::OutboxBacklog;
+pub use batch_cancel::{BatchCancel, BatchCancelled};
 pub use batches::{BatchAnswer, BatchCreated, NewBatch};
 pub use callback::{Acted, Action, Callback, CallbackAnswer, SignedRequest};
 pub use error::StoreError;
@@ -160,6 +162,11 @@ pub trait Store: Send + Sync + 'static {
     /// Applies a person's request (`cancel`, `decide`) to the tenant's
     /// task; resolves after the commit. A repeat is core's duplicate.
     fn act(&self, action: Action) -> StoreFuture<'_, Acted>;
+
+    /// Cancels every task of the tenant's batch that is not terminal, each
+    /// as one cancel of it would; resolves after the one commit. An
+    /// unknown batch, or another tenant's, is [`StoreError::BatchNotFound`].
+    fn cancel_batch(&self, cancel: BatchCancel) -> StoreFuture<'_, BatchCancelled>;
 
     /// Delivers a succeeded task's result under an idempotency key.
     fn deliver(

@@ -69,6 +69,7 @@
 //! `postgres/sweep.rs` and `postgres/errors.rs`.
 
 mod batch;
+mod batch_cancel;
 mod batches;
 mod callback;
 mod errors;
@@ -90,9 +91,9 @@ use tokio_postgres::NoTls;
 
 use super::postgres_schema;
 use super::{
-    callback_ids, Acted, Action, BatchAnswer, BatchCreated, Callback, CallbackAnswer, Created,
-    Idempotency, NewBatch, NewTask, OutboxEntry, PendingWebhooks, Store, StoreError, StoreFuture,
-    Swept, TaskRecord, WebhookClaim, WriteDone,
+    callback_ids, Acted, Action, BatchAnswer, BatchCancel, BatchCancelled, BatchCreated, Callback,
+    CallbackAnswer, Created, Idempotency, NewBatch, NewTask, OutboxEntry, PendingWebhooks, Store,
+    StoreError, StoreFuture, Swept, TaskRecord, WebhookClaim, WriteDone,
 };
 use crate::hub::Hub;
 use errors::pool_error;
@@ -369,6 +370,11 @@ impl Store for PostgresStore {
     fn act(&self, action: Action) -> StoreFuture<'_, Acted> {
         let done = self.write(Op::Act(action));
         Box::pin(async move { done.await?.acted() })
+    }
+
+    fn cancel_batch(&self, cancel: BatchCancel) -> StoreFuture<'_, BatchCancelled> {
+        let done = self.write(Op::CancelBatch(cancel));
+        Box::pin(async move { done.await?.batch_cancelled() })
     }
 
     fn deliver(

@@ -25,6 +25,7 @@
 //! `sqlite/writer.rs`, its jobs in `sqlite/jobs.rs`, row reads and the
 //! reader pool in `sqlite/read.rs`.
 
+mod batch_cancel;
 mod batches;
 mod errors;
 mod health;
@@ -47,9 +48,9 @@ use super::rows::to_i64;
 use super::sqlite_schema;
 use super::sweep::{LIFECYCLE, TTL};
 use super::{
-    Acted, Action, BatchAnswer, BatchCreated, Callback, CallbackAnswer, Created, Idempotency,
-    NewBatch, NewTask, OutboxEntry, PendingWebhooks, Store, StoreError, StoreFuture, Swept,
-    TaskRecord, WebhookClaim, WriteDone,
+    Acted, Action, BatchAnswer, BatchCancel, BatchCancelled, BatchCreated, Callback,
+    CallbackAnswer, Created, Idempotency, NewBatch, NewTask, OutboxEntry, PendingWebhooks, Store,
+    StoreError, StoreFuture, Swept, TaskRecord, WebhookClaim, WriteDone,
 };
 use crate::hub::Hub;
 use read::{history_after, load_own_task, replay, Readers};
@@ -254,6 +255,11 @@ impl Store for SqliteStore {
     fn act(&self, action: Action) -> StoreFuture<'_, Acted> {
         let done = self.write(Op::Act(action));
         Box::pin(async move { done.await?.acted() })
+    }
+
+    fn cancel_batch(&self, cancel: BatchCancel) -> StoreFuture<'_, BatchCancelled> {
+        let done = self.write(Op::CancelBatch(cancel));
+        Box::pin(async move { done.await?.batch_cancelled() })
     }
 
     fn deliver(

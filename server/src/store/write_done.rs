@@ -3,7 +3,8 @@
 use taskwire_core::Delivery;
 
 use super::{
-    Acted, BatchCreated, CallbackAnswer, Claimed, Created, Quarantined, StoreError, Swept,
+    Acted, BatchCancelled, BatchCreated, CallbackAnswer, Claimed, Created, Quarantined, StoreError,
+    Swept,
 };
 
 /// What a store's writer hands back for one write job. Both stores queue
@@ -19,6 +20,7 @@ pub(crate) enum WriteDone {
     BatchCreated(BatchCreated),
     Callback(CallbackAnswer),
     Acted(Acted),
+    BatchCancelled(BatchCancelled),
     Claimed(Claimed),
     Delivery(Delivery),
     Expired(Swept),
@@ -49,6 +51,13 @@ impl WriteDone {
     pub(crate) fn callback(self) -> Result<CallbackAnswer, StoreError> {
         match self {
             WriteDone::Callback(a) => Ok(a),
+            _ => Err(Self::unexpected()),
+        }
+    }
+
+    pub(crate) fn batch_cancelled(self) -> Result<BatchCancelled, StoreError> {
+        match self {
+            WriteDone::BatchCancelled(c) => Ok(c),
             _ => Err(Self::unexpected()),
         }
     }

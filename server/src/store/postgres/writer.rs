@@ -13,13 +13,14 @@ use tokio::sync::{mpsc, oneshot, Mutex as AsyncMutex};
 use tokio_postgres::error::SqlState;
 
 use super::batch::{hub_publish, Batch};
+use super::batch_cancel::cancel_batch;
 use super::batches::create_batch;
 use super::callback::{callback, prefetch};
 use super::errors::pool_error;
 use super::jobs::{act, create, deliver, open_tasks_lock};
 use crate::hub::Hub;
 use crate::store::{
-    callback_ids, Action, Callback, Claim, NewBatch, NewTask, StoreError, WriteDone,
+    callback_ids, Action, BatchCancel, Callback, Claim, NewBatch, NewTask, StoreError, WriteDone,
 };
 
 // A task view (in `NewTask`/`Created`) makes one variant ~400 bytes since
@@ -33,6 +34,7 @@ pub(super) enum Op {
     CreateBatch(NewBatch),
     Callback(Callback),
     Act(Action),
+    CancelBatch(BatchCancel),
     Claim(Claim),
     Deliver {
         tenant: String,
@@ -91,6 +93,8 @@ pub(super) fn order_of(op: &Op) -> LockOrder {
         Op::Deliver { tenant, key, .. } => (0, lock_id(&["delivery", tenant, key]), String::new()),
         Op::Callback(cb) => (1, 0, cb.task_id.clone()),
         Op::Act(action) => (1, 0, action.task_id.clone()),
+        // Its rows are locked in id order, from the first.
+        Op::CancelBatch(_) => (1, 0, String::new()),
         // Its row locks skip what others hold; its kind locks come last.
         Op::Claim(_) => (3, 0, String::new()),
     }
@@ -263,6 +267,9 @@ async fn run_batch(
             Op::Act(action) => act(&tx, &mut batch, action)
                 .await
                 .map(|r| r.map(WriteDone::Acted)),
+            Op::CancelBatch(cancel) => cancel_batch(&tx, &mut batch, cancel)
+                .await
+                .map(|r| r.map(WriteDone::BatchCancelled)),
             Op::Claim(c) => super::work::claim(&tx, &mut batch, c)
                 .await
                 .map(|r| r.map(WriteDone::Claimed)),

@@ -10,13 +10,16 @@ use std::time::Instant;
 use rusqlite::{Connection, TransactionBehavior};
 use tokio::sync::oneshot;
 
+use super::batch_cancel::cancel_batch;
 use super::batches::create_batch;
 use super::jobs::{act, callback, create, deliver};
 use super::sweep;
 use super::work::claim;
 use crate::hub::{Change, Hub};
 use crate::store::sweep::{TaskSweep, TTL};
-use crate::store::{Action, Callback, Claim, NewBatch, NewTask, StoreError, WriteDone};
+use crate::store::{
+    Action, BatchCancel, Callback, Claim, NewBatch, NewTask, StoreError, WriteDone,
+};
 
 // A task view (in `NewTask`/`Created`) makes one variant ~400 bytes since
 // the lifecycle fields (issue 11); each value lives only while its write
@@ -29,6 +32,7 @@ pub(super) enum Op {
     CreateBatch(NewBatch),
     Callback(Callback),
     Act(Action),
+    CancelBatch(BatchCancel),
     Claim(Claim),
     Deliver {
         tenant: String,
@@ -164,6 +168,9 @@ fn run(
         Op::CreateBatch(batch) => create_batch(tx, batch).map(WriteDone::BatchCreated),
         Op::Callback(cb) => callback(tx, cb, changes, outbox).map(WriteDone::Callback),
         Op::Act(action) => act(tx, action, changes, outbox).map(WriteDone::Acted),
+        Op::CancelBatch(cancel) => {
+            cancel_batch(tx, cancel, changes, outbox).map(WriteDone::BatchCancelled)
+        }
         Op::Claim(c) => claim(tx, c, changes, outbox).map(WriteDone::Claimed),
         Op::Deliver {
             tenant,
