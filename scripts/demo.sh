@@ -6,7 +6,7 @@
 # Flags after `--` go to the server (`npm run demo -- --listen 127.0.0.1:9000`);
 # so do the TASKWIRE_* environment variables (server/README.md).
 #
-# A fresh 2-core machine answers after about 2.5 minutes (README, "The
+# A fresh 2-core machine answers after about 2.5 minutes (docs/benchmarks.md, "The
 # first start"); later runs take seconds. Each step says how long it took
 # the first time and prints its own time when it ends, and cargo shows
 # how many crates are left, so a newcomer can tell it is working and how

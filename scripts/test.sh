@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 # Each step is numbered and timed, so a long run shows how far it is: on
 # a warm 2-core machine the whole run takes about 18 minutes; the first
-# run on a fresh one also installs and compiles the tools (README, "The
+# run on a fresh one also installs and compiles the tools (docs/benchmarks.md, "The
 # first start").
 steps_total=$(grep -c '^step "' scripts/test.sh)
 step_number=0
