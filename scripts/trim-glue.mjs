@@ -5,7 +5,11 @@
 //   js/index.js always calls them with one object (`{module_or_path}`,
 //   `{module}`), so those branches are never taken;
 // - the long text of the warning for a .wasm served without
-//   `application/wasm`, said in fewer words (the warning itself stays).
+//   `application/wasm`, said in fewer words (the warning itself stays);
+// - the polyfill of `TextEncoder.prototype.encodeInto`, for browsers from
+//   before 2020 (Safari 14.1): the package's own classes use private
+//   methods (`#post()`), which need Safari 15 and every engine that has
+//   them has `encodeInto`.
 //
 // Each edit must find its text exactly once: a wasm-bindgen whose glue
 // reads otherwise fails the build here, instead of shipping the old bytes.
@@ -24,6 +28,7 @@ const EDITS = [
     /console\.warn\("`WebAssembly\.instantiateStreaming` failed because your server does not serve Wasm with `application\/wasm` MIME type\. Falling back to `WebAssembly\.instantiate` which is slower\. Original error:\\n", e\);/,
     'console.warn("taskwire: serve the .wasm as application/wasm (loaded the slower way)", e);',
   ],
+  [/\nif \(!\('encodeInto' in cachedTextEncoder\)\) \{\n(?:.*\n)*?\}\n/, "\n"],
 ];
 
 /** Applies EDITS to `glueFile` in place; throws naming an edit that does not match once. */
