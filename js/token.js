@@ -4,6 +4,9 @@
 // (issue 29) fit the page's 40 KB budget. It imports nothing: what it
 // shared with the page's chunk would be split off into a chunk of its own.
 
+/** The most scopes whose tokens are kept for the next watch or POST. */
+export const MAX_KEPT = 100;
+
 /** `init` with `Authorization: Bearer <token>` added. */
 function withBearer(init, token) {
   return { ...init, headers: { ...init?.headers, authorization: `Bearer ${token}` } };
@@ -38,11 +41,18 @@ async function isExpired(response) {
  */
 export function bearer(inner, source, refuse) {
   const send = inner ?? ((url, init) => globalThis.fetch(url, init));
+  // Scope → its token, the most recently used last. A page that follows
+  // task after task for hours would otherwise keep every token it was
+  // ever given: past MAX_KEPT scopes the least recently used is dropped
+  // (a watch still running keeps its own; a new watch of that scope asks
+  // again).
   const kept = new Map();
   return (scope) => {
     const key = source.length ? JSON.stringify(scope) : "";
     const held = kept.get(key) ?? {}; // current: the promise of the token in use; replaced: the token the latest ask replaces
+    kept.delete(key);
     kept.set(key, held);
+    if (kept.size > MAX_KEPT) kept.delete(kept.keys().next().value);
     const ask = () => {
       const asked = Promise.resolve(scope)
         .then(source)
