@@ -39,6 +39,13 @@ function describe(value) {
  */
 const wellFormed = (s) => s.replace(/[\uD800-\uDFFF]/gu, "\uFFFD");
 
+/**
+ * A request that failed without any response: its message, or, when
+ * ./cors.js (loaded only then) finds the server up but refusing this
+ * page's origin, a CORS explanation in front of it.
+ */
+const explained = (url, message) => import("./cors.js").then((m) => m.explain(url, message), () => message);
+
 /** `value instanceof type`, false where that throws (a proxy, no such global). */
 function is(value, type) {
   try {
@@ -293,7 +300,7 @@ class Runner {
         }, fail);
       };
       next();
-    }, fail);
+    }, (e) => controller.signal.aborted || explained(url, describe(e)).then(failed));
   }
 
   /** Stops now: aborts the request in flight, cancels the timer. */

@@ -35,7 +35,7 @@ const VARIANTS = {
   client: {
     features: ["--no-default-features", "--features", "client"],
     exports: { "./api.js": ["TaskwireError", "TaskMirror"] },
-    files: ["api.js", "client.js", "follow.js", "index.js", "node.js", "tab-watch.js", "tabs.js", "token.js", "watch.js"],
+    files: ["api.js", "client.js", "cors.js", "follow.js", "index.js", "node.js", "tab-watch.js", "tabs.js", "token.js", "watch.js"],
     limitGzip: LIMIT_GZIP,
     // The client build is `no_std` and formats nothing (docs/package.md):
     // formatting machinery in it means std or a `format!` came back.
@@ -44,7 +44,7 @@ const VARIANTS = {
   full: {
     features: [],
     exports: { "./api.js": ["TaskwireError", "TaskMirror"], "./book.js": ["createTask", "applyEvent", "expireTask", "worthHolding", "TaskBook"] },
-    files: ["api.js", "book.js", "client.js", "follow.js", "index.js", "node.js", "tab-watch.js", "tabs.js", "token.js", "watch.js"],
+    files: ["api.js", "book.js", "client.js", "cors.js", "follow.js", "index.js", "node.js", "tab-watch.js", "tabs.js", "token.js", "watch.js"],
     // Not shipped to pages by default; the limit only catches regressions.
     limitGzip: 100 * 1024,
   },

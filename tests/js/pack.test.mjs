@@ -26,7 +26,7 @@ test("npm pack ships only the whitelisted files", () => {
   // wasm-bindgen names the snippet directory after the crate and a hash.
   const files = info.files.map((f) => f.path.replace(/snippets\/taskwire-wasm-[0-9a-f]+\//, "snippets/taskwire-wasm-<hash>/")).sort();
   const build = (dir, extra = []) =>
-    ["api.js", ...extra, "client.js", "error.js", "exports.js", "follow.js", "index.js", "node.js", "snippets/taskwire-wasm-<hash>/js/runtime.js", "tab-watch.js", "tabs.js", "taskwire_wasm.js", "taskwire_wasm_bg.wasm", "token.js", "watch.js"].map((f) => `dist/${dir}/${f}`);
+    ["api.js", ...extra, "client.js", "cors.js", "error.js", "exports.js", "follow.js", "index.js", "node.js", "snippets/taskwire-wasm-<hash>/js/runtime.js", "tab-watch.js", "tabs.js", "taskwire_wasm.js", "taskwire_wasm_bg.wasm", "token.js", "watch.js"].map((f) => `dist/${dir}/${f}`);
   assert.deepEqual(files, [
     "README.md",
     "dist/client.d.ts",
