@@ -40,6 +40,16 @@ export function worthHolding(request) {
   return call(() => raw.worth_holding(num(waitMs, "request.waitMs"), str(mode, "request.mode"), live, asked, str(epoch, "request.epoch")));
 }
 
+/**
+ * Which answer a batch's follower at `cursor` gets from a batch whose
+ * cursor is `seq` (PROTOCOL.md §Follow a batch): `"snapshot"` when asked
+ * (`snapshot`), at 0, or past `seq`; `"caught-up"` at `seq`; else
+ * `"delta"`. Core's rule, for backends written in JavaScript.
+ */
+export function planBatch(seq, cursor, snapshot = false) {
+  return call(() => raw.plan_batch(num(seq, "seq"), num(cursor, "cursor"), snapshot === true));
+}
+
 // ---- TaskBook -------------------------------------------------------------
 
 /** Many tasks with callback dedup, outbox, resume and idempotent delivery. */

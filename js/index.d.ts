@@ -245,6 +245,13 @@ export function worthHolding(request: {
   epoch: string;
 }): boolean;
 
+/**
+ * Which answer a batch's follower at `cursor` gets from a batch at cursor
+ * `seq` (PROTOCOL.md §Follow a batch): a snapshot when `snapshot`, at 0 or
+ * past `seq`; caught-up at `seq`; else a delta.
+ */
+export function planBatch(seq: number, cursor: number, snapshot?: boolean): "snapshot" | "caught-up" | "delta";
+
 /** Options of `TaskBook`. */
 export interface TaskBookOptions {
   /** Gaps of at most this many versions get a delta (default 8). */

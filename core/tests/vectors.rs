@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use serde_json::{json, Value};
+use taskwire_core::batch::plan_batch;
 use taskwire_core::{
     apply_event, expire_task, same_epoch, worth_holding, Book, Chunk, CreateTask, Error, Event,
     Mirror, OutputLog, OutputMirror, ResumeAnswer, ResumeMode, Task,
@@ -108,6 +109,12 @@ impl Run {
             "resume" => {
                 let cursor = step["cursor"].as_u64().expect("cursor");
                 serde_json::to_value(self.book.resume(&s("taskId"), cursor)?).unwrap()
+            }
+            "planBatch" => {
+                let seq = step["seq"].as_u64().expect("seq");
+                let cursor = step["cursor"].as_u64().expect("cursor");
+                let snapshot = step["snapshot"].as_bool().unwrap_or(false);
+                json!({ "mode": plan_batch(seq, cursor, snapshot).as_str() })
             }
             "worthHolding" => {
                 let mode = match s("mode").as_str() {

@@ -10,6 +10,7 @@
 // batch is made by its `batch` record, and each record that gave tasks of
 // a batch new versions moves that batch's cursor on by one.
 
+import { planBatch } from "taskwire";
 import { isTerminal } from "./lifecycle.mjs";
 
 export class BatchBook {
@@ -88,8 +89,10 @@ export class BatchBook {
   answer(batchId, cursor, snapshot, { resume, snapshotOf }) {
     const { ids, cursor: now, open } = this.#batches.get(batchId);
     const head = (mode, tasks) => ({ batchId, mode, cursor: now, size: ids.length, open, tasks });
-    if (snapshot || cursor === 0 || cursor > now) return head("snapshot", ids.map(snapshotOf));
-    if (cursor === now) return head("caught-up", []);
+    // Which answer: core's rule (`planBatch`), as every backend's.
+    const mode = planBatch(now, cursor, snapshot);
+    if (mode === "snapshot") return head("snapshot", ids.map(snapshotOf));
+    if (mode === "caught-up") return head("caught-up", []);
     const tasks = [];
     for (const id of ids) {
       const { writtenAt } = this.#items.get(id);

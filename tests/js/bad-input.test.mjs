@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import * as tw from "../../dist/full/node.js";
 import { rng } from "./rng.mjs";
 
-const { TaskBook, TaskMirror, TaskClient, TaskwireError, createTask, applyEvent, expireTask, worthHolding } = tw;
+const { TaskBook, TaskMirror, TaskClient, TaskwireError, createTask, applyEvent, expireTask, worthHolding, planBatch } = tw;
 
 function revoked() {
   const { proxy, revoke } = Proxy.revocable({}, {});
@@ -122,6 +122,7 @@ const CALLS = [
   ["createTask", (r) => createTask(arg(r))],
   ["applyEvent", (r) => applyEvent(arg(r), arg(r))],
   ["expireTask", (r) => expireTask(arg(r))],
+  ["planBatch", (r) => planBatch(junk(r), junk(r), junk(r))],
   ["worthHolding", (r) => worthHolding(r() < 0.5 ? junk(r) : { waitMs: junk(r), mode: r() < 0.5 ? "caught-up" : junk(r), live: r() < 0.5 ? true : junk(r), askedEpoch: junk(r), epoch: junk(r) })],
   ["new TaskBook", (r) => new TaskBook(arg(r))],
   ["book.create", (r, ctx) => ctx.book.create(arg(r))],

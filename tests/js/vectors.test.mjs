@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { join, dirname } from "node:path";
-import { TaskBook, TaskMirror, applyEvent, expireTask, worthHolding } from "../../dist/full/node.js";
+import { TaskBook, TaskMirror, applyEvent, expireTask, planBatch, worthHolding } from "../../dist/full/node.js";
 
 const dir = join(dirname(fileURLToPath(import.meta.url)), "../vectors");
 const files = readdirSync(dir).filter((f) => f.endsWith(".json")).sort();
@@ -45,6 +45,7 @@ function runStep(state, step) {
       return book.apply(step.taskId, step.event, step.callbackId);
     case "resume": return book.resume(step.taskId, step.cursor);
     case "worthHolding": return { hold: worthHolding(step) };
+    case "planBatch": return { mode: planBatch(step.seq, step.cursor, step.snapshot) };
     case "deliver": return book.deliverResult(step.taskId, step.key, step.nowMs);
     case "expireDue": return book.expireDue(step.nowMs);
     case "drain": return book.drainNotifications();

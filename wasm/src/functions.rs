@@ -1,6 +1,6 @@
 //! The pure functions: `createTask`, `applyEvent`, `expireTask`, and the
 //! server-side decisions a backend written in JavaScript takes from core
-//! instead of writing them again (`worthHolding`).
+//! instead of writing them again (`worthHolding`, `planBatch`).
 //!
 //! They take and return whole tasks, history included, as in the seed:
 //! O(history) per call, because the task lives in JavaScript between
@@ -61,4 +61,14 @@ pub fn worth_holding(
         })?;
     let same_epoch = tw::same_epoch(asked_epoch.as_deref(), epoch);
     Ok(tw::worth_holding(wait_ms, mode, live, same_epoch))
+}
+
+/// `planBatch(seq, cursor, snapshot)`: which answer a batch's follower at
+/// `cursor` gets from a batch at cursor `seq` (core's `plan_batch`;
+/// PROTOCOL.md §Follow a batch): `"snapshot"`, `"caught-up"` or `"delta"`.
+#[wasm_bindgen]
+pub fn plan_batch(seq: f64, cursor: f64, snapshot: bool) -> Result<String> {
+    let seq = safe_int(seq, "seq")?;
+    let cursor = safe_int(cursor, "cursor")?;
+    Ok(tw::batch::plan_batch(seq, cursor, snapshot).as_str().into())
 }

@@ -56,7 +56,7 @@ pub use book::BookHandle;
 #[cfg(feature = "client")]
 pub use client::{ClientCore, WatchHandle};
 #[cfg(feature = "book")]
-pub use functions::{apply_event, create_task, expire_task, worth_holding};
+pub use functions::{apply_event, create_task, expire_task, plan_batch, worth_holding};
 pub use mirror::MirrorHandle;
 
 use error::throw;

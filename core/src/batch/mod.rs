@@ -13,9 +13,13 @@
 //!   so every rule of a single task (stale, duplicate, gap, divergence,
 //!   regression) holds per task, and it never moves the batch cursor
 //!   back.
+//! - [`plan_batch`], [`task_answer`]: which answer a follower gets, the
+//!   rules every backend applies to build a [`BatchAnswer`].
 
 mod answer;
 mod mirror;
+mod plan;
 
 pub use answer::BatchAnswer;
 pub use mirror::{BatchMirror, BatchOutcome, TaskOutcome};
+pub use plan::{plan_batch, task_answer};

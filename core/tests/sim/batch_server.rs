@@ -5,6 +5,7 @@
 //! streams with `BatchAnswer`s: per-task resume answers of the tasks that
 //! changed after the cursor, each from the version it had at that cursor.
 
+use taskwire_core::batch::plan_batch;
 use taskwire_core::{
     BatchAnswer, BatchMirror, Book, CreateTask, Event, ResumeAnswer, ResumeMode, TaskView,
 };
@@ -194,13 +195,15 @@ impl Served for BatchServer {
 
     fn resume(&self, cursor: u64, snapshot: bool) -> Vec<u8> {
         let now = self.cursor();
-        if snapshot || cursor == 0 || cursor > now {
-            return self.snapshot_at(now);
+        // Which answer: core's rule, as every backend's.
+        match plan_batch(now, cursor, snapshot) {
+            ResumeMode::Snapshot => return self.snapshot_at(now),
+            ResumeMode::CaughtUp => {
+                return self.answer(ResumeMode::CaughtUp, now, Vec::new(), self.views_at(now))
+            }
+            ResumeMode::Delta => {}
         }
         let views = self.views_at(now);
-        if cursor == now {
-            return self.answer(ResumeMode::CaughtUp, now, Vec::new(), views);
-        }
         let held = self.views_at(cursor);
         let tasks = self
             .ids

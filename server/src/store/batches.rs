@@ -1,8 +1,9 @@
 //! Batches (PROTOCOL.md §Batches): many tasks created in one call and
 //! followed as one. What both stores share: the validated request
-//! ([`NewBatch`]), the answers ([`BatchCreated`], [`BatchAnswer`]) and the
-//! rules that decide an answer from the batch cursor ([`plan_batch`],
-//! [`task_answer`]), so that the two stores differ only in their SQL.
+//! ([`NewBatch`]) and the answers ([`BatchCreated`], [`BatchAnswer`]). The
+//! rules that decide an answer from the batch cursor are core's
+//! (`taskwire_core::batch::plan_batch`, `task_answer`), so that the two
+//! stores differ only in their SQL.
 //!
 //! **The cursor.** A batch row holds `seq`: 1 after the create, raised
 //! inside every write that appends history to one of its tasks (the same
@@ -13,7 +14,7 @@
 //! Writes that append nothing (a heartbeat renewing a lease) do not raise
 //! it: nothing a client sees changed.
 
-use taskwire_core::{plan_resume, HistoryEntry, ResumeAnswer, ResumeMode, TaskView};
+use taskwire_core::{ResumeAnswer, ResumeMode};
 use taskwire_wire::to_json;
 
 use super::{Idempotency, NewTask, TaskRecord};
@@ -127,43 +128,6 @@ impl BatchAnswer {
     }
 }
 
-/// Which batch answer a cursor gets, from the batch's `seq` alone (so a
-/// store reads only the rows it needs).
-pub fn plan_batch(seq: u64, cursor: u64, force_snapshot: bool) -> ResumeMode {
-    if force_snapshot || cursor == 0 || cursor > seq {
-        // 0: the client knows nothing. Above: it holds a cursor this
-        // batch never had (a restored store), and only a snapshot mends it.
-        ResumeMode::Snapshot
-    } else if cursor == seq {
-        ResumeMode::CaughtUp
-    } else {
-        ResumeMode::Delta
-    }
-}
-
-/// One changed task's answer in a `delta`: `entries` are those written
-/// after the client's batch cursor, oldest first (a store reads at most
-/// `retention + 1` of them). They must run without a gap up to the view:
-/// then a `delta` from the version the client holds, else (more than
-/// `retention` of them, or rows that disagree) a `snapshot` of the task.
-pub fn task_answer(view: TaskView, entries: Vec<HistoryEntry>, retention: u64) -> ResumeAnswer {
-    let contiguous = entries.last().is_some_and(|e| e.version == view.version)
-        && entries.windows(2).all(|w| w[0].version + 1 == w[1].version);
-    let held = entries.first().map(|e| e.version.saturating_sub(1));
-    match held {
-        Some(held) if contiguous => plan_resume(view.version, held, retention)
-            .answer(view, || Ok::<_, ()>(entries))
-            .unwrap_or_else(|()| unreachable_answer()),
-        _ => ResumeAnswer::Snapshot { task: view },
-    }
-}
-
-/// `answer`'s closure above never fails; this keeps that without a panic.
-#[cold]
-fn unreachable_answer() -> ResumeAnswer {
-    ResumeAnswer::CaughtUp { task: None }
-}
-
 /// A new unguessable batch id: `bat_` + 128 random bits in hex.
 pub fn new_batch_id() -> Result<String, String> {
     let mut bytes = [0u8; 16];
@@ -174,63 +138,4 @@ pub fn new_batch_id() -> Result<String, String> {
         id.push_str(&format!("{b:02x}"));
     }
     Ok(id)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use taskwire_core::value::Millis;
-    use taskwire_core::{create_task, CreateTask, Event};
-
-    fn view_at(version: u64) -> TaskView {
-        let mut v = create_task(&CreateTask::new("t", 0.0, 60_000.0, 3))
-            .unwrap()
-            .view()
-            .clone();
-        v.version = version;
-        v
-    }
-
-    fn entry(version: u64) -> HistoryEntry {
-        HistoryEntry {
-            version,
-            event: Event::Expire {
-                at_ms: Millis::new(1.0, "atMs").unwrap(),
-            },
-        }
-    }
-
-    #[test]
-    fn the_cursor_decides_the_mode() {
-        assert_eq!(plan_batch(5, 0, false), ResumeMode::Snapshot);
-        assert_eq!(plan_batch(5, 6, false), ResumeMode::Snapshot);
-        assert_eq!(plan_batch(5, 3, true), ResumeMode::Snapshot);
-        assert_eq!(plan_batch(5, 5, false), ResumeMode::CaughtUp);
-        assert_eq!(plan_batch(5, 1, false), ResumeMode::Delta);
-    }
-
-    #[test]
-    fn a_task_gets_its_delta_or_a_snapshot_past_the_window() {
-        let a = task_answer(view_at(3), vec![entry(2), entry(3)], 8);
-        assert_eq!(a.mode(), ResumeMode::Delta);
-        assert_eq!(a.events().len(), 2);
-        let many: Vec<_> = (1..=9).map(entry).collect();
-        assert_eq!(
-            task_answer(view_at(9), many, 8).mode(),
-            ResumeMode::Snapshot
-        );
-        // Rows that do not end at the view, or have a gap: a snapshot.
-        assert_eq!(
-            task_answer(view_at(4), vec![entry(2), entry(3)], 8).mode(),
-            ResumeMode::Snapshot
-        );
-        assert_eq!(
-            task_answer(view_at(3), vec![entry(1), entry(3)], 8).mode(),
-            ResumeMode::Snapshot
-        );
-        assert_eq!(
-            task_answer(view_at(3), vec![], 8).mode(),
-            ResumeMode::Snapshot
-        );
-    }
 }

@@ -34,10 +34,11 @@ use super::read::{entries, parse_view, record};
 use super::writer::Sql;
 use super::PostgresStore;
 use crate::hub::BatchMark;
-use crate::store::batches::{plan_batch, task_answer, BatchAnswer, BatchCreated, NewBatch};
+use crate::store::batches::{BatchAnswer, BatchCreated, NewBatch};
 use crate::store::decide::{check_key, KeyCheck};
 use crate::store::rows::to_i64;
 use crate::store::{Idempotency, StoreError, TaskRecord};
+use taskwire_core::batch::{plan_batch, task_answer};
 
 /// A batch row this transaction inserts.
 pub(super) struct NewBatchRow {

@@ -6,10 +6,11 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use super::jobs::insert_task;
 use super::read::{check_room_for, history_entries, row, task_record};
-use crate::store::batches::{plan_batch, task_answer, BatchAnswer, BatchCreated, NewBatch};
+use crate::store::batches::{BatchAnswer, BatchCreated, NewBatch};
 use crate::store::decide::{check_key, KeyCheck};
 use crate::store::rows::to_i64;
 use crate::store::{Idempotency, StoreError, TaskRecord};
+use taskwire_core::batch::{plan_batch, task_answer};
 use taskwire_core::{ResumeAnswer, ResumeMode};
 
 /// The create, on the writer's transaction: a replay is answered first
