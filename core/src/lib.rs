@@ -192,8 +192,8 @@ pub use output::{
     AppendReason, Appended, Chunk, OutputLog, OutputMirror, OutputUpdate, StreamName,
 };
 pub use resume::{
-    plan_resume, same_epoch, worth_holding, EpochAnswer, ResumeAnswer, ResumeMode, ResumePlan,
-    DEFAULT_RETENTION_VERSIONS,
+    answer_from_recent, plan_resume, same_epoch, worth_holding, EpochAnswer, ResumeAnswer,
+    ResumeMode, ResumePlan, DEFAULT_RETENTION_VERSIONS,
 };
 pub use task::{create_task, CreateTask, Decision, HistoryEntry, State, Task, TaskView};
 pub use transition::{apply_event, expire_task, Outcome, Reason, Step, Transition};

@@ -101,6 +101,32 @@ impl ResumePlan {
     }
 }
 
+/// Answers a client at `cursor` from the latest entries a server keeps in
+/// memory (`recent`, oldest first, ending at `view`'s version), exactly
+/// as from its store ([`plan_resume`]): `None` when they do not reach back
+/// to the cursor, and the store must answer. The reference server's hub
+/// wakes a held request with the task's latest state and answers it
+/// from here, without a read.
+pub fn answer_from_recent<'a>(
+    view: &TaskView,
+    recent: impl IntoIterator<Item = &'a HistoryEntry>,
+    cursor: u64,
+    retention: u64,
+) -> Option<ResumeAnswer> {
+    let mut recent = recent.into_iter().peekable();
+    let from_memory = move || {
+        // A gap between the cursor and the oldest entry held: not enough.
+        let first = recent.peek().ok_or(())?.version;
+        if first > cursor.saturating_add(1) {
+            return Err(());
+        }
+        Ok(recent.filter(|e| e.version > cursor).cloned().collect())
+    };
+    plan_resume(view.version, cursor, retention)
+        .answer(view.clone(), from_memory)
+        .ok()
+}
+
 /// Decides the answer for a client at `cursor` when the task is at
 /// `version`.
 ///
@@ -284,6 +310,52 @@ json::impl_deserialize!(ResumeMode, ResumeAnswer, EpochAnswer);
 mod tests {
     use super::*;
     use crate::json::testing::{from_json, to_json};
+
+    #[test]
+    fn answers_from_recent_entries_only_when_they_reach_back_to_the_cursor() {
+        use crate::value::Millis;
+        let mut view = crate::create_task(&crate::CreateTask::new("t", 0.0, 1e9, 1))
+            .unwrap()
+            .view()
+            .clone();
+        view.version = 5;
+        let entry = |version| HistoryEntry {
+            version,
+            event: crate::Event::Expire {
+                at_ms: Millis::new(1.0, "atMs").unwrap(),
+            },
+        };
+        let recent = [entry(3), entry(4), entry(5)];
+        let delta = answer_from_recent(&view, &recent, 2, 8).unwrap();
+        assert_eq!(delta.mode(), ResumeMode::Delta);
+        assert_eq!(
+            delta.events().iter().map(|e| e.version).collect::<Vec<_>>(),
+            [3, 4, 5]
+        );
+        assert_eq!(
+            answer_from_recent(&view, &recent, 4, 8)
+                .unwrap()
+                .events()
+                .len(),
+            1
+        );
+        // Entry 2 is not held: the store must answer.
+        assert!(answer_from_recent(&view, &recent, 1, 8).is_none());
+        assert!(answer_from_recent(&view, &[], 4, 8).is_none());
+        // Modes that need no entries, as plan_resume says.
+        assert_eq!(
+            answer_from_recent(&view, &recent, 5, 8).unwrap().mode(),
+            ResumeMode::CaughtUp
+        );
+        assert_eq!(
+            answer_from_recent(&view, &recent, 6, 8).unwrap().mode(),
+            ResumeMode::Snapshot
+        );
+        assert_eq!(
+            answer_from_recent(&view, &recent, 3, 1).unwrap().mode(),
+            ResumeMode::Snapshot
+        );
+    }
 
     #[test]
     fn holds_only_a_caught_up_live_long_poll_of_the_same_epoch() {

@@ -22,7 +22,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
-use taskwire_core::{plan_resume, HistoryEntry, ResumeAnswer, TaskView};
+use taskwire_core::{answer_from_recent, HistoryEntry, ResumeAnswer, TaskView};
 use tokio::sync::{watch, Notify};
 
 use crate::metrics::Metrics;
@@ -398,24 +398,9 @@ impl Drop for Subscription {
 }
 
 /// Answers a client at `cursor` from memory, as the store would (core's
-/// `plan_resume`); `None` when memory lacks entries the delta needs.
+/// `answer_from_recent`); `None` when memory lacks entries the delta needs.
 pub fn answer_from(latest: &Latest, cursor: u64, retention: u64) -> Option<ResumeAnswer> {
-    let view = &latest.view;
-    let from_memory = || {
-        let first = latest.recent.front().ok_or(())?.version;
-        if first > cursor + 1 {
-            return Err(());
-        }
-        Ok(latest
-            .recent
-            .iter()
-            .filter(|e| e.version > cursor)
-            .cloned()
-            .collect())
-    };
-    plan_resume(view.version, cursor, retention)
-        .answer(view.clone(), from_memory)
-        .ok()
+    answer_from_recent(&latest.view, &latest.recent, cursor, retention)
 }
 
 #[cfg(test)]
