@@ -15,7 +15,8 @@
 # $PG_BIN or /usr/lib/postgresql/*/bin (`scripts/setup.sh postgres`
 # installs them). STORES="sqlite" or "postgres" runs one of them.
 # Sizes do not depend on the build profile: the debug build is used
-# (CARGO_TARGET_DIR is honoured).
+# (CARGO_TARGET_DIR is honoured). BIN_DIR=DIR uses the taskwire-server and
+# taskwire-load already in DIR instead (to measure another commit's).
 set -euo pipefail
 
 tasks="${1:-50000}"
@@ -25,8 +26,12 @@ target="${CARGO_TARGET_DIR:-$root/target}"
 port="${PORT:-18232}"
 pg_port="${PG_PORT:-18239}"
 
-(cd "$root" && cargo build -q -p taskwire-server --bins)
-bin="$target/debug"
+if [ -n "${BIN_DIR:-}" ]; then
+  bin="$BIN_DIR"
+else
+  (cd "$root" && cargo build -q -p taskwire-server --bins)
+  bin="$target/debug"
+fi
 
 scratch="$(mktemp -d /tmp/taskwire-storage.XXXXXX)"
 # As root, scripts/pg.sh runs PostgreSQL as `postgres`, which must reach

@@ -146,6 +146,8 @@ RETURNS bytea LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
 $$;
 ALTER TABLE callbacks ADD COLUMN IF NOT EXISTS tenant text;
 DO $$
+DECLARE
+    old_key name;
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_attribute
                    WHERE attrelid = 'callbacks'::regclass AND attname = 'key'
@@ -155,8 +157,13 @@ BEGIN
             THEN taskwire_callback_key(2, task_id, callback_id)
             ELSE taskwire_callback_key(1, tenant, callback_id) END;
         DROP INDEX IF EXISTS callbacks_tenant_callback_id;
-        ALTER TABLE callbacks DROP CONSTRAINT IF EXISTS callbacks_pkey,
-            ALTER COLUMN key SET NOT NULL,
+        -- The (task_id, callback_id) key, whatever it was named.
+        SELECT conname INTO old_key FROM pg_constraint
+        WHERE conrelid = 'callbacks'::regclass AND contype = 'p';
+        IF old_key IS NOT NULL THEN
+            EXECUTE format('ALTER TABLE callbacks DROP CONSTRAINT %I', old_key);
+        END IF;
+        ALTER TABLE callbacks ALTER COLUMN key SET NOT NULL,
             ADD CONSTRAINT callbacks_tenant_callback_id PRIMARY KEY (key);
     END IF;
 END
