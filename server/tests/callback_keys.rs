@@ -46,7 +46,12 @@ async fn judged_as_before(h: &Harness, r: &Remembered) {
     // The tenant's id, on another of its tasks: refused, nothing changes.
     let other = h.create_default().await;
     let reused = post_as(h, &other, &task_scoped(a, "p1"), &start_ev(1)).await;
-    assert_error(&reused, 422, "callback-id-reused-for-other-task", "webhook-id");
+    assert_error(
+        &reused,
+        422,
+        "callback-id-reused-for-other-task",
+        "webhook-id",
+    );
     let (_, answer) = h.resume("demo", &other, "cursor=0").await;
     assert!(answer.events().is_empty(), "{:?}", answer.events());
     // The row without a tenant: a duplicate on its task, not checked on
@@ -60,7 +65,12 @@ async fn judged_as_before(h: &Harness, r: &Remembered) {
     h.ok_callback(a, "p2", progress_ev(3, 50)).await;
     expect_reason(h, a, "p2", &progress_ev(3, 50), "duplicate-callback").await;
     let again = post_as(h, &other, &task_scoped(a, "p2"), &progress_ev(4, 60)).await;
-    assert_error(&again, 422, "callback-id-reused-for-other-task", "webhook-id");
+    assert_error(
+        &again,
+        422,
+        "callback-id-reused-for-other-task",
+        "webhook-id",
+    );
 }
 
 /// main's `callbacks` (48c6492's sqlite_schema.rs), rows kept.
@@ -110,7 +120,9 @@ async fn a_sqlite_file_of_the_layout_before_keys_is_rekeyed_and_judged_as_before
         .prepare("SELECT key, task_id, callback_id, tenant FROM callbacks")
         .unwrap();
     let rows: Vec<(Vec<u8>, String, String, Option<String>)> = stmt
-        .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)))
+        .query_map([], |row| {
+            Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+        })
         .unwrap()
         .map(Result::unwrap)
         .collect();
@@ -165,7 +177,10 @@ async fn a_postgres_database_of_the_layout_before_keys_is_rekeyed_and_judged_as_
     .unwrap();
     h.restart().await;
     let rows = db
-        .query("SELECT key, task_id, callback_id, tenant FROM callbacks", &[])
+        .query(
+            "SELECT key, task_id, callback_id, tenant FROM callbacks",
+            &[],
+        )
         .await
         .unwrap();
     assert_eq!(rows.len(), 3);
