@@ -105,20 +105,21 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
 /// version, event, tenant) into the keyed table, each keyed by its tenant
 /// or, without one, by its task. Keys are computed here: SQLite has no
 /// SHA-256 of its own.
-pub fn sqlite_copy_keyed(tx: &Connection, select: &str) -> rusqlite::Result<()> {
+pub fn sqlite_copy_keyed(tx: &Connection, select: &str) -> rusqlite::Result<usize> {
     type Row = (String, String, Option<i64>, Option<String>, Option<String>);
     let mut read = tx.prepare(select)?;
     let rows = read.query_map([], |r| -> rusqlite::Result<Row> {
         Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
     })?;
     let mut insert = tx.prepare(SQLITE_INSERT)?;
+    let mut copied = 0;
     for row in rows {
         let (task_id, callback_id, version, event, tenant) = row?;
         let key = match &tenant {
             Some(tenant) => tenant_key(tenant, &callback_id),
             None => task_key(&task_id, &callback_id),
         };
-        insert.execute(params![
+        copied += insert.execute(params![
             &key[..],
             task_id,
             callback_id,
@@ -127,7 +128,7 @@ pub fn sqlite_copy_keyed(tx: &Connection, select: &str) -> rusqlite::Result<()> 
             tenant
         ])?;
     }
-    Ok(())
+    Ok(copied)
 }
 
 /// PostgreSQL: the key function (the bytes of [`tenant_key`] for domain

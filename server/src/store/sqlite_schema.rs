@@ -31,7 +31,7 @@
 //! `open_tasks`, `callback_replays`, and `callbacks` keyed by (tenant,
 //! callback id) hashed (`callback_ids.rs`): a file whose `callbacks` has
 //! no `key` column has its rows copied into the keyed table on open
-//! (about a second per 250,000 rows); its UNIQUE index goes with the old
+//! (`Prepared::callbacks_rekeyed` rows); its UNIQUE index goes with the old
 //! table. An older server then fails to write callbacks (`key` is NOT
 //! NULL), so it cannot run against the file by mistake.
 
@@ -178,6 +178,9 @@ pub struct Prepared {
     pub from: i64,
     /// Callback rows the migration turned into references to history.
     pub callbacks_referenced: usize,
+    /// Callback rows of the layout before keys, copied into the keyed
+    /// table (`callback_ids.rs`).
+    pub callbacks_rekeyed: usize,
 }
 
 /// Brings the file at `path` (opened as `conn`) to [`CURRENT`]; `schema`
@@ -262,8 +265,9 @@ pub fn prepare(conn: &mut Connection, schema: &str, path: &str) -> Result<Prepar
     // again (on the keyed table): the key already holds the rule.
     tx.execute_batch("DROP INDEX IF EXISTS callbacks_tenant_callback_id")
         .map_err(fail)?;
+    let mut callbacks_rekeyed = 0;
     if unkeyed {
-        callback_ids::sqlite_copy_keyed(
+        callbacks_rekeyed = callback_ids::sqlite_copy_keyed(
             &tx,
             "SELECT task_id, callback_id, version, event, tenant FROM callbacks_unkeyed",
         )
@@ -277,6 +281,7 @@ pub fn prepare(conn: &mut Connection, schema: &str, path: &str) -> Result<Prepar
     Ok(Prepared {
         from,
         callbacks_referenced,
+        callbacks_rekeyed,
     })
 }
 
