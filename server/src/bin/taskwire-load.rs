@@ -9,8 +9,8 @@
 //!   durable callbacks per second (each answer comes after its commit).
 //! - `slow-body`: C unauthenticated callbacks that send most of a 64 KiB
 //!   body and stall; prints the server's RSS (see `load/slow_body.rs`).
-//! - `fill`: N tasks × 5 callbacks, then the SQLite file's bytes per task
-//!   and per table (`fill.rs`).
+//! - `fill`: N tasks × 5 callbacks, then the database's bytes per task
+//!   and per table, SQLite or PostgreSQL (`fill.rs`).
 //! - `soak`: steady churn of tasks, callbacks, long-polls and SSE streams
 //!   for M minutes, the server's RSS once a minute (`soak.rs`).
 //! - `batch`: clients each holding a long-poll on a batch: the server's
@@ -139,7 +139,9 @@ enum Scenario {
         /// Concurrent connections.
         #[arg(long, default_value_t = 32)]
         conns: usize,
-        /// The server's SQLite file (`DIR/taskwire.sqlite3`), to report on.
+        /// The database to report on: the server's SQLite file
+        /// (`DIR/taskwire.sqlite3`) or its `postgres://` URL (a database
+        /// of its own: every table in it is counted).
         #[arg(long)]
         db: Option<String>,
     },

@@ -19,8 +19,8 @@
 //! and a callback id found in `callbacks` is answered `duplicate-callback`
 //! wherever it arrives. The outbox key is UNIQUE as a last guard. A
 //! callback id the tenant used on another task is refused; two
-//! transactions racing one id on two tasks meet at the UNIQUE
-//! `(tenant, callback_id)` index: the second waits for the first, fails if
+//! transactions racing one id on two tasks meet at the `callbacks` key,
+//! (tenant, callback id) hashed: the second waits for the first, fails if
 //! it committed, and its batch runs again and finds the row
 //! ([`callback_ids`]).
 //!

@@ -21,6 +21,11 @@
 //!    instance left running would change batch items without raising
 //!    their batch's cursor, so its followers would miss those changes.
 //!
+//! `callbacks` keyed by (tenant, callback id) hashed (`callback_ids.rs`)
+//! is a layout step without a version of its own, run in place by the
+//! schema script: a table without `key` gains it. An older instance then
+//! fails to write callbacks (`key` is NOT NULL) instead of misreading.
+//!
 //! An instance of an older server must not run against a migrated
 //! database: it would read the NULL events of new rows as an error. Stop
 //! every instance, start the new version, then the others.
@@ -101,12 +106,17 @@ CREATE INDEX IF NOT EXISTS tasks_batch_open ON tasks (batch_id)
     WHERE batch_id IS NOT NULL AND live;
 -- A remembered callback id names the history entry holding its event;
 -- `event` only when the history holds another one (see callback_ref.rs).
+-- Keyed by (tenant, callback id) hashed: one task per callback id and
+-- tenant, and both lookups, in one index (callback_ids.rs, which also
+-- brings an older table to this layout).
 CREATE TABLE IF NOT EXISTS callbacks (
+    key         bytea NOT NULL,
     task_id     text NOT NULL,
     callback_id text NOT NULL,
     version     bigint,
     event       text,
-    PRIMARY KEY (task_id, callback_id),
+    tenant      text,
+    CONSTRAINT callbacks_tenant_callback_id PRIMARY KEY (key),
     CONSTRAINT callbacks_event_once CHECK ((version IS NULL) <> (event IS NULL))
 );
 CREATE TABLE IF NOT EXISTS idempotency (

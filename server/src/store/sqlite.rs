@@ -121,6 +121,12 @@ impl SqliteStore {
                 prepared.callbacks_referenced
             );
         }
+        if prepared.callbacks_rekeyed > 0 {
+            eprintln!(
+                "taskwire-server: {shown}: {} remembered callback ids keyed by (tenant, callback id)",
+                prepared.callbacks_rekeyed
+            );
+        }
         let (jobs, rx) = mpsc::sync_channel(QUEUE);
         let max_batch = max_batch.max(1);
         std::thread::Builder::new()

@@ -25,8 +25,19 @@
 //!    `tasks.batch_id`, `tasks.batch_index`, `tasks.batch_seq` and
 //!    `history.batch_seq`. Added as NULL columns: a task of an older file
 //!    is in no batch, and nothing about it changes.
+//!
+//! Layout steps without a version of their own (an older server opening
+//! the file finds what it expects or fails loudly, never misreads):
+//! `open_tasks`, `callback_replays`, and `callbacks` keyed by (tenant,
+//! callback id) hashed (`callback_ids.rs`): a file whose `callbacks` has
+//! no `key` column has its rows copied into the keyed table on open
+//! (`Prepared::callbacks_rekeyed` rows); its UNIQUE index goes with the old
+//! table. An older server then fails to write callbacks (`key` is NOT
+//! NULL), so it cannot run against the file by mistake.
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
+
+use super::callback_ids;
 
 /// The schema version this server writes.
 pub const CURRENT: i64 = 5;
@@ -120,18 +131,18 @@ CREATE INDEX IF NOT EXISTS tasks_batch_open ON tasks (batch_id)
     WHERE batch_id IS NOT NULL AND live = 1;
 -- A remembered callback id names the history entry holding its event;
 -- `event` only when the history holds another one (see callback_ref.rs).
+-- Keyed by (tenant, callback id) hashed: one task per callback id and
+-- tenant, and both lookups, in one B-tree (callback_ids.rs). `tenant` is
+-- NULL in rows from before the column existed (keyed by their task).
 CREATE TABLE IF NOT EXISTS callbacks (
+    key         BLOB PRIMARY KEY,
     task_id     TEXT NOT NULL,
     callback_id TEXT NOT NULL,
     version     INTEGER,
     event       TEXT,
-    -- One task per callback id and tenant (callback_ids.rs); NULL in rows
-    -- from before the column existed, which UNIQUE does not compare.
     tenant      TEXT,
-    PRIMARY KEY (task_id, callback_id),
     CHECK ((version IS NULL) <> (event IS NULL))
 ) WITHOUT ROWID;
-CREATE UNIQUE INDEX IF NOT EXISTS callbacks_tenant_callback_id ON callbacks (tenant, callback_id);
 CREATE TABLE IF NOT EXISTS idempotency (
     tenant  TEXT NOT NULL,
     key     TEXT NOT NULL,
@@ -167,6 +178,9 @@ pub struct Prepared {
     pub from: i64,
     /// Callback rows the migration turned into references to history.
     pub callbacks_referenced: usize,
+    /// Callback rows of the layout before keys, copied into the keyed
+    /// table (`callback_ids.rs`).
+    pub callbacks_rekeyed: usize,
 }
 
 /// Brings the file at `path` (opened as `conn`) to [`CURRENT`]; `schema`
@@ -222,6 +236,17 @@ pub fn prepare(conn: &mut Connection, schema: &str, path: &str) -> Result<Prepar
             .map_err(fail)?;
         drop_indexes_of(&tx, "callbacks_v1").map_err(fail)?;
     }
+    // Callbacks keyed by (tenant, id) hashed (callback_ids.rs): a file
+    // with the table keyed by task has its rows copied into the new one.
+    // No version of its own: the layout says which it is.
+    let unkeyed = from > 1
+        && table_exists(&tx, "callbacks").map_err(fail)?
+        && !column_exists(&tx, "callbacks", "key").map_err(fail)?;
+    if unkeyed {
+        tx.execute_batch("ALTER TABLE callbacks RENAME TO callbacks_unkeyed")
+            .map_err(fail)?;
+        drop_indexes_of(&tx, "callbacks_unkeyed").map_err(fail)?;
+    }
     let counted = table_exists(&tx, "open_tasks").map_err(fail)?;
     tx.execute_batch(schema).map_err(fail)?;
     if !counted {
@@ -236,12 +261,27 @@ pub fn prepare(conn: &mut Connection, schema: &str, path: &str) -> Result<Prepar
     if from == 1 {
         callbacks_referenced = callbacks_1_to_2(&tx).map_err(fail)?;
     }
+    // An older server that opened the file since made its UNIQUE index
+    // again (on the keyed table): the key already holds the rule.
+    tx.execute_batch("DROP INDEX IF EXISTS callbacks_tenant_callback_id")
+        .map_err(fail)?;
+    let mut callbacks_rekeyed = 0;
+    if unkeyed {
+        callbacks_rekeyed = callback_ids::sqlite_copy_keyed(
+            &tx,
+            "SELECT task_id, callback_id, version, event, tenant FROM callbacks_unkeyed",
+        )
+        .map_err(fail)?;
+        tx.execute_batch("DROP TABLE callbacks_unkeyed")
+            .map_err(fail)?;
+    }
     tx.execute_batch(&format!("PRAGMA user_version = {CURRENT}"))
         .map_err(fail)?;
     tx.commit().map_err(fail)?;
     Ok(Prepared {
         from,
         callbacks_referenced,
+        callbacks_rekeyed,
     })
 }
 
@@ -260,16 +300,15 @@ fn callbacks_1_to_2(tx: &Connection) -> rusqlite::Result<usize> {
     } else {
         "NULL"
     };
-    tx.execute(
+    callback_ids::sqlite_copy_keyed(
+        tx,
         &format!(
-            "INSERT INTO callbacks (task_id, callback_id, version, event, tenant)
-         SELECT task_id, callback_id, version, CASE WHEN version IS NULL THEN event END, tenant
+            "SELECT task_id, callback_id, version, CASE WHEN version IS NULL THEN event END, tenant
          FROM (SELECT c.task_id, c.callback_id, c.event, {tenant} AS tenant,
                       (SELECT min(h.version) FROM history h
                        WHERE h.task_id = c.task_id AND h.event = c.event) AS version
                FROM callbacks_v1 c)"
         ),
-        [],
     )?;
     tx.execute_batch("DROP TABLE callbacks_v1")?;
     tx.query_row(

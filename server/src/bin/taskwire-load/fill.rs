@@ -1,6 +1,7 @@
 //! `fill`: N tasks × 5 callbacks (start, three progress steps, succeed),
-//! then the size of the SQLite file per table and per task: the numbers
-//! behind "Storage per task" in server/README.md.
+//! then the size of the database per table and per task, SQLite or
+//! PostgreSQL: the numbers behind "Storage per task" in server/README.md
+//! (`bench/storage.sh` runs both).
 //!
 //! The events look like a real executor's (epoch-millisecond times, a
 //! worker name, a `resultRef` URL and a SHA-256 `resultHash`), since the
@@ -45,8 +46,12 @@ pub async fn fill(ctx: Arc<Ctx>, tasks: u64, conns: usize, db: Option<String>) -
         "{tasks} tasks × 5 callbacks in {secs:.1} s ({:.0} callbacks/s)",
         (tasks * 5) as f64 / secs
     );
-    if let Some(db) = db {
-        report(&db, tasks)?;
+    match db {
+        Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+            report_postgres(&url, tasks).await?
+        }
+        Some(path) => report(&path, tasks)?,
+        None => {}
     }
     Ok(())
 }
@@ -100,6 +105,59 @@ fn report(path: &str, tasks: u64) -> Res<()> {
     );
     for row in rows {
         let (name, bytes) = row?;
+        println!(
+            "{name:<28} {:>10.2} {:>7.1}% {:>10.0}",
+            bytes as f64 / 1e6,
+            100.0 * bytes as f64 / total.max(1) as f64,
+            per_task(bytes)
+        );
+    }
+    Ok(())
+}
+
+/// Prints a PostgreSQL database's size: every table of the `public`
+/// schema with its TOAST, free-space and visibility maps
+/// (`pg_total_relation_size`), in all and per task, then each table and
+/// index on its own (`pg_relation_size` of every fork). The catalogs are
+/// left out: they are the same few MB in any database.
+async fn report_postgres(url: &str, tasks: u64) -> Res<()> {
+    let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .map_err(|e| format!("--db {url}: {e}"))?;
+    tokio::spawn(conn);
+    let per_task = |bytes: i64| bytes as f64 / tasks.max(1) as f64;
+    let total: i64 = client
+        .query_one(
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint
+             FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+             WHERE n.nspname = 'public' AND c.relkind = 'r'",
+            &[],
+        )
+        .await?
+        .get(0);
+    println!(
+        "{url}: tables {:.1} MB, {:.0} B per task",
+        total as f64 / 1e6,
+        per_task(total)
+    );
+    let rows = client
+        .query(
+            "SELECT c.relname::text,
+                    (pg_relation_size(c.oid, 'main') + pg_relation_size(c.oid, 'fsm')
+                     + pg_relation_size(c.oid, 'vm')
+                     + coalesce(pg_total_relation_size(nullif(c.reltoastrelid, 0)), 0))::bigint
+             FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+             WHERE n.nspname = 'public' AND c.relkind IN ('r', 'i')
+             ORDER BY 2 DESC",
+            &[],
+        )
+        .await?;
+    println!(
+        "{:<28} {:>10} {:>8} {:>10}",
+        "table or index", "MB", "share", "B/task"
+    );
+    for row in rows {
+        let (name, bytes): (String, i64) = (row.get(0), row.get(1));
         println!(
             "{name:<28} {:>10.2} {:>7.1}% {:>10.0}",
             bytes as f64 / 1e6,

@@ -141,8 +141,10 @@ impl Batch {
              WHERE t.id = u.id",
             "INSERT INTO history (task_id, version, event, batch_seq)
              SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[])",
-            "INSERT INTO callbacks (task_id, callback_id, version, event, tenant)
-             SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[])",
+            "INSERT INTO callbacks (key, task_id, callback_id, version, event, tenant)
+             SELECT taskwire_callback_key(1, t, c), i, c, v, e, t
+             FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[])
+                  AS u(i, c, v, e, t)",
             "INSERT INTO idempotency (tenant, key, request, task_id)
              SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])",
             "INSERT INTO deliveries (tenant, key, receipt)

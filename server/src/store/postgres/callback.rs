@@ -41,7 +41,7 @@ pub(super) async fn prefetch(
     jobs: &[Job],
 ) -> Result<(), tokio_postgres::Error> {
     let mut ids: Vec<&str> = Vec::new();
-    let mut keys: (Vec<&str>, Vec<&str>) = (Vec::new(), Vec::new());
+    let mut keys: (Vec<&str>, Vec<&str>, Vec<&str>) = (Vec::new(), Vec::new(), Vec::new());
     let mut owner_keys: (Vec<&str>, Vec<&str>) = (Vec::new(), Vec::new());
     let mut used_keys: (Vec<i64>, Vec<&[u8]>) = (Vec::new(), Vec::new());
     for job in jobs {
@@ -51,6 +51,7 @@ pub(super) async fn prefetch(
             }
             keys.0.push(&cb.task_id);
             keys.1.push(&cb.callback_id);
+            keys.2.push(&cb.tenant);
             owner_keys.0.push(&cb.tenant);
             owner_keys.1.push(&cb.callback_id);
             used_keys.0.push(cb.signed.at);
@@ -70,8 +71,10 @@ pub(super) async fn prefetch(
     let seen = tx
         .prepare_cached(
             "SELECT c.task_id, c.callback_id, coalesce(c.event, h.event)
-             FROM unnest($1::text[], $2::text[]) AS k(task_id, callback_id)
-             JOIN callbacks c ON c.task_id = k.task_id AND c.callback_id = k.callback_id
+             FROM unnest($1::text[], $2::text[], $3::text[]) AS k(task_id, callback_id, tenant)
+             JOIN callbacks c ON c.key IN (taskwire_callback_key(1, k.tenant, k.callback_id),
+                                           taskwire_callback_key(2, k.task_id, k.callback_id))
+                  AND c.task_id = k.task_id AND c.callback_id = k.callback_id
              LEFT JOIN history h ON h.task_id = c.task_id AND h.version = c.version",
         )
         .await?;
@@ -79,7 +82,7 @@ pub(super) async fn prefetch(
     let used = tx.prepare_cached(USED).await?;
     let (rows, seen_rows, owner_rows, used_rows) = futures_util::future::try_join4(
         tx.query(&lock, &[&ids]),
-        tx.query(&seen, &[&keys.0, &keys.1]),
+        tx.query(&seen, &[&keys.0, &keys.1, &keys.2]),
         tx.query(&owners, &[&owner_keys.0, &owner_keys.1]),
         tx.query(
             &used,
@@ -127,9 +130,11 @@ pub(super) async fn prefetch(
 }
 
 /// The event a remembered callback id first carried (see callback_ref.rs).
+/// Found by either key of the callback (callback_ids.rs).
 const SEEN_CALLBACK: &str = "SELECT coalesce(c.event, h.event) FROM callbacks c
      LEFT JOIN history h ON h.task_id = c.task_id AND h.version = c.version
-     WHERE c.task_id = $1 AND c.callback_id = $2";
+     WHERE c.key IN (taskwire_callback_key(1, $3, $2), taskwire_callback_key(2, $1, $2))
+       AND c.task_id = $1 AND c.callback_id = $2";
 
 pub(super) async fn callback(
     tx: &Transaction<'_>,
@@ -157,7 +162,9 @@ pub(super) async fn callback(
                 None if prefetched => None,
                 None => {
                     let stmt = tx.prepare_cached(SEEN_CALLBACK).await?;
-                    let row = tx.query_opt(&stmt, &[&cb.task_id, &cb.callback_id]).await?;
+                    let row = tx
+                        .query_opt(&stmt, &[&cb.task_id, &cb.callback_id, &cb.tenant])
+                        .await?;
                     match row.map(|r| r.try_get::<_, Option<String>>(0)).transpose()? {
                         Some(text) => match remembered_event(text, &cb.task_id, &cb.callback_id) {
                             Ok(e) => Some(e),
@@ -186,7 +193,7 @@ pub(super) async fn callback(
             let seen_stmt = tx.prepare_cached(SEEN_CALLBACK).await?;
             let (row, seen_row) = futures_util::future::try_join(
                 tx.query_opt(&lock, &[&cb.task_id]),
-                tx.query_opt(&seen_stmt, &[&cb.task_id, &cb.callback_id]),
+                tx.query_opt(&seen_stmt, &[&cb.task_id, &cb.callback_id, &cb.tenant]),
             )
             .await?;
             let Some(row) = row else {

@@ -98,13 +98,14 @@ pub(super) fn callback(
     let mut record = load_task(tx, &cb.task_id)?
         .filter(|r| r.tenant == cb.tenant)
         .ok_or_else(|| StoreError::NotFound(cb.task_id.clone()))?;
+    let key = callback_ids::tenant_key(&cb.tenant, &cb.callback_id);
+    let legacy = callback_ids::task_key(&cb.task_id, &cb.callback_id);
     let seen: Option<Option<String>> = tx
-        .prepare_cached(
-            "SELECT coalesce(c.event, h.event) FROM callbacks c
-             LEFT JOIN history h ON h.task_id = c.task_id AND h.version = c.version
-             WHERE c.task_id = ?1 AND c.callback_id = ?2",
-        )?
-        .query_row(params![cb.task_id, cb.callback_id], |r| r.get(0))
+        .prepare_cached(callback_ids::SQLITE_SEEN)?
+        .query_row(
+            params![&key[..], &legacy[..], cb.task_id, cb.callback_id],
+            |r| r.get(0),
+        )
         .optional()?;
     let seen = seen
         .map(|text| remembered_event(text, &cb.task_id, &cb.callback_id))
@@ -125,8 +126,7 @@ pub(super) fn callback(
             .optional()?
             .is_some())
     };
-    let owned_elsewhere =
-        || Ok(callback_ids::sqlite_owner(tx, &cb.tenant, &cb.callback_id)?.is_some());
+    let owned_elsewhere = || callback_ids::sqlite_owned(tx, &key);
     let step = match judge_callback(&mut record, &cb, seen.as_ref(), used, owned_elsewhere)? {
         CallbackStep::Answered(answer) => return Ok(answer),
         CallbackStep::Judged(step) => step,
@@ -139,17 +139,15 @@ pub(super) fn callback(
         .execute(params![signed.0, signed.1, signed.2, signed.3])?;
     }
     if let Some(row) = step.remember {
-        tx.prepare_cached(
-            "INSERT INTO callbacks (task_id, callback_id, version, event, tenant)
-             VALUES (?1, ?2, ?3, ?4, ?5)",
-        )?
-        .execute(params![
-            cb.task_id,
-            cb.callback_id,
-            row.version,
-            row.event,
-            cb.tenant
-        ])?;
+        tx.prepare_cached(callback_ids::SQLITE_INSERT)?
+            .execute(params![
+                &key[..],
+                cb.task_id,
+                cb.callback_id,
+                row.version,
+                row.event,
+                cb.tenant
+            ])?;
     }
     let at_ms = cb.event.at_ms().get();
     write_judged(tx, &record, &step.judged, at_ms, changes, outbox)?;
