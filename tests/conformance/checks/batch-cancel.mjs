@@ -30,7 +30,7 @@ function answerOf(res, what) {
 
 export default {
   section: 'Cancel a batch',
-  protocol: 'Cancel a batch',
+  protocol: 'Batches › Cancel a batch',
   checks: [
     {
       name: 'one request cancels the rest: queued items cancelled, a running one cancelling, an ended one untouched; again, nothing changes (misreading: a batch cancel that skips running items, or touches ended ones)',
