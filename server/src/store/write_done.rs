@@ -25,6 +25,9 @@ pub(crate) enum WriteDone {
     Delivery(Delivery),
     Expired(Swept),
     Quarantined(Vec<Quarantined>),
+    /// An output append's judgement, and the task it was for (whose
+    /// followers wake when it appended).
+    Output(String, taskwire_core::Appended),
     Unit,
 }
 
@@ -87,6 +90,23 @@ impl WriteDone {
         match self {
             WriteDone::Expired(swept) => Ok(swept),
             _ => Err(Self::unexpected()),
+        }
+    }
+
+    pub(crate) fn output(self) -> Result<taskwire_core::Appended, StoreError> {
+        match self {
+            WriteDone::Output(_, appended) => Ok(appended),
+            _ => Err(Self::unexpected()),
+        }
+    }
+
+    /// The task whose followers this write's output wakes, if any.
+    pub(crate) fn output_appended(&self) -> Option<&str> {
+        match self {
+            WriteDone::Output(task, a) if a.reason == taskwire_core::AppendReason::Appended => {
+                Some(task)
+            }
+            _ => None,
         }
     }
 
