@@ -43,6 +43,7 @@ from parties import (  # noqa: E402
     QUOTA_TENANT,
     START,
     SUCCEED,
+    append_output,
     batch,
     browser_token,
     callback,
@@ -296,6 +297,14 @@ def recipes():
             "404": lambda: post("/v1/tasks/no-such-task/decisions", json={"decision": "approve", "artifactHash": "a", "version": 1}),
             "408": lambda: raw_partial(f"/v1/tasks/{done}/decisions", AUTH),
             "413": lambda: post(f"/v1/tasks/{done}/decisions", data=big, headers={"content-type": "application/json"}),
+        },
+        "appendOutput": {
+            "200": lambda: append_output(running, {"attempt": 1, "offset": 0, "text": "Once"}),
+            "400": lambda: append_output(running, {"attempt": 1, "offset": 0, "text": ""}),
+            "401": lambda: requests.post(f"{BASE}/v1/tasks/{running}/output/draft", json={"taskId": running, "stream": "draft", "attempt": 1, "offset": 0, "text": "x"}, timeout=10),
+            "408": lambda: raw_partial(f"/v1/tasks/{running}/output/draft", cb_headers(running, b"{")),
+            "409": lambda: append_output(running, {"attempt": 1, "offset": 99, "text": "gap"}),
+            "413": lambda: append_output(running, None, body=b" " * 500_000),
         },
         "listNotifications": {
             "200": lambda: get("/v1/notifications?after=0&limit=10"),
