@@ -65,7 +65,11 @@ async fn a_chunk_on_one_instance_wakes_a_follower_held_on_another() {
     let sent = Instant::now();
     delivered(&hs[0], &id, (1, 0, "across"), "appended").await;
     let r = held.await.unwrap();
-    assert!(sent.elapsed() < Duration::from_secs(2), "{:?}", sent.elapsed());
+    assert!(
+        sent.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        sent.elapsed()
+    );
     assert_eq!(r.json()["output"]["text"], "across", "{:?}", r.json());
 }
 
@@ -83,7 +87,13 @@ async fn two_instances_racing_on_one_offset_append_once() {
         );
         let mut codes = [a.status, b.status];
         codes.sort();
-        assert_eq!(codes, [200, 409], "round {round}: {:?} {:?}", a.json(), b.json());
+        assert_eq!(
+            codes,
+            [200, 409],
+            "round {round}: {:?} {:?}",
+            a.json(),
+            b.json()
+        );
         let text = output_from(&hs[0], &id, 0, 0).await["text"].clone();
         assert!(text == "left" || text == "right", "{text}");
     }
