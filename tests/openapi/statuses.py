@@ -106,9 +106,14 @@ def check_answer(op_id, status, res, documented):
         assert events, f"{op_id} {status}: no event in {res.text[:300]!r}"
         # `contentSchema` is an annotation in JSON Schema: each message's
         # `data` is parsed and validated against it here.
-        data_schema = resolve(spec["schema"])["properties"]["data"]["contentSchema"]
+        # A stream of several kinds of message (`oneOf`): each is checked
+        # against the one its `event` names.
+        top = resolve(spec["schema"])
+        kinds = [resolve(k) for k in top.get("oneOf", [top])]
         for block in events:
             fields = dict(line.split(": ", 1) for line in block.splitlines())
+            kind = next((k for k in kinds if k["properties"]["event"].get("const") == fields.get("event")), kinds[0])
+            data_schema = kind["properties"]["data"]["contentSchema"]
             errors = list(validator(spec["schema"]).iter_errors(fields))
             assert not errors, f"{op_id} {status}: event does not validate: {errors[0]}"
             answer = json.loads(fields["data"])

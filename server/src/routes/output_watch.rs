@@ -26,16 +26,19 @@ use crate::limits::Watcher;
 use crate::store::OutputWanted;
 use crate::AppState;
 
-/// Reads `output`, `outputAttempt` and `outputOffset`: `None` when the
-/// follower did not ask for output (the other two are then not read).
+/// Reads `outputAttempt`, `outputOffset` and `output` (each judged when
+/// sent, so a bad one is a 400 naming it): `None` when the follower did
+/// not ask for output.
 pub fn wanted(query: &Query) -> Result<Option<OutputWanted>, ApiError> {
+    let attempt = query.int("outputAttempt", MAX_SAFE_INTEGER)?.unwrap_or(0);
+    let offset = query.int("outputOffset", MAX_SAFE_INTEGER)?.unwrap_or(0);
     let Some(name) = query.get("output") else {
         return Ok(None);
     };
     Ok(Some(OutputWanted {
         stream: StreamName::new(name, "output")?,
-        attempt: query.int("outputAttempt", MAX_SAFE_INTEGER)?.unwrap_or(0),
-        offset: query.int("outputOffset", MAX_SAFE_INTEGER)?.unwrap_or(0),
+        attempt,
+        offset,
     }))
 }
 

@@ -221,6 +221,13 @@ pub async fn refusals_scenario(h: &Harness) {
         )
         .await;
     assert_error(&out, 400, "invalid-request", "output");
+    let past = h
+        .get(
+            "demo",
+            &format!("/v1/tasks/{id}/resume?cursor=0&outputOffset=9007199254740992"),
+        )
+        .await;
+    assert_error(&past, 400, "invalid-request", "outputOffset");
 }
 
 /// A follower resumes by offset; one that asks for no output gets the
