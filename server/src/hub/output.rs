@@ -1,6 +1,13 @@
 //! Wake-ups for output followers (issue 27): a counter per task, bumped
 //! after each commit that appended output to it.
 //!
+//! The wake carries the text appended (a [`Piece`]) when the append was
+//! committed here: a follower that held the stream up to exactly where it
+//! starts is answered from it, without reading the store (100 followers of
+//! one draft would otherwise make 100 reads per chunk). Any other follower
+//! (a wake from another instance, a piece it missed, a newer attempt)
+//! reads the store.
+//!
 //! Kept apart from the task slots on purpose: a follower that does not
 //! ask for output holds no output watch, so today's held requests stay as
 //! small as they were, and an append (which makes no task version) never
@@ -17,9 +24,26 @@ pub struct OutputSignal {
     slots: Mutex<HashMap<String, Slot>>,
 }
 
+/// The text one committed append added: `text` at `offset` of
+/// `attempt`'s text of `stream`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Piece {
+    /// The stream's name.
+    pub stream: String,
+    /// The attempt whose text it extends.
+    pub attempt: u64,
+    /// Where it starts, in UTF-16 code units.
+    pub offset: u64,
+    /// The text appended.
+    pub text: String,
+}
+
+/// The count of appends, and the last one's piece when it is known here.
+type Appends = (u64, Option<Arc<Piece>>);
+
 #[derive(Debug)]
 struct Slot {
-    appended: watch::Sender<u64>,
+    appended: watch::Sender<Appends>,
     watchers: usize,
 }
 
@@ -29,11 +53,14 @@ impl OutputSignal {
         self.slots.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Output was appended to `task` and committed: wakes its followers.
-    /// A task nobody follows costs one map lookup.
-    pub fn appended(&self, task: &str) {
+    /// Output was appended to `task` and committed (`piece`, when it is
+    /// known here): wakes its followers. A task nobody follows costs one
+    /// map lookup.
+    pub fn appended(&self, task: &str, piece: Option<Piece>) {
         if let Some(slot) = self.slots().get(task) {
-            slot.appended.send_modify(|n| *n = n.wrapping_add(1));
+            let piece = piece.map(Arc::new);
+            slot.appended
+                .send_modify(|(n, last)| (*n, *last) = (n.wrapping_add(1), piece));
         }
     }
 
@@ -43,7 +70,7 @@ impl OutputSignal {
         let rx = {
             let mut slots = self.slots();
             let slot = slots.entry(task.to_string()).or_insert_with(|| Slot {
-                appended: watch::channel(0).0,
+                appended: watch::channel((0, None)).0,
                 watchers: 0,
             });
             slot.watchers += 1;
@@ -68,17 +95,18 @@ impl OutputSignal {
 pub struct OutputWatch {
     signal: Arc<OutputSignal>,
     task: String,
-    rx: watch::Receiver<u64>,
+    rx: watch::Receiver<Appends>,
 }
 
 impl OutputWatch {
     /// Waits for the next append to the task committed after the last
-    /// wait (or after the watch began).
-    pub async fn appended(&mut self) {
+    /// wait (or after the watch began); the last one's piece, if known.
+    pub async fn appended(&mut self) -> Option<Arc<Piece>> {
         if self.rx.changed().await.is_err() {
             // The sender lives in the map as long as this watch does.
             std::future::pending::<()>().await;
         }
+        self.rx.borrow_and_update().1.clone()
     }
 }
 

@@ -20,7 +20,7 @@ use taskwire_core::{worth_holding, ResumeAnswer, MAX_SAFE_INTEGER};
 use super::resume::{aborted, with_epoch};
 use super::{no_store_json, Query};
 use crate::error::ApiError;
-use crate::hub::output::OutputWatch;
+use crate::hub::output::{OutputWatch, Piece};
 use crate::hub::{answer_from, Subscription, Wake};
 use crate::limits::Watcher;
 use crate::store::OutputWanted;
@@ -125,14 +125,33 @@ pub async fn resume(
                 let lacks = read(&state, &who, &wanted).await?;
                 return Ok(reply(answer, &lacks));
             }
-            () = out.appended() => {
-                lacks = read(&state, &who, &wanted).await?;
+            piece = out.appended() => {
+                lacks = match continues(piece.as_deref(), &wanted) {
+                    Some(lacks) => lacks,
+                    None => read(&state, &who, &wanted).await?,
+                };
                 if lacks.is_news(wanted.attempt) {
                     return Ok(reply(answer, &lacks));
                 }
             }
         }
     }
+}
+
+/// What a follower holding `wanted` lacks, when the append that woke it
+/// starts exactly where its text ends: the piece itself (the task was
+/// live when it committed; its end wakes the follower through the task).
+fn continues(piece: Option<&Piece>, wanted: &OutputWanted) -> Option<Catchup> {
+    let p = piece?;
+    let next = p.stream == wanted.stream.as_str()
+        && p.attempt == wanted.attempt
+        && p.offset == wanted.offset;
+    next.then(|| Catchup {
+        attempt: p.attempt,
+        offset: p.offset,
+        text: p.text.clone(),
+        complete: false,
+    })
 }
 
 async fn read(
@@ -203,6 +222,7 @@ pub async fn next(mut st: OutputStream) -> Option<(Item, OutputStream)> {
         }
         let mut answer = st.first.take();
         let mut task_woke = answer.is_some();
+        let mut piece = None;
         if !task_woke {
             tokio::select! {
                 wake = st.sub.wait_past(st.cursor), if !st.task_done => {
@@ -212,7 +232,7 @@ pub async fn next(mut st: OutputStream) -> Option<(Item, OutputStream)> {
                         Err(e) => return Some((Err(std::io::Error::other(e.message)), ended(st))),
                     }
                 }
-                () = st.out.appended(), if !st.output_done => {}
+                p = st.out.appended(), if !st.output_done => piece = p,
             }
         }
         if let Some(answer) = answer {
@@ -231,9 +251,13 @@ pub async fn next(mut st: OutputStream) -> Option<(Item, OutputStream)> {
         if st.output_done {
             continue;
         }
-        let lacks = match read(&st.state, &st.who, &st.wanted).await {
-            Ok(l) => l,
-            Err(e) => return Some((Err(std::io::Error::other(e.message)), ended(st))),
+        let known = continues(piece.as_deref(), &st.wanted).filter(|_| !task_woke);
+        let lacks = match known {
+            Some(l) => l,
+            None => match read(&st.state, &st.who, &st.wanted).await {
+                Ok(l) => l,
+                Err(e) => return Some((Err(std::io::Error::other(e.message)), ended(st))),
+            },
         };
         if lacks.is_news(st.wanted.attempt) || (task_woke && lacks.complete) {
             st.wanted.attempt = lacks.attempt;

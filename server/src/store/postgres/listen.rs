@@ -185,7 +185,7 @@ async fn listen_once(
         }
         // Output followers here wake (a task nobody follows: one lookup).
         for task in &heard.outputs {
-            hub.output.appended(task);
+            hub.output.appended(task, None);
         }
         // A batch nobody watches here costs one map lookup.
         for (batch, seq) in &heard.batches {

@@ -219,12 +219,12 @@ fn finish(hub: &Hub, jobs: Vec<Job>, results: Results, batch: &Batch, started: I
     }
     hub.metrics.committed(jobs.len(), started.elapsed());
     hub_publish(hub, batch);
-    for task in results
+    for (task, piece) in results
         .iter()
         .flatten()
         .filter_map(WriteDone::output_appended)
     {
-        hub.output.appended(task);
+        hub.output.appended(task, Some(piece));
     }
     for (job, result) in jobs.into_iter().zip(results) {
         let _ = job.reply.send(result);
@@ -295,7 +295,12 @@ async fn run_batch(
                 .map(|r| r.map(WriteDone::Delivery)),
             Op::Output(append) => super::output::append_output(&tx, &batch, append, instance)
                 .await
-                .map(|r| r.map(|a| WriteDone::Output(append.task_id.clone(), a))),
+                .map(|r| {
+                    r.map(|a| {
+                        let stream = append.stream.as_str().to_string();
+                        WriteDone::Output(append.task_id.clone(), stream, a)
+                    })
+                }),
         };
         results.push(result.map_err(classify)?);
     }

@@ -94,12 +94,12 @@ pub(super) fn writer(mut conn: Connection, rx: Receiver<Job>, hub: Arc<Hub>, max
                 hub.metrics.committed(batch.len(), started.elapsed());
                 // Durable now: wake watchers, then answer.
                 hub.publish(&changes);
-                for task in results
+                for (task, piece) in results
                     .iter()
                     .flatten()
                     .filter_map(WriteDone::output_appended)
                 {
-                    hub.output.appended(task);
+                    hub.output.appended(task, Some(piece));
                 }
                 if outbox {
                     hub.outbox.notify_one();
@@ -205,7 +205,8 @@ fn run(
         }
         Op::Output(append) => {
             let task = append.task_id.clone();
-            super::output::append_output(tx, append).map(|a| WriteDone::Output(task, a))
+            let stream = append.stream.as_str().to_string();
+            super::output::append_output(tx, append).map(|a| WriteDone::Output(task, stream, a))
         }
         Op::QuarantineOutbox { rows, now_ms } => {
             sweep::quarantine_outbox(tx, rows, now_ms).map(WriteDone::Quarantined)
