@@ -189,7 +189,7 @@ pub use lease::{Lease, LeaseChange};
 pub use mirror::{MergeOutcome, Mirror, Next, RejectReason, Rejection, UpdateReason};
 #[cfg(feature = "output")]
 pub use output::{
-    AppendReason, Appended, Chunk, OutputLog, OutputMirror, OutputUpdate, StreamName,
+    AppendReason, Appended, Catchup, Chunk, OutputLog, OutputMirror, OutputUpdate, StreamName,
 };
 pub use resume::{
     answer_from_recent, plan_resume, same_epoch, worth_holding, EpochAnswer, ResumeAnswer,

@@ -169,9 +169,8 @@ impl Run {
                 let outcome = mirror.merge(&answer);
                 json!({ "outcome": outcome, "mirror": mirror })
             }
-            "outputAppend" | "outputBegin" | "outputClose" | "outputApply" | "outputPageClose" => {
-                self.output_step(op, step)?
-            }
+            "outputAppend" | "outputBegin" | "outputClose" | "outputSince" | "outputApply"
+            | "outputPageClose" => self.output_step(op, step)?,
             other => panic!("unknown op {other}"),
         })
     }
@@ -204,6 +203,12 @@ impl Run {
             "outputClose" => {
                 let log = self.logs.entry(name("log")).or_default();
                 json!({ "changed": log.close(), "closed": log.is_closed() })
+            }
+            "outputSince" => {
+                let log = self.logs.entry(name("log")).or_default();
+                let c = log.since(u("attempt"), u("offset"));
+                json!({ "attempt": c.attempt, "offset": c.offset, "text": c.text,
+                        "complete": c.complete, "news": c.is_news(u("attempt")) })
             }
             "outputApply" => {
                 let page = self.pages.entry(name("page")).or_default();

@@ -29,6 +29,7 @@ use crate::metrics::Metrics;
 use crate::store::outage::Outage;
 
 mod batches;
+pub mod output;
 pub mod work;
 pub use batches::{BatchMark, BatchSubscription, BatchWake};
 
@@ -93,6 +94,8 @@ pub struct Hub {
     pub outage: Outage,
     /// Woken when work may be waiting for a held claim ([`work`]).
     pub work: work::WorkSignal,
+    /// Output followers' wake-ups ([`output`]).
+    pub output: Arc<output::OutputSignal>,
 }
 
 impl Hub {
@@ -113,6 +116,7 @@ impl Hub {
             metrics,
             outage: Outage::default(),
             work: work::WorkSignal::default(),
+            output: Arc::default(),
         })
     }
 

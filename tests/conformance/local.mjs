@@ -30,7 +30,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
-const USAGE = `usage: node tests/conformance/local.mjs --server "<command>" [--retention N] [--no-workers] [--memory-only] [--keep]
+const USAGE = `usage: node tests/conformance/local.mjs --server "<command>" [--retention N] [--no-workers] [--no-output] [--memory-only] [--keep]
 
   --server CMD     the backend command (split on spaces), started with
                    --listen/--data/--token/--callback-secret/--retention/
@@ -39,6 +39,8 @@ const USAGE = `usage: node tests/conformance/local.mjs --server "<command>" [--r
   --cors-origin O  passed to the backend and the suite (runs the CORS checks)
   --no-workers     the backend offers no workers (no POST /v1/work/claim):
                    the suite skips the claim checks (required otherwise)
+  --no-output      the backend offers no live output (no POST
+                   /v1/tasks/{id}/output/{stream}): the suite skips its checks
   --shared-secret  one callback secret shared by both tenants, none of
                    their own (runs the shared fleet's claim check)
   --memory-only    the backend keeps its data in memory only: started
@@ -62,6 +64,7 @@ function options() {
         retention: { type: 'string', default: '8' },
         'cors-origin': { type: 'string' },
         'no-workers': { type: 'boolean', default: false },
+        'no-output': { type: 'boolean', default: false },
         'shared-secret': { type: 'boolean', default: false },
         'memory-only': { type: 'boolean', default: false },
         'token-skew-secs': { type: 'string', default: '30' },
@@ -188,6 +191,7 @@ async function main() {
     TASKWIRE_TENANT: 'tenant-a',
   };
   config.TASKWIRE_NO_WORKERS = opts['no-workers'] ? '1' : '0';
+  config.TASKWIRE_NO_OUTPUT = opts['no-output'] ? '1' : '0';
   config.TASKWIRE_SHARED_SECRET = opts['shared-secret'] ? '1' : '0';
   config.TASKWIRE_TOKEN_SKEW_SECS = opts['token-skew-secs'];
   config.TASKWIRE_TOKEN_MAX_LIFETIME_SECS = opts['token-max-lifetime-secs'];

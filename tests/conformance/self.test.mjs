@@ -53,7 +53,7 @@ test('changes(n): one changing event per version, retrying past progress 99', ()
 
 test('checkConfig: defaults and refusals', () => {
   const base = { baseUrl: 'http://127.0.0.1:8080/', token: 't', secret: 'whsec_c2VjcmV0', tenant: 'acme' };
-  assert.deepEqual(checkConfig(base), { baseUrl: 'http://127.0.0.1:8080', token: 't', tokenB: null, secret: 'whsec_c2VjcmV0', secretB: null, retention: 8, corsOrigin: null, concurrency: 32, browserKeys: [], browserKeyB: null, browserAudience: 'taskwire', tenant: 'acme', noWorkers: false, sharedSecret: false, tokenSkewSecs: 30, tokenMaxLifetimeSecs: 3600, strict: false, only: null });
+  assert.deepEqual(checkConfig(base), { baseUrl: 'http://127.0.0.1:8080', token: 't', tokenB: null, secret: 'whsec_c2VjcmV0', secretB: null, retention: 8, corsOrigin: null, concurrency: 32, browserKeys: [], browserKeyB: null, browserAudience: 'taskwire', tenant: 'acme', noWorkers: false, noOutput: false, sharedSecret: false, tokenSkewSecs: 30, tokenMaxLifetimeSecs: 3600, strict: false, only: null });
   // The token checks' skew and lifetime, --only and --strict.
   assert.deepEqual(
     [checkConfig({ ...base, tokenSkewSecs: '0', tokenMaxLifetimeSecs: '60', strict: true, only: 'leases' })].map((c) => [c.tokenSkewSecs, c.tokenMaxLifetimeSecs, c.strict, c.only.test('Lifecycle: leases: x')]),
@@ -98,6 +98,8 @@ test('configFrom: --tenant, --no-workers and --shared-secret, as flags or enviro
   assert.equal(configFrom(argv, { TASKWIRE_TENANT: 'acme' }).tenant, 'acme');
   assert.equal(configFrom([...argv, '--no-workers'], {}).noWorkers, true);
   assert.equal(configFrom(argv, { TASKWIRE_NO_WORKERS: '1' }).noWorkers, true);
+  assert.equal(configFrom([...argv, '--no-workers', '--no-output'], {}).noOutput, true);
+  assert.equal(configFrom(argv, { TASKWIRE_NO_WORKERS: '1', TASKWIRE_NO_OUTPUT: '1' }).noOutput, true);
   assert.throws(() => configFrom(argv, { TASKWIRE_NO_WORKERS: '0' }), /--no-workers/);
   assert.throws(() => configFrom(argv, { TASKWIRE_NO_WORKERS: 'yes' }), /TASKWIRE_NO_WORKERS/);
   const shared = configFrom([...argv, '--tenant', 'acme', '--token-b', 'u', '--shared-secret'], {});

@@ -29,6 +29,7 @@ import errors from './checks/errors.mjs';
 import ttl from './checks/ttl.mjs';
 import lifecycle from './checks/lifecycle.mjs';
 import continuations from './checks/continuations.mjs';
+import output from './checks/output.mjs';
 import vectors from './checks/vectors.mjs';
 import cors from './checks/cors.mjs';
 import precedence from './checks/precedence.mjs';
@@ -85,6 +86,7 @@ export const SECTIONS = [
   leases,
   sweeper,
   continuations,
+  output,
   work,
   reports,
   cors,
@@ -162,6 +164,7 @@ function skipReason(check, config) {
   if (check.needsBrowserKey && config.browserKeys.length === 0) return 'needs a browser-token key of tenant A (--browser-key)';
   if (check.needsBrowserKeys && config.browserKeys.length < 2) return 'needs two browser-token keys of tenant A, a rotation (--browser-key twice)';
   if (check.needsBrowserKeyB && !config.browserKeyB) return "needs a browser-token key of tenant B (--browser-key-b)";
+  if (check.needsOutput && config.noOutput) return '--no-output: the backend offers no live output (no POST /v1/tasks/{id}/output/{stream})';
   if (check.needsWorkers && config.noWorkers) return '--no-workers: the backend offers no workers (no POST /v1/work/claim)';
   if (check.needsSharedSecret && !config.sharedSecret) {
     return "needs to know that the callback secret is the backend's one shared by every tenant, B's too (--shared-secret); " +

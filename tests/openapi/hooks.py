@@ -165,6 +165,8 @@ def before_call(context, case, **kwargs):
         _sign_callback(case)
     if (method, path) == ("POST", "/v1/work/claim"):
         _sign_claim(case)
+    if (method, path) == ("POST", "/v1/tasks/{id}/output/{stream}"):
+        _sign_output(case)
 
 
 def _aim_cursor(case, path):
@@ -203,6 +205,17 @@ def _sign_callback(case):
     # 5 minutes; a negative body keeps its own (it may be the invalid part).
     if isinstance(body, dict) and not negative_body and body.get("attempt") is not None:
         body = {**body, "atMs": int(time.time() * 1000)}
+    _sign(case, dict(case.headers or {}), body)
+
+
+def _sign_output(case):
+    """An output append signed as the run's executor, its body naming the
+    path's task and stream (unless that is what a negative body broke)."""
+    if negative_at(case, ParameterLocation.HEADER):
+        return
+    body = case.body
+    if isinstance(body, dict) and not negative_at(case, ParameterLocation.BODY):
+        body = {**body, "taskId": case.path_parameters.get("id"), "stream": case.path_parameters.get("stream")}
     _sign(case, dict(case.headers or {}), body)
 
 

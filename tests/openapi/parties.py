@@ -37,6 +37,15 @@ def callback(task_id, event, callback_id=None, body=None, signer=sign):
     return requests.post(f"{BASE}/v1/tasks/{task_id}/callbacks", data=raw, headers=headers, timeout=10)
 
 
+def append_output(task_id, chunk, stream="draft", body=None, signer=sign):
+    """An executor's output append (PROTOCOL.md §Live output), signed as a callback is."""
+    raw = body if body is not None else json.dumps({"taskId": task_id, "stream": stream, **chunk}).encode()
+    cid = f"out_{uuid.uuid4().hex}"
+    ts = str(int(time.time()))
+    headers = {"content-type": "application/json", "webhook-id": cid, "webhook-timestamp": ts, "webhook-signature": signer(cid, ts, raw)}
+    return requests.post(f"{BASE}/v1/tasks/{task_id}/output/{stream}", data=raw, headers=headers, timeout=10)
+
+
 TENANT = os.environ.get("TASKWIRE_TENANT", "tenant-a")
 
 

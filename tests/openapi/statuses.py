@@ -43,6 +43,7 @@ from parties import (  # noqa: E402
     QUOTA_TENANT,
     START,
     SUCCEED,
+    append_output,
     batch,
     browser_token,
     callback,
@@ -105,9 +106,14 @@ def check_answer(op_id, status, res, documented):
         assert events, f"{op_id} {status}: no event in {res.text[:300]!r}"
         # `contentSchema` is an annotation in JSON Schema: each message's
         # `data` is parsed and validated against it here.
-        data_schema = resolve(spec["schema"])["properties"]["data"]["contentSchema"]
+        # A stream of several kinds of message (`oneOf`): each is checked
+        # against the one its `event` names.
+        top = resolve(spec["schema"])
+        kinds = [resolve(k) for k in top.get("oneOf", [top])]
         for block in events:
             fields = dict(line.split(": ", 1) for line in block.splitlines())
+            kind = next((k for k in kinds if k["properties"]["event"].get("const") == fields.get("event")), kinds[0])
+            data_schema = kind["properties"]["data"]["contentSchema"]
             errors = list(validator(spec["schema"]).iter_errors(fields))
             assert not errors, f"{op_id} {status}: event does not validate: {errors[0]}"
             answer = json.loads(fields["data"])
@@ -296,6 +302,14 @@ def recipes():
             "404": lambda: post("/v1/tasks/no-such-task/decisions", json={"decision": "approve", "artifactHash": "a", "version": 1}),
             "408": lambda: raw_partial(f"/v1/tasks/{done}/decisions", AUTH),
             "413": lambda: post(f"/v1/tasks/{done}/decisions", data=big, headers={"content-type": "application/json"}),
+        },
+        "appendOutput": {
+            "200": lambda: append_output(running, {"attempt": 1, "offset": 0, "text": "Once"}),
+            "400": lambda: append_output(running, {"attempt": 1, "offset": 0, "text": ""}),
+            "401": lambda: requests.post(f"{BASE}/v1/tasks/{running}/output/draft", json={"taskId": running, "stream": "draft", "attempt": 1, "offset": 0, "text": "x"}, timeout=10),
+            "408": lambda: raw_partial(f"/v1/tasks/{running}/output/draft", cb_headers(running, b"{")),
+            "409": lambda: append_output(running, {"attempt": 1, "offset": 99, "text": "gap"}),
+            "413": lambda: append_output(running, None, body=b" " * 500_000),
         },
         "listNotifications": {
             "200": lambda: get("/v1/notifications?after=0&limit=10"),

@@ -8,6 +8,7 @@ use taskwire_core::{Event, NonBlank, Percent, TaskView};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::JobError;
+use crate::output::Output;
 use crate::report::{Kind, ReportError, Reporter, StopReason};
 use crate::wire::Claimed;
 
@@ -201,6 +202,7 @@ impl Job {
         artifact_hash: &str,
         question: Option<&str>,
     ) -> Result<Done, JobError> {
+        self.inner.reporter.flush_outputs().await;
         let sent = self
             .inner
             .reporter
@@ -219,6 +221,15 @@ impl Job {
             Err(ReportError::Ended) => Err(JobError::cancelled()),
             Err(e) => Err(report_error("hold", e)),
         }
+    }
+
+    /// A writer on the task's output stream `name` (`draft`, `log`;
+    /// PROTOCOL.md §Live output): `job.output("draft")?.write(token)`.
+    /// Small writes are batched (see [`Output`]); what is buffered is sent
+    /// before the attempt's last report. The same name gives the same
+    /// writer. An invalid name is a final error naming `stream`.
+    pub fn output(&self, name: &str) -> Result<Output, JobError> {
+        Output::open(&self.inner.reporter, name)
     }
 
     /// The server's time now (ms), as this worker knows it.

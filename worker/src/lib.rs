@@ -66,6 +66,7 @@ mod connect;
 mod error;
 mod http;
 mod job;
+mod output;
 mod report;
 #[cfg(test)]
 mod report_vectors;
@@ -81,6 +82,7 @@ pub use error::{
     classify, ConfigError, ErrorClass, FatalError, HttpStatusError, JobError, RetryableError,
 };
 pub use job::{Done, Job};
+pub use output::{Output, FLUSH_AFTER, FLUSH_UNITS};
 pub use report::StopReason;
 pub use vendor::{Lookup, PollOptions, Status, SubmitError, Vendor};
 pub use worker::{Worker, WorkerBuilder};

@@ -169,6 +169,9 @@ pub(crate) struct Reporter {
     state: Mutex<LeaseState>,
     /// One report at a time, in order.
     sending: tokio::sync::Mutex<()>,
+    /// The attempt's output streams (`output.rs`), flushed before its
+    /// last report.
+    pub(crate) outputs: Mutex<Vec<Arc<crate::output::Stream>>>,
 }
 
 impl Reporter {
@@ -192,6 +195,7 @@ impl Reporter {
                 ended: false,
             }),
             sending: tokio::sync::Mutex::new(()),
+            outputs: Mutex::new(Vec::new()),
         }
     }
 
@@ -207,6 +211,17 @@ impl Reporter {
     /// The server's time now, as this worker knows it.
     pub(crate) fn now_ms(&self) -> f64 {
         self.transport.clock.now_ms()
+    }
+
+    /// When the lease could no longer be alive (as last renewed): output
+    /// sends stop resending then.
+    pub(crate) fn lease_until(&self) -> Instant {
+        self.state().until
+    }
+
+    /// The connection to the server.
+    pub(crate) fn transport(&self) -> &Transport {
+        &self.transport
     }
 
     /// The lease, for heartbeats.

@@ -253,6 +253,9 @@ pub(crate) async fn last_word(reporter: &Reporter, outcome: Result<Done, JobErro
     if matches!(why, Some(StopReason::Stop | StopReason::LeaseLost)) {
         return;
     }
+    // The whole text before the end: a follower never sees a closed
+    // stream short of what the job wrote.
+    reporter.flush_outputs().await;
     let sent = match (outcome, why) {
         (Ok(Done(Ending::Held)), _) => return,
         (

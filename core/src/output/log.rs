@@ -67,6 +67,31 @@ pub struct Appended {
     pub expected: u64,
 }
 
+/// What a follower that holds some of a stream is sent: the text it
+/// lacks, where that text starts, and whether the stream is complete. A
+/// page feeds it to its [`super::OutputMirror`] as it is: `apply(attempt,
+/// offset, text)`, then `close(attempt)` when `complete`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Catchup {
+    /// The attempt whose text the stream holds: newer than the follower's
+    /// means its text is replaced.
+    pub attempt: u64,
+    /// Where `text` starts in that attempt's text.
+    pub offset: u64,
+    /// What the follower lacks (empty when it is up to date).
+    pub text: String,
+    /// The task ended: nothing will be appended any more.
+    pub complete: bool,
+}
+
+impl Catchup {
+    /// Whether a follower at `attempt` learns anything from it: new text,
+    /// a newer attempt, or the end. When not, a long-poll is held.
+    pub fn is_news(&self, attempt: u64) -> bool {
+        !self.text.is_empty() || self.attempt > attempt || self.complete
+    }
+}
+
 /// One stream's text, as the server keeps it: the newest attempt's only.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OutputLog {
@@ -206,6 +231,33 @@ impl OutputLog {
             superseded,
             attempt: self.attempt,
             expected: self.units,
+        }
+    }
+
+    /// What a follower holding `attempt`'s text up to `offset` lacks: the
+    /// rest of that attempt's text; or, when the stream holds another
+    /// attempt's, all of it from offset 0 (the follower's text is
+    /// replaced, never mixed). An offset past the end, or inside a
+    /// character, is answered from the end, or the start: a follower never
+    /// gets a piece that could double or split a character.
+    pub fn since(&self, attempt: u64, offset: u64) -> Catchup {
+        let from = if attempt == self.attempt {
+            if offset >= self.units {
+                self.units
+            } else if byte_index(&self.text, offset).is_some() {
+                offset
+            } else {
+                0
+            }
+        } else {
+            0
+        };
+        let at = byte_index(&self.text, from).unwrap_or(self.text.len());
+        Catchup {
+            attempt: self.attempt,
+            offset: from,
+            text: String::from(&self.text[at..]),
+            complete: self.closed,
         }
     }
 

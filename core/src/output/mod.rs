@@ -30,7 +30,7 @@ use alloc::string::String;
 use crate::error::{join, Error};
 use crate::text::decimal;
 
-pub use log::{AppendReason, Appended, OutputLog};
+pub use log::{AppendReason, Appended, Catchup, OutputLog};
 pub use mirror::{OutputMirror, OutputUpdate};
 
 /// The most UTF-16 code units one stream holds in one attempt (about

@@ -186,3 +186,37 @@ fn the_mirror_never_mixes_two_attempts() {
     assert!(shown.close(2).replaced, "the last attempt wrote nothing");
     assert_eq!(shown.text(), "");
 }
+
+#[test]
+fn a_follower_is_sent_what_it_lacks_and_a_newer_attempts_text_whole() {
+    let mut log = OutputLog::new();
+    log.append(&chunk(1, 0, "Hello, w😀rld"), 1, true);
+    let rest = log.since(1, 5);
+    assert_eq!(
+        (rest.attempt, rest.offset, rest.text.as_str()),
+        (1, 5, ", w😀rld")
+    );
+    assert!(rest.is_news(1));
+    let none = log.since(1, utf16_len("Hello, w😀rld"));
+    assert_eq!(none.text, "");
+    assert!(!none.is_news(1), "an up-to-date follower is held");
+    let past = log.since(1, 99);
+    assert_eq!((past.offset, past.text.as_str()), (log.units(), ""));
+    // Inside the surrogate pair: the whole text, never half a character.
+    let inside = log.since(1, 9);
+    assert_eq!((inside.offset, inside.text.as_str()), (0, "Hello, w😀rld"));
+    // A new attempt started: the follower of attempt 1 learns it at once,
+    // with no text yet, and then gets the new text from 0.
+    log.begin(2);
+    let replaced = log.since(1, 13);
+    assert_eq!(
+        (replaced.attempt, replaced.offset, replaced.text.as_str()),
+        (2, 0, "")
+    );
+    assert!(replaced.is_news(1));
+    log.append(&chunk(2, 0, "Bonjour"), 2, true);
+    assert_eq!(log.since(1, 13).text, "Bonjour");
+    log.close();
+    let end = log.since(2, 7);
+    assert!(end.complete && end.is_news(2), "the end is news");
+}

@@ -38,6 +38,7 @@ pub async fn resume(
         wait_ms,
         snapshot,
         epoch,
+        output: _,
     }: Params,
 ) -> Result<Response, ApiError> {
     credential.require_batch(Right::Watch, &id)?;

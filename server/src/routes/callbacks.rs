@@ -72,7 +72,7 @@ pub async fn callback(
     };
     let timeout = Duration::from_millis(state.config.callback_body_timeout_ms);
     let keep = secrets.is_some();
-    let pieces = read_body(body, &mut verifier, keep, timeout).await?;
+    let pieces = read_body(body, &mut verifier, keep, (timeout, BODY_LIMIT)).await?;
     let valid = verifier.finish(&signed);
     let Some(tenant) = tenant.filter(|_| valid) else {
         return Err(refuse(format!(
@@ -209,7 +209,7 @@ pub(super) fn declared_length(headers: &HeaderMap) -> Result<u64, ApiError> {
 /// ones are copied together (see [`read_body`]).
 const SMALL_PIECE: usize = 4096;
 
-/// Reads the body within `timeout`, feeding `verifier`; keeps the bytes
+/// Reads the body within `timeout` and `limit` bytes, feeding `verifier`; keeps the bytes
 /// only when `keep` (a body that cannot verify is hashed and dropped).
 ///
 /// Until the signature is checked a body should cost no more than its
@@ -221,7 +221,7 @@ pub(super) async fn read_body(
     body: Body,
     verifier: &mut Verifier,
     keep: bool,
-    timeout: Duration,
+    (timeout, limit): (Duration, usize),
 ) -> Result<Vec<Bytes>, ApiError> {
     let deadline = Instant::now() + timeout;
     let mut stream = body.into_data_stream();
@@ -245,8 +245,8 @@ pub(super) async fn read_body(
             None => ApiError::invalid(format!("body: {e}")),
         })?;
         total += chunk.len();
-        if total > BODY_LIMIT {
-            return Err(ApiError::too_large(BODY_LIMIT));
+        if total > limit {
+            return Err(ApiError::too_large(limit));
         }
         verifier.update(&chunk);
         if !keep {

@@ -16,7 +16,7 @@ use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use taskwire_core::{ResumeAnswer, ResumeMode, MAX_SAFE_INTEGER};
 
-use super::{parse_int, task_id, Query};
+use super::{output_watch, parse_int, task_id, Query};
 use crate::auth::{Credential, Right, WatchCredential};
 use crate::error::ApiError;
 use crate::hub::{answer_from, Subscription, Wake};
@@ -43,6 +43,7 @@ pub async fn events(
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     let id = task_id(path)?;
+    let wanted = output_watch::wanted(&Query::parse(raw.as_deref()))?;
     let StreamStart {
         tenant,
         subject,
@@ -54,10 +55,43 @@ pub async fn events(
     .await?;
     // Subscribed before the read, so a commit in between still wakes it.
     let sub = state.hub.subscribe(&id, &tenant);
+    let out = wanted.as_ref().map(|_| state.hub.output.watch(&id));
     let first = state
         .store
         .resume(tenant.clone(), id.clone(), cursor, false)
         .await?;
+    if let (Some(wanted), Some(out)) = (wanted, out) {
+        let who = Watcher {
+            tenant: &tenant,
+            subject: subject.as_deref(),
+        };
+        if is_the_end(&first) {
+            let lacks = state
+                .store
+                .read_output(tenant.clone(), id.clone(), wanted.clone())
+                .await?;
+            if lacks.text.is_empty() && lacks.attempt <= wanted.attempt {
+                return Ok(StatusCode::NO_CONTENT.into_response());
+            }
+        }
+        let stream = output_watch::OutputStream {
+            state: state.clone(),
+            who: output_watch::Follower {
+                tenant: tenant.clone(),
+                subject: subject.as_deref().map(Into::into),
+                id,
+            },
+            sub,
+            out,
+            cursor,
+            wanted,
+            first: Some(first),
+            task_done: false,
+            output_done: false,
+            queued: Vec::new(),
+        };
+        return open_stream(&state, who, expires_at, stream, output_watch::next).await;
+    }
     if is_the_end(&first) {
         return Ok(StatusCode::NO_CONTENT.into_response());
     }

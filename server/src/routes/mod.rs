@@ -11,6 +11,8 @@ mod create_body;
 mod events;
 mod legacy_request;
 mod notifications;
+mod output;
+mod output_watch;
 mod resume;
 pub(crate) mod tasks;
 pub mod work;
@@ -47,6 +49,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/tasks/{id}/resume", get(resume::resume))
         .route("/v1/tasks/{id}/events", get(events::events))
         .route("/v1/tasks/{id}/callbacks", post(callbacks::callback))
+        .route("/v1/tasks/{id}/output/{stream}", post(output::append))
         .route("/v1/work/claim", post(work::claim))
         .route("/v1/tasks/{id}/deliveries", post(tasks::deliver))
         .route("/v1/tasks/{id}/cancel", post(actions::cancel))

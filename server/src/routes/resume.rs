@@ -16,11 +16,12 @@ use axum::response::Response;
 use taskwire_core::{same_epoch, worth_holding, EpochAnswer, ResumeAnswer, MAX_SAFE_INTEGER};
 use taskwire_wire::to_json;
 
-use super::{no_store_json, Query, TaskId};
+use super::{no_store_json, output_watch, Query, TaskId};
 use crate::auth::{Right, WatchCredential};
 use crate::error::{quoted, ApiError};
 use crate::hub::{answer_from, Wake};
 use crate::limits::Watcher;
+use crate::store::OutputWanted;
 use crate::AppState;
 
 /// The longest a request may be held.
@@ -37,6 +38,9 @@ pub struct Params {
     pub(super) snapshot: bool,
     /// The epoch the client holds (PROTOCOL.md §Epoch), if it sent one.
     pub(super) epoch: Option<String>,
+    /// The output the follower asks for (PROTOCOL.md §Live output), if
+    /// any: boxed, so that a request without it holds one word more.
+    pub(super) output: Option<Box<OutputWanted>>,
 }
 
 /// The longest `epoch` a request may send: the reference server's are 32
@@ -62,6 +66,7 @@ impl<S: Send + Sync> FromRequestParts<S> for Params {
                 }
                 Some(e) => Some(e.to_owned()),
             },
+            output: output_watch::wanted(&q)?.map(Box::new),
         })
     }
 }
@@ -83,6 +88,7 @@ pub fn resume(
         wait_ms,
         snapshot,
         epoch,
+        output,
     }: Params,
 ) -> impl Future<Output = Result<Response, ApiError>> {
     // Compared here, so that a held request keeps no string for it.
@@ -95,6 +101,15 @@ pub fn resume(
     });
     async move {
         let (tenant, subject) = caller?;
+        if let Some(wanted) = output {
+            let who = output_watch::Follower {
+                tenant,
+                subject,
+                id,
+            };
+            let times = (cursor, wait_ms, snapshot, same_epoch);
+            return Box::pin(output_watch::resume(state, who, times, *wanted)).await;
+        }
         if wait_ms > 0 {
             let who = Watcher {
                 tenant: &tenant,

@@ -54,7 +54,7 @@ pub async fn claim(
         None => signed.decoy(state.keyring.decoy()),
     };
     let timeout = Duration::from_millis(state.config.callback_body_timeout_ms);
-    let pieces = read_body(body, &mut verifier, true, timeout).await?;
+    let pieces = read_body(body, &mut verifier, true, (timeout, BODY_LIMIT)).await?;
     let valid = verifier.finish(&signed);
     let Some((_, tenants)) = scope.filter(|_| valid) else {
         return Err(refuse(match tenant {

@@ -32,6 +32,7 @@ mod error;
 pub(crate) mod lifecycle;
 pub mod outage;
 mod outbox;
+pub mod output;
 pub mod postgres;
 mod postgres_schema;
 pub mod quarantine;
@@ -53,6 +54,7 @@ pub use batches::{BatchAnswer, BatchCreated, NewBatch};
 pub use callback::{Acted, Action, Callback, CallbackAnswer, SignedRequest};
 pub use error::StoreError;
 pub use outbox::OutboxEntry;
+pub use output::{OutputAppend, OutputWanted};
 pub use quarantine::Quarantined;
 pub use sweep::{PendingWebhooks, Swept, TenantScope, WebhookClaim};
 pub use task::{Created, Idempotency, NewTask, TaskRecord, EXACT_REQUEST};
@@ -220,4 +222,19 @@ pub trait Store: Send + Sync + 'static {
 
     /// The work queue per kind, for `/metrics` ([`QueueDepth`]).
     fn queue_depth(&self, now_ms: f64) -> StoreFuture<'_, Vec<QueueDepth>>;
+
+    /// Judges an executor's output append by core's rules and, when it
+    /// appended, stores the text gained; resolves after the commit, which
+    /// appends arriving together share ([`output`]). Wakes the task's
+    /// output followers. Makes no task version.
+    fn append_output(&self, append: OutputAppend) -> StoreFuture<'_, taskwire_core::Appended>;
+
+    /// What a follower of the tenant's task that holds `wanted` lacks
+    /// (the task and the stream read together).
+    fn read_output(
+        &self,
+        tenant: String,
+        id: String,
+        wanted: OutputWanted,
+    ) -> StoreFuture<'_, taskwire_core::output::Catchup>;
 }

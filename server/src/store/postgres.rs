@@ -75,6 +75,7 @@ mod callback;
 mod errors;
 mod jobs;
 mod listen;
+mod output;
 mod read;
 mod sweep;
 mod work;
@@ -207,7 +208,7 @@ impl PostgresStore {
                 callback_ids::POSTGRES,
                 super::callback_replays::POSTGRES,
                 super::epoch::POSTGRES_SCHEMA
-            );
+            ) + super::output::POSTGRES_SCHEMA;
             let prepared = postgres_schema::prepare(&mut client, &schema)
                 .await
                 .map_err(|e| format!("--data {shown}: schema: {e}"))?;
@@ -434,6 +435,23 @@ impl Store for PostgresStore {
 
     fn queue_depth(&self, now_ms: f64) -> StoreFuture<'_, Vec<super::QueueDepth>> {
         Box::pin(async move { work::queue_depth(&self.conn().await?, now_ms).await })
+    }
+
+    fn append_output(
+        &self,
+        append: super::OutputAppend,
+    ) -> StoreFuture<'_, taskwire_core::Appended> {
+        let done = self.write(Op::Output(append));
+        Box::pin(async move { done.await?.output() })
+    }
+
+    fn read_output(
+        &self,
+        tenant: String,
+        id: String,
+        wanted: super::OutputWanted,
+    ) -> StoreFuture<'_, taskwire_core::output::Catchup> {
+        Box::pin(output::read_output(self, tenant, id, wanted))
     }
 
     fn outbox_backlog(&self) -> StoreFuture<'_, super::OutboxBacklog> {

@@ -30,6 +30,7 @@ mod batches;
 mod errors;
 mod health;
 mod jobs;
+mod output;
 mod read;
 mod sweep;
 mod work;
@@ -106,8 +107,8 @@ impl SqliteStore {
             sqlite_schema::SCHEMA,
             super::quarantine::SQLITE_SCHEMA,
             super::callback_replays::SQLITE,
-            super::epoch::SQLITE_SCHEMA
-        );
+            super::epoch::SQLITE_SCHEMA,
+        ) + super::output::SQLITE_SCHEMA;
         let prepared = sqlite_schema::prepare(&mut conn, &schema, &shown)?;
         conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;")
             .map_err(|e| format!("{shown}: {e}"))?;
@@ -362,5 +363,22 @@ impl Store for SqliteStore {
 
     fn outbox_backlog(&self) -> StoreFuture<'_, super::OutboxBacklog> {
         self.read(|conn| super::backlog::sqlite(conn))
+    }
+
+    fn append_output(
+        &self,
+        append: super::OutputAppend,
+    ) -> StoreFuture<'_, taskwire_core::Appended> {
+        let done = self.write(Op::Output(append));
+        Box::pin(async move { done.await?.output() })
+    }
+
+    fn read_output(
+        &self,
+        tenant: String,
+        id: String,
+        wanted: super::OutputWanted,
+    ) -> StoreFuture<'_, taskwire_core::output::Catchup> {
+        self.read(move |conn| output::read_output(conn, &tenant, &id, &wanted))
     }
 }

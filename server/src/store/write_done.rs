@@ -25,6 +25,9 @@ pub(crate) enum WriteDone {
     Delivery(Delivery),
     Expired(Swept),
     Quarantined(Vec<Quarantined>),
+    /// An output append's judgement, and the task it was for (whose
+    /// followers wake when it appended).
+    Output(String, String, taskwire_core::Appended),
     Unit,
 }
 
@@ -87,6 +90,32 @@ impl WriteDone {
         match self {
             WriteDone::Expired(swept) => Ok(swept),
             _ => Err(Self::unexpected()),
+        }
+    }
+
+    pub(crate) fn output(self) -> Result<taskwire_core::Appended, StoreError> {
+        match self {
+            WriteDone::Output(_, _, appended) => Ok(appended),
+            _ => Err(Self::unexpected()),
+        }
+    }
+
+    /// The task whose followers this write's output wakes, and what it
+    /// appended, if it appended.
+    pub(crate) fn output_appended(&self) -> Option<(&str, crate::hub::output::Piece)> {
+        match self {
+            WriteDone::Output(task, stream, a)
+                if a.reason == taskwire_core::AppendReason::Appended =>
+            {
+                let piece = crate::hub::output::Piece {
+                    stream: stream.clone(),
+                    attempt: a.attempt,
+                    offset: a.offset,
+                    text: a.added.clone(),
+                };
+                Some((task, piece))
+            }
+            _ => None,
         }
     }
 

@@ -6,6 +6,7 @@ pub mod continuations;
 pub mod json;
 pub mod judge;
 pub mod lifecycle;
+pub mod output;
 pub mod pg;
 pub mod process;
 pub mod raw;

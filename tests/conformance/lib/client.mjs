@@ -196,6 +196,21 @@ export class Executor {
     return t;
   }
 
+  /**
+   * Appends `chunk` ({attempt, offset, text}) to `taskId`'s output
+   * `stream` (PROTOCOL.md §Live output › Append), signed as a callback;
+   * `body` sends raw text instead, `path` another task's route.
+   */
+  output(taskId, stream, chunk, { id = uid('out'), body, path = taskId, pathStream = stream } = {}) {
+    const text = body ?? JSON.stringify({ taskId, stream, ...chunk });
+    const signed = signedHeaders(this.secret, id, text);
+    return this.http.request('POST', `/v1/tasks/${enc(path)}/output/${enc(pathStream)}`, {
+      body: text,
+      headers: { 'content-type': 'application/json', ...signed },
+      token: null,
+    });
+  }
+
   /** Applies events in order; each must change the task. Returns the last answer. */
   async drive(taskId, events) {
     let last;

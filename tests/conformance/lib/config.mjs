@@ -28,6 +28,9 @@ export const USAGE = `usage: node tests/conformance/run.mjs <baseUrl> [options]
   --no-workers             the backend offers no workers  (TASKWIRE_NO_WORKERS=1)
                            (no POST /v1/work/claim): skips the claim checks;
                            without it they are required
+  --no-output              the backend offers no live output (TASKWIRE_NO_OUTPUT=1)
+                           (no POST /v1/tasks/{id}/output/{stream}):
+                           skips the output checks
   --shared-secret          the callback secret is the     (TASKWIRE_SHARED_SECRET=1)
                            backend's one secret shared by every tenant, B's
                            too (needs --token-b, not --callback-secret-b):
@@ -62,6 +65,7 @@ export function configFrom(argv, env = process.env) {
       concurrency: { type: 'string' },
       tenant: { type: 'string' },
       'no-workers': { type: 'boolean' },
+      'no-output': { type: 'boolean' },
       'shared-secret': { type: 'boolean' },
       'token-skew-secs': { type: 'string' },
       'token-max-lifetime-secs': { type: 'string' },
@@ -85,6 +89,7 @@ export function configFrom(argv, env = process.env) {
     browserAudience: values['browser-audience'] ?? env.TASKWIRE_BROWSER_AUDIENCE,
     tenant: values.tenant ?? env.TASKWIRE_TENANT,
     noWorkers: values['no-workers'] ?? flag(env.TASKWIRE_NO_WORKERS, 'TASKWIRE_NO_WORKERS'),
+    noOutput: values['no-output'] ?? flag(env.TASKWIRE_NO_OUTPUT, 'TASKWIRE_NO_OUTPUT'),
     sharedSecret: values['shared-secret'] ?? flag(env.TASKWIRE_SHARED_SECRET, 'TASKWIRE_SHARED_SECRET'),
     tokenSkewSecs: values['token-skew-secs'] ?? env.TASKWIRE_TOKEN_SKEW_SECS,
     tokenMaxLifetimeSecs: values['token-max-lifetime-secs'] ?? env.TASKWIRE_TOKEN_MAX_LIFETIME_SECS,
@@ -111,7 +116,7 @@ export const DEFAULT_CONCURRENCY = 32;
  * browserAudience, tenant, noWorkers, sharedSecret, tokenSkewSecs,
  * tokenMaxLifetimeSecs, strict, only}`.
  */
-export function checkConfig({ baseUrl, token, tokenB, secret, secretB, retention, corsOrigin, concurrency, browserKeys = [], browserKeyB, browserAudience, tenant, noWorkers = false, sharedSecret = false, tokenSkewSecs, tokenMaxLifetimeSecs, strict = false, only }) {
+export function checkConfig({ baseUrl, token, tokenB, secret, secretB, retention, corsOrigin, concurrency, browserKeys = [], browserKeyB, browserAudience, tenant, noWorkers = false, noOutput = false, sharedSecret = false, tokenSkewSecs, tokenMaxLifetimeSecs, strict = false, only }) {
   if (!baseUrl) throw new UsageError('a base URL is required');
   let url;
   try {
@@ -192,6 +197,7 @@ export function checkConfig({ baseUrl, token, tokenB, secret, secretB, retention
     concurrency: c,
     tenant: tenant || null,
     noWorkers: Boolean(noWorkers),
+    noOutput: Boolean(noOutput),
     sharedSecret: Boolean(sharedSecret),
     tokenSkewSecs: skew,
     tokenMaxLifetimeSecs: lifetime,

@@ -18,6 +18,7 @@ from .errors import (
     classify,
 )
 from .job import Held, Job
+from .output import Output
 from .vendor import PENDING, outcome_unknown, submit_once_then_poll
 from .worker import Handler, Worker
 
@@ -29,6 +30,7 @@ __all__ = [
     "Handler",
     "Held",
     "Job",
+    "Output",
     "ReportError",
     "Result",
     "RetryableError",

@@ -143,6 +143,9 @@ class Attempt:
         self.cancelled: str | None = None
         self.held = False
         self._handler: asyncio.Task[Any] | None = None
+        # The job's output streams by name (output.py), flushed before the
+        # attempt's last report.
+        self.outputs: dict[str, Any] = {}
 
     def bind(self, handler: asyncio.Task[Any]) -> None:
         self._handler = handler

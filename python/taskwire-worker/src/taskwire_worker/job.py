@@ -15,6 +15,7 @@ from typing import Any, NoReturn, TypeVar
 
 from .attempt import Attempt
 from .errors import Cancelled, ConfigError
+from .output import Output, flush_all
 
 __all__ = ["Held", "Job"]
 
@@ -85,6 +86,17 @@ class Job:
                 raise ConfigError(f"{name}: must be a non-blank string, got {value!r}")
         return f"{self.id}:{step}:{action}"
 
+    def output(self, name: str) -> Output:
+        """The writer on the task's output stream `name` (`"draft"`, `"log"`;
+        PROTOCOL.md §Live output): `await job.output("draft").write(token)`.
+        Small writes are batched; what is buffered is sent before the
+        attempt's last report. The same name gives the same writer."""
+        out = self._attempt.outputs.get(name)
+        if out is None:
+            out = Output(self._attempt, name)
+            self._attempt.outputs[name] = out
+        return out
+
     def check(self) -> None:
         """Raises `Cancelled` if the job's signal fired; cheap, call it often."""
         reason = self._attempt.cancelled
@@ -147,6 +159,7 @@ class Job:
         if question is not None and not isinstance(question, str):
             raise ConfigError(f"question: must be a string, got {type(question).__name__}")
         self.check()
+        await flush_all(self._attempt.outputs)
         fields: dict[str, Any] = {"artifactRef": artifact_ref, "artifactHash": artifact_hash}
         if question is not None:
             fields["question"] = question

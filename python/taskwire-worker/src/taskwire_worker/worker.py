@@ -35,6 +35,7 @@ from .attempt import Attempt, Result, final_event
 from .clock import ServerClock, system_now_ms
 from .errors import ConfigError, ReportError
 from .job import Held, Job
+from .output import flush_all
 from .transport import TRANSIENT_STATUSES, Transport
 
 __all__ = ["Handler", "Worker"]
@@ -306,6 +307,9 @@ class Worker:
             log.warning("task %s attempt %d failed", job.id, job.attempt, exc_info=error)
         event = final_event(attempt.cancelled, attempt.held, returned, error)
         if event is not None:
+            # The whole text before the end: a follower never sees a
+            # closed stream short of what the job wrote.
+            await flush_all(attempt.outputs)
             await attempt.send_final(event)
 
     @staticmethod

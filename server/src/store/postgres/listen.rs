@@ -35,12 +35,18 @@ const HEALTH_EVERY: Duration = Duration::from_secs(5);
 pub(super) struct Heard {
     pub(super) tasks: HashMap<String, u64>,
     pub(super) batches: HashMap<String, u64>,
+    /// Tasks whose output was appended (`o <task>` lines).
+    pub(super) outputs: Vec<String>,
 }
 
 /// Reads one payload's lines into `into`; lines it does not know (a later
 /// server's) are skipped, as this server's older peers skip `b` lines.
 pub(super) fn parse_payload(payload: &str, into: &mut Heard) {
     for line in payload.lines() {
+        if let Some(task) = line.strip_prefix("o ") {
+            into.outputs.push(task.to_string());
+            continue;
+        }
         let (map, rest) = match line.strip_prefix("b ") {
             Some(rest) => (&mut into.batches, rest),
             None => (&mut into.tasks, line),
@@ -176,6 +182,10 @@ async fn listen_once(
         // Another instance changed something: work may be waiting here.
         if foreign {
             hub.work.bump();
+        }
+        // Output followers here wake (a task nobody follows: one lookup).
+        for task in &heard.outputs {
+            hub.output.appended(task, None);
         }
         // A batch nobody watches here costs one map lookup.
         for (batch, seq) in &heard.batches {

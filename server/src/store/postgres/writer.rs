@@ -42,6 +42,8 @@ pub(super) enum Op {
         key: String,
         now_ms: f64,
     },
+    /// An executor's output append (`store/output.rs`).
+    Output(crate::store::OutputAppend),
 }
 
 /// Where a job's first blocking lock sits in the global lock order.
@@ -97,6 +99,9 @@ pub(super) fn order_of(op: &Op) -> LockOrder {
         Op::CancelBatch(_) => (1, 0, String::new()),
         // Its row locks skip what others hold; its kind locks come last.
         Op::Claim(_) => (3, 0, String::new()),
+        // Its task row, after the callbacks' (locked all at once, first):
+        // by task id among the appends.
+        Op::Output(append) => (2, 0, append.task_id.clone()),
     }
 }
 
@@ -214,6 +219,13 @@ fn finish(hub: &Hub, jobs: Vec<Job>, results: Results, batch: &Batch, started: I
     }
     hub.metrics.committed(jobs.len(), started.elapsed());
     hub_publish(hub, batch);
+    for (task, piece) in results
+        .iter()
+        .flatten()
+        .filter_map(WriteDone::output_appended)
+    {
+        hub.output.appended(task, Some(piece));
+    }
     for (job, result) in jobs.into_iter().zip(results) {
         let _ = job.reply.send(result);
     }
@@ -281,6 +293,14 @@ async fn run_batch(
             } => deliver(&tx, &mut batch, tenant, id, key, *now_ms)
                 .await
                 .map(|r| r.map(WriteDone::Delivery)),
+            Op::Output(append) => super::output::append_output(&tx, &batch, append, instance)
+                .await
+                .map(|r| {
+                    r.map(|a| {
+                        let stream = append.stream.as_str().to_string();
+                        WriteDone::Output(append.task_id.clone(), stream, a)
+                    })
+                }),
         };
         results.push(result.map_err(classify)?);
     }

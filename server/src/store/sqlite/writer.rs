@@ -54,6 +54,8 @@ pub(super) enum Op {
     ForgetUsedCallbacks {
         now_ms: f64,
     },
+    /// An executor's output append (`store/output.rs`).
+    Output(crate::store::OutputAppend),
     /// Outbox rows a reader found unparseable: `seq` and why.
     QuarantineOutbox {
         rows: Vec<(i64, String)>,
@@ -92,6 +94,13 @@ pub(super) fn writer(mut conn: Connection, rx: Receiver<Job>, hub: Arc<Hub>, max
                 hub.metrics.committed(batch.len(), started.elapsed());
                 // Durable now: wake watchers, then answer.
                 hub.publish(&changes);
+                for (task, piece) in results
+                    .iter()
+                    .flatten()
+                    .filter_map(WriteDone::output_appended)
+                {
+                    hub.output.appended(task, Some(piece));
+                }
                 if outbox {
                     hub.outbox.notify_one();
                 }
@@ -193,6 +202,11 @@ fn run(
             tx.prepare_cached(crate::store::callback_replays::SQLITE_FORGET)?
                 .execute([before])?;
             Ok(WriteDone::Unit)
+        }
+        Op::Output(append) => {
+            let task = append.task_id.clone();
+            let stream = append.stream.as_str().to_string();
+            super::output::append_output(tx, append).map(|a| WriteDone::Output(task, stream, a))
         }
         Op::QuarantineOutbox { rows, now_ms } => {
             sweep::quarantine_outbox(tx, rows, now_ms).map(WriteDone::Quarantined)
