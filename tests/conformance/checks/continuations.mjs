@@ -11,8 +11,11 @@ import { assertMatches } from '../lib/match.mjs';
 import { waitFor } from '../lib/scenarios.mjs';
 
 const HOUR = 3_600_000;
-const LEASE_MS = 300;
-const GRACE_MS = 300;
+// Long enough that a loaded backend answers a report and the GET after
+// it within one lease (at 300 ms, a cluster run at load 5, 330 ms per
+// request, saw the recovered task lapse again before the GET).
+const LEASE_MS = 1500;
+const GRACE_MS = 1500;
 /** How late the backend's sweeper may be (as in lifecycle.mjs). */
 const LAG_MS = 6000;
 const LAPSED = 'lease lapsed, no sign in the grace period';
