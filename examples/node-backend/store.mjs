@@ -367,8 +367,8 @@ export class Store {
 
   /** One task of a `create` record, or an item of a `batch` record. */
   #createTask(fields, tenant, nowMs, batchId) {
-    const { id, ttlMs, maxAttempts, deadlineMs, unknownGraceMs, autoRequeue, kind } = fields;
-    this.#book.create({ id, nowMs, ttlMs, maxAttempts, deadlineMs, unknownGraceMs, autoRequeue });
+    const { id, ttlMs, maxAttempts, deadlineMs, unknownGraceMs, autoRequeue, workflowVersion, steps, kind } = fields;
+    this.#book.create({ id, nowMs, ttlMs, maxAttempts, deadlineMs, unknownGraceMs, autoRequeue, workflowVersion, steps });
     // Old journals kept `input` as a parsed value: its text is all that is left.
     const input = fields.inputJson ?? (fields.input === undefined ? undefined : JSON.stringify(fields.input));
     this.#tasks.set(id, { tenant, kind, input, batchId });

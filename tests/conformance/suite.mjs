@@ -29,6 +29,7 @@ import errors from './checks/errors.mjs';
 import ttl from './checks/ttl.mjs';
 import lifecycle from './checks/lifecycle.mjs';
 import continuations from './checks/continuations.mjs';
+import steps from './checks/steps.mjs';
 import vectors from './checks/vectors.mjs';
 import cors from './checks/cors.mjs';
 import precedence from './checks/precedence.mjs';
@@ -85,6 +86,7 @@ export const SECTIONS = [
   leases,
   sweeper,
   continuations,
+  steps,
   work,
   reports,
   cors,
