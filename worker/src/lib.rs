@@ -71,6 +71,7 @@ mod report;
 mod report_vectors;
 mod run;
 mod sign;
+mod steps;
 mod vendor;
 mod wire;
 mod worker;
@@ -82,6 +83,7 @@ pub use error::{
 };
 pub use job::{Done, Job};
 pub use report::StopReason;
+pub use steps::StepOutput;
 pub use vendor::{Lookup, PollOptions, Status, SubmitError, Vendor};
 pub use worker::{Worker, WorkerBuilder};
 
