@@ -173,10 +173,10 @@ export class Store {
    * {key, request, legacyRequest} (see create.mjs) or undefined. Returns
    * {task (JSON text), created}.
    */
-  create(tenant, { id, nowMs, ttlMs, maxAttempts, deadlineMs, unknownGraceMs, autoRequeue, kind, input }, idem) {
+  create(tenant, { id, nowMs, ttlMs, maxAttempts, deadlineMs, unknownGraceMs, autoRequeue, workflowVersion, steps, kind, input }, idem) {
     const known = this.#createKeys.replayOf(tenant, idem, "task");
     if (known) return { task: this.taskJson(known.taskId), created: false };
-    const fields = { id, ttlMs, maxAttempts, deadlineMs, unknownGraceMs, autoRequeue, kind, input };
+    const fields = { id, ttlMs, maxAttempts, deadlineMs, unknownGraceMs, autoRequeue, workflowVersion, steps, kind, input };
     this.#commit({ op: "create", id, tenant, nowMs, ...taskRecord(fields), ...keyRecord(idem) });
     return { task: this.taskJson(id), created: true };
   }
