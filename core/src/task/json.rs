@@ -66,7 +66,7 @@ impl TaskView {
         opt(s, "decisionVersion", d.map(|d| d.version))?;
         opt(s, "decisionReason", d.and_then(|d| d.reason.as_ref()))?;
         #[cfg(feature = "steps")]
-        crate::steps::write_task_plan(s, self.plan.as_ref())?;
+        crate::steps::write_task_plan(s, self.plan.as_deref())?;
         Ok(())
     }
 }
@@ -139,7 +139,7 @@ impl FromJson for TaskView {
                 })
             },
             #[cfg(feature = "steps")]
-            plan: crate::steps::read_task_plan(&mut g),
+            plan: crate::steps::read_task_plan(&mut g).map(Into::into),
         };
         let view = g.finish(view)?;
         check(&view).map_err(|(field, why)| f.missing(field, &why))?;

@@ -69,9 +69,10 @@ pub struct TaskView {
     pub decision: Option<Decision>,
     /// The task's plan and its steps, once given (at creation or by the
     /// first attempt's start), fixed for the task's life (PROTOCOL.md
-    /// §Steps).
+    /// §Steps). Boxed: a server holds a view in every held long-poll,
+    /// and a plan inline would add 40 bytes to each of them.
     #[cfg(feature = "steps")]
-    pub plan: Option<crate::steps::Plan>,
+    pub plan: Option<alloc::boxed::Box<crate::steps::Plan>>,
 }
 
 /// A person's decision as the task keeps it: what the next attempt
@@ -235,7 +236,7 @@ pub fn create_task(input: &CreateTask) -> Result<Task, Error> {
             question: None,
             decision: None,
             #[cfg(feature = "steps")]
-            plan: plan.as_ref().map(crate::steps::PlanInput::to_plan),
+            plan: plan.as_ref().map(|p| p.to_plan().into()),
         },
         history: Vec::new(),
         lease: None,
@@ -320,7 +321,7 @@ impl TaskView {
             // from it, every step pending (one a start gave is then
             // known a version early: the same plan, never another).
             #[cfg(feature = "steps")]
-            plan: self.plan.as_ref().map(crate::steps::Plan::restarted),
+            plan: self.plan.as_ref().map(|p| p.restarted().into()),
         }
     }
 }

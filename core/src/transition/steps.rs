@@ -59,7 +59,7 @@ impl TaskView {
         }
         let outcome = self.start();
         if outcome.changed && self.plan.is_none() {
-            self.plan = plan.map(PlanInput::to_plan);
+            self.plan = plan.map(|p| p.to_plan().into());
         }
         outcome
     }

@@ -203,7 +203,7 @@ impl ToJson for TaskView {
             w.some("decisionReason", &d.reason);
         }
         #[cfg(feature = "steps")]
-        steps::task_plan(w, self.plan.as_ref());
+        steps::task_plan(w, self.plan.as_deref());
         w.close();
     }
 }
