@@ -47,9 +47,8 @@ pub(super) fn task_plan(w: &mut Writer, plan: Option<&Plan>) {
 pub(super) fn start_plan(w: &mut Writer, plan: Option<&PlanInput>) {
     if let Some(plan) = plan {
         w.field("workflowVersion", plan.workflow_version());
-        w.out.push_str(",\"steps\":");
         let names: alloc::vec::Vec<&str> = plan.names().iter().map(|n| n.as_str()).collect();
-        names.write_json(w);
+        w.field("steps", &names);
     }
 }
 
