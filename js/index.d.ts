@@ -419,6 +419,10 @@ export interface CreateTaskRequest {
   unknownGraceMs?: number;
   /** `false`: an `unknown` task is never re-queued automatically. */
   autoRequeue?: boolean;
+  /** The task's plan (PROTOCOL.md §Steps), with `steps`: fixed for its life. */
+  workflowVersion?: string;
+  /** The plan's step names, in order: 1 to 200, distinct, not blank. */
+  steps?: string[];
 }
 
 /** Options of `TaskClient.cancel`. */

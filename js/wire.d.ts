@@ -45,6 +45,10 @@ export interface StartEvent {
   attempt?: number;
   /** Opens a lease this long (ms): the attempt is alive until `atMs + leaseMs`. */
   leaseMs?: number;
+  /** The first attempt's plan (PROTOCOL.md §Steps), with `steps`; another plan than the task's is `plan-conflict`. */
+  workflowVersion?: string;
+  /** The plan's step names, in order. */
+  steps?: string[];
 }
 
 /** The running attempt reports progress (and renews its lease). */
@@ -116,6 +120,39 @@ export interface CannotCancelEvent {
   attempt?: number;
 }
 
+/** What a step used, as its executor reports it (the step's own totals). */
+export interface StepUsage {
+  tokens: number;
+  costCents: number;
+  toolCalls: number;
+}
+
+/** One step of the task's plan moved (PROTOCOL.md §Steps). */
+export interface StepEvent {
+  type: "step";
+  atMs: number;
+  name: string;
+  status: "running" | "succeeded" | "failed" | "skipped";
+  label?: string;
+  usage?: StepUsage;
+  /** The checkpoint, `succeeded` only: where its output is, and its hash. */
+  outputRef?: string;
+  outputHash?: string;
+  attempt?: number;
+}
+
+/** A step as the task keeps it, in plan order. */
+export interface Step {
+  name: string;
+  status: "pending" | "running" | "succeeded" | "failed" | "skipped";
+  /** The attempt that last moved it. */
+  attempt?: number;
+  label?: string;
+  usage?: StepUsage;
+  outputRef?: string;
+  outputHash?: string;
+}
+
 /** What an executor reports (signed callbacks). */
 export type ExecutorEvent =
   | StartEvent
@@ -125,7 +162,8 @@ export type ExecutorEvent =
   | HeartbeatEvent
   | HoldEvent
   | AckCancelEvent
-  | CannotCancelEvent;
+  | CannotCancelEvent
+  | StepEvent;
 
 // ---- people's events (POST …/cancel and …/decisions) ----------------------
 
@@ -228,6 +266,10 @@ export interface TaskViewBase {
   decision?: Decision;
   decisionVersion?: number;
   decisionReason?: string;
+  /** The task's plan, fixed for its life (PROTOCOL.md §Steps); absent without one. */
+  workflowVersion?: string;
+  /** Its steps, in plan order; absent without a plan. */
+  steps?: Step[];
 }
 
 /**
@@ -277,6 +319,10 @@ export interface CreateTaskInput {
   unknownGraceMs?: number;
   /** `false`: an `unknown` task is never re-queued automatically (default true). */
   autoRequeue?: boolean;
+  /** The task's plan (PROTOCOL.md §Steps), with `steps`: fixed for its life. */
+  workflowVersion?: string;
+  /** The plan's step names, in order: 1 to 200, distinct, not blank. */
+  steps?: string[];
 }
 
 /** Why an event did or did not change a task. */
@@ -320,7 +366,13 @@ export type Reason =
   | "rejected"
   | "stale-decision"
   | "duplicate-decision"
-  | "not-started";
+  | "not-started"
+  | "step-recorded"
+  | "duplicate-step"
+  | "step-conflict"
+  | "unknown-step"
+  | "no-plan"
+  | "plan-conflict";
 
 // ---- batches (PROTOCOL.md §Batches) ----------------------------------------
 

@@ -22,6 +22,7 @@ fn stream(n: usize) -> Vec<Event> {
                 worker: "w".into(),
                 attempt: None,
                 lease_ms: None,
+                plan: None,
             },
             99 => Event::Fail {
                 at_ms: ms(i),

@@ -26,6 +26,12 @@
 //! - [`output`]: live output (issue 27): [`OutputLog`] judges an
 //!   executor's appended chunks, [`OutputMirror`] assembles them on the
 //!   page.
+//! - [`steps`] (feature `steps`, not in the page's build): a task's plan,
+//!   its steps and their checkpoints (issue 26; PROTOCOL.md §Steps). The
+//!   rules depart from seed 001 in one place: progress derived from the
+//!   steps also holds across a retry (seed 000's retry resets it to 0,
+//!   which a task without a plan still does), since the finished steps
+//!   stay finished and a new attempt starts after them.
 //! - [`Follow`]: a client's watch loop (requests, backoff, SSE fallback,
 //!   status) as a sans-IO state machine over a [`Mirror`] or a
 //!   [`BatchMirror`].
@@ -170,6 +176,8 @@ pub mod mirror;
 #[cfg(feature = "output")]
 pub mod output;
 pub mod resume;
+#[cfg(feature = "steps")]
+pub mod steps;
 pub mod task;
 pub mod text;
 pub mod transition;

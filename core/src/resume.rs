@@ -85,12 +85,26 @@ impl ResumePlan {
     /// fetches the entries above the cursor, oldest first: a store reads
     /// them, the hub takes them from memory and fails when memory lacks
     /// some. Its error is the answer's.
+    ///
+    /// A task with a plan (PROTOCOL.md §Steps) gets a snapshot instead of
+    /// a delta: the browser page's build does not know the `step` event
+    /// (its 40 KB gate has no room for the rules), and a delta it cannot
+    /// read would stop it, while a snapshot's `steps` it ignores. A
+    /// snapshot of a task is small (its view, O(steps)), so a client that
+    /// knows steps loses only the entries' list.
     pub fn answer<E>(
         self,
         view: TaskView,
         delta: impl FnOnce() -> Result<Vec<HistoryEntry>, E>,
     ) -> Result<ResumeAnswer, E> {
-        Ok(match self {
+        #[cfg(feature = "steps")]
+        let self_ = match self {
+            ResumePlan::Delta if view.plan.is_some() => ResumePlan::Snapshot,
+            other => other,
+        };
+        #[cfg(not(feature = "steps"))]
+        let self_ = self;
+        Ok(match self_ {
             ResumePlan::CaughtUp => ResumeAnswer::CaughtUp { task: Some(view) },
             ResumePlan::Delta => ResumeAnswer::Delta {
                 events: delta()?,

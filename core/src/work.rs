@@ -109,6 +109,10 @@ pub fn claim_start(task: &TaskView, worker: &NonBlank, lease_ms: Millis, now: Mi
         worker: String::from(worker.as_str()),
         attempt: task.attempts.checked_add(1),
         lease_ms: Some(lease_ms),
+        // A claim names no plan: a worker gives its plan at creation or
+        // in its own `start` callback (PROTOCOL.md §Steps).
+        #[cfg(feature = "steps")]
+        plan: None,
     }
 }
 

@@ -44,7 +44,7 @@ fn event() -> impl Strategy<Value = Event> {
     ];
     prop_oneof![
         3 => (at(), attempt(), lease_ms()).prop_map(|(at_ms, attempt, lease_ms)| Event::Start {
-            at_ms, worker: "w".into(), attempt, lease_ms }),
+            at_ms, worker: "w".into(), attempt, lease_ms, plan: None }),
         4 => (at(), 0u8..=100, attempt()).prop_map(|(at_ms, p, attempt)| Event::Progress {
             at_ms, progress: Percent::new(f64::from(p), "p").unwrap(), cursor: String::new(), attempt }),
         4 => (at(), attempt(), lease_ms()).prop_map(|(at_ms, attempt, lease_ms)| Event::Heartbeat {

@@ -14,7 +14,7 @@ fn event_strategy() -> impl Strategy<Value = Event> {
         .prop_map(|ms| Millis::new(ms, "atMs").unwrap());
     let hash = prop_oneof![Just("h1"), Just("h2")].prop_map(|h| NonBlank::new(h, "h").unwrap());
     prop_oneof![
-        3 => at.clone().prop_map(|at_ms| Event::Start { at_ms, worker: "w".into(), attempt: None, lease_ms: None }),
+        3 => at.clone().prop_map(|at_ms| Event::Start { at_ms, worker: "w".into(), attempt: None, lease_ms: None, plan: None }),
         6 => (at.clone(), 0u8..=100).prop_map(|(at_ms, p)| Event::Progress {
             at_ms,
             progress: Percent::new(f64::from(p), "p").unwrap(),
@@ -197,6 +197,7 @@ fn mirror_persistence_round_trips_and_rejects_foreign_values() {
             worker: "w".into(),
             attempt: None,
             lease_ms: None,
+            plan: None,
         },
         None,
     )
@@ -335,7 +336,7 @@ proptest! {
         use taskwire_core::Task;
         let mut book = book_with_tasks(1);
         let worker = odd.clone();
-        book.apply("t0", Event::Start { at_ms: Millis::new(fraction, "a").unwrap(), worker, attempt: None, lease_ms: None }, Some(&odd)).ok();
+        book.apply("t0", Event::Start { at_ms: Millis::new(fraction, "a").unwrap(), worker, attempt: None, lease_ms: None, plan: None }, Some(&odd)).ok();
         for e in events {
             book.apply("t0", e, None).unwrap();
         }

@@ -159,7 +159,7 @@ fn seed_event() -> impl Strategy<Value = Event> {
         .prop_map(|ms| Millis::new(ms, "atMs").unwrap());
     let hash = prop_oneof![Just("h1"), Just("h2")].prop_map(|h| NonBlank::new(h, "h").unwrap());
     prop_oneof![
-        3 => at.clone().prop_map(|at_ms| Event::Start { at_ms, worker: "w".into(), attempt: None, lease_ms: None }),
+        3 => at.clone().prop_map(|at_ms| Event::Start { at_ms, worker: "w".into(), attempt: None, lease_ms: None, plan: None }),
         6 => (at.clone(), 0u8..=100).prop_map(|(at_ms, p)| Event::Progress {
             at_ms, progress: Percent::new(f64::from(p), "p").unwrap(), cursor: "c".into(), attempt: None }),
         1 => (at.clone(), hash).prop_map(|(at_ms, result_hash)| Event::Succeed {

@@ -29,6 +29,7 @@ fn start(view: &mut TaskView) -> Change {
         worker: "w".into(),
         attempt: None,
         lease_ms: None,
+        plan: None,
     };
     let entry = view
         .step(&event)

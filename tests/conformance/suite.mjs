@@ -30,6 +30,7 @@ import ttl from './checks/ttl.mjs';
 import lifecycle from './checks/lifecycle.mjs';
 import continuations from './checks/continuations.mjs';
 import output from './checks/output.mjs';
+import steps from './checks/steps.mjs';
 import vectors from './checks/vectors.mjs';
 import cors from './checks/cors.mjs';
 import precedence from './checks/precedence.mjs';
@@ -87,6 +88,7 @@ export const SECTIONS = [
   sweeper,
   continuations,
   output,
+  steps,
   work,
   reports,
   cors,

@@ -72,6 +72,7 @@ mod report;
 mod report_vectors;
 mod run;
 mod sign;
+mod steps;
 mod vendor;
 mod wire;
 mod worker;
@@ -84,6 +85,7 @@ pub use error::{
 pub use job::{Done, Job};
 pub use output::{Output, FLUSH_AFTER, FLUSH_UNITS};
 pub use report::StopReason;
+pub use steps::StepOutput;
 pub use vendor::{Lookup, PollOptions, Status, SubmitError, Vendor};
 pub use worker::{Worker, WorkerBuilder};
 

@@ -40,7 +40,13 @@ impl Serialize for Event {
                 st.serialize_field("worker", worker)?;
                 field(&mut st, "attempt", &self.attempt())?;
                 field(&mut st, "leaseMs", lease_ms)?;
+                #[cfg(feature = "steps")]
+                if let Event::Start { plan, .. } = self {
+                    crate::steps::write_plan(&mut st, plan.as_ref())?;
+                }
             }
+            #[cfg(feature = "steps")]
+            Event::Step { report, .. } => crate::steps::write_report(&mut st, report)?,
             Event::Progress {
                 progress, cursor, ..
             } => {
@@ -123,8 +129,8 @@ impl Serialize for DecisionKind {
 
 impl FromJson for EventKind {
     fn from_json(value: &Value<'_>, at: Path<'_>) -> Result<Self, json::Error> {
-        const NAMES: [(&str, EventKind); 14] = {
-            let mut names = [("", EventKind::Start); 14];
+        const NAMES: [(&str, EventKind); EventKind::ALL.len()] = {
+            let mut names = [("", EventKind::Start); EventKind::ALL.len()];
             let mut i = 0;
             while i < EventKind::ALL.len() {
                 names[i] = (EventKind::ALL[i].as_str(), EventKind::ALL[i]);
@@ -200,6 +206,8 @@ impl FromJson for Event {
                 worker: r.req("worker"),
                 attempt: attempt(&mut r),
                 lease_ms: lease_ms(&mut r),
+                #[cfg(feature = "steps")]
+                plan: crate::steps::read_plan(&mut r, &f),
             },
             EventKind::Progress => Event::Progress {
                 at_ms,
@@ -259,6 +267,12 @@ impl FromJson for Event {
                 version: r.req("version"),
                 reason: r.opt("reason"),
                 actor: r.opt("actor"),
+            },
+            #[cfg(feature = "steps")]
+            EventKind::Step => Event::Step {
+                at_ms,
+                report: crate::steps::read_report(&mut r),
+                attempt: attempt(&mut r),
             },
         };
         r.finish(event)

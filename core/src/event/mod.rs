@@ -4,7 +4,7 @@
 //! | from | events |
 //! |---|---|
 //! | executor (seed) | `start`, `progress`, `succeed`, `fail` |
-//! | executor (new) | `heartbeat`, `hold`, `ack_cancel`, `cannot_cancel` |
+//! | executor (new) | `heartbeat`, `hold`, `ack_cancel`, `cannot_cancel`, `step` (feature `steps`) |
 //! | people | `cancel`, `decide` (`approve`, `request_changes`, `reject`) |
 //! | system (sweeper) | `expire` (seed), `lapse`, `abandon`, `timeout` |
 //!
@@ -44,6 +44,10 @@ pub enum Event {
         attempt: Option<u64>,
         /// Opens a lease of this length (none without it, as in the seed).
         lease_ms: Option<Millis>,
+        /// The task's plan, from the first attempt's start (PROTOCOL.md
+        /// §Steps).
+        #[cfg(feature = "steps")]
+        plan: Option<crate::steps::PlanInput>,
     },
     /// The running attempt reports progress (and so renews its lease).
     Progress {
@@ -152,6 +156,17 @@ pub enum Event {
         /// Who asked, as the caller authenticated them.
         actor: Option<NonBlank>,
     },
+    /// The running attempt moved one step of the task's plan
+    /// (PROTOCOL.md §Steps).
+    #[cfg(feature = "steps")]
+    Step {
+        /// When it happened.
+        at_ms: Millis,
+        /// Which step, and where it is now.
+        report: crate::steps::StepReport,
+        /// The attempt reporting.
+        attempt: Option<u64>,
+    },
     /// A person's decision on a held artifact.
     Decide {
         /// When it happened.
@@ -209,11 +224,17 @@ pub enum EventKind {
     Timeout,
     Cancel,
     Decide,
+    #[cfg(feature = "steps")]
+    Step,
 }
+
+/// How many event kinds this build knows (`step` is the `steps`
+/// feature's).
+const KINDS: usize = if cfg!(feature = "steps") { 15 } else { 14 };
 
 impl EventKind {
     /// Every kind, in declaration order.
-    pub const ALL: [EventKind; 14] = [
+    pub const ALL: [EventKind; KINDS] = [
         EventKind::Start,
         EventKind::Progress,
         EventKind::Succeed,
@@ -228,6 +249,8 @@ impl EventKind {
         EventKind::Timeout,
         EventKind::Cancel,
         EventKind::Decide,
+        #[cfg(feature = "steps")]
+        EventKind::Step,
     ];
 
     /// The wire spelling.
@@ -247,6 +270,8 @@ impl EventKind {
             EventKind::Timeout => "timeout",
             EventKind::Cancel => "cancel",
             EventKind::Decide => "decide",
+            #[cfg(feature = "steps")]
+            EventKind::Step => "step",
         }
     }
 
@@ -284,6 +309,8 @@ impl Event {
             | Event::Timeout { at_ms }
             | Event::Cancel { at_ms, .. }
             | Event::Decide { at_ms, .. } => *at_ms,
+            #[cfg(feature = "steps")]
+            Event::Step { at_ms, .. } => *at_ms,
         }
     }
 
@@ -300,6 +327,8 @@ impl Event {
             | Event::AckCancel { attempt, .. }
             | Event::CannotCancel { attempt, .. }
             | Event::Lapse { attempt, .. } => *attempt,
+            #[cfg(feature = "steps")]
+            Event::Step { attempt, .. } => *attempt,
             Event::Expire { .. }
             | Event::Abandon { .. }
             | Event::Timeout { .. }
@@ -325,6 +354,8 @@ impl Event {
             Event::Timeout { .. } => EventKind::Timeout,
             Event::Cancel { .. } => EventKind::Cancel,
             Event::Decide { .. } => EventKind::Decide,
+            #[cfg(feature = "steps")]
+            Event::Step { .. } => EventKind::Step,
         }
     }
 }

@@ -32,8 +32,16 @@ fn round_trips_every_kind() {
         r#"{"type":"decide","atMs":1,"decision":"request_changes","artifactHash":"h","version":4,"reason":"shorter","actor":"user:bo"}"#,
         r#"{"type":"decide","atMs":1,"decision":"approve","artifactHash":"h","version":0}"#,
     ];
+    #[cfg(feature = "steps")]
+    let steps = [
+        r#"{"type":"start","atMs":1,"worker":"w","attempt":1,"leaseMs":30000,"workflowVersion":"v1","steps":["load","classify"]}"#,
+        r#"{"type":"step","atMs":1,"name":"load","status":"running","label":"1/2: loading","attempt":1}"#,
+        r#"{"type":"step","atMs":1,"name":"load","status":"succeeded","usage":{"tokens":5,"costCents":1,"toolCalls":0},"outputRef":"o","outputHash":"h"}"#,
+    ];
+    #[cfg(not(feature = "steps"))]
+    let steps: [&str; 0] = [];
     let mut kinds = std::collections::HashSet::new();
-    for json in all {
+    for json in all.into_iter().chain(steps) {
         let event = parse(json).unwrap();
         kinds.insert(event.kind());
         assert_eq!(serde_json::to_string(&event).unwrap(), json);

@@ -160,6 +160,15 @@ impl<'f, 'v, 'a, 'p> Gather<'f, 'v, 'a, 'p> {
         }
     }
 
+    /// Records `error` (unless one is already recorded): for a reader
+    /// that checks a field inside a list (`steps[2]`).
+    #[cfg(feature = "steps")]
+    pub(crate) fn fail_with(&mut self, error: Error) {
+        if self.error.is_none() {
+            self.error = Some(error);
+        }
+    }
+
     /// Out of line: one copy, not one per field type.
     #[inline(never)]
     fn missing(&self, key: &str) -> Error {

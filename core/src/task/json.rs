@@ -64,7 +64,10 @@ impl TaskView {
         let d = self.decision.as_ref();
         opt(s, "decision", d.map(|d| d.kind))?;
         opt(s, "decisionVersion", d.map(|d| d.version))?;
-        opt(s, "decisionReason", d.and_then(|d| d.reason.as_ref()))
+        opt(s, "decisionReason", d.and_then(|d| d.reason.as_ref()))?;
+        #[cfg(feature = "steps")]
+        crate::steps::write_task_plan(s, self.plan.as_deref())?;
+        Ok(())
     }
 }
 
@@ -135,6 +138,8 @@ impl FromJson for TaskView {
                     reason,
                 })
             },
+            #[cfg(feature = "steps")]
+            plan: crate::steps::read_task_plan(&mut g).map(Into::into),
         };
         let view = g.finish(view)?;
         check(&view).map_err(|(field, why)| f.missing(field, &why))?;
@@ -239,6 +244,10 @@ impl FromJson for CreateTask {
             deadline_ms: f.get("deadlineMs")?,
             unknown_grace_ms: f.get("unknownGraceMs")?,
             auto_requeue: f.get("autoRequeue")?.unwrap_or(true),
+            #[cfg(feature = "steps")]
+            workflow_version: f.get("workflowVersion")?,
+            #[cfg(feature = "steps")]
+            steps: f.get("steps")?,
         })
     }
 }

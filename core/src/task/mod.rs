@@ -67,6 +67,12 @@ pub struct TaskView {
     pub question: Option<String>,
     /// The last decision on that artifact.
     pub decision: Option<Decision>,
+    /// The task's plan and its steps, once given (at creation or by the
+    /// first attempt's start), fixed for the task's life (PROTOCOL.md
+    /// §Steps). Boxed: a server holds a view in every held long-poll,
+    /// and a plan inline would add 40 bytes to each of them.
+    #[cfg(feature = "steps")]
+    pub plan: Option<alloc::boxed::Box<crate::steps::Plan>>,
 }
 
 /// A person's decision as the task keeps it: what the next attempt
@@ -125,6 +131,13 @@ pub struct CreateTask {
     /// Re-queue automatically after the grace period (default true).
     /// False opts out: the task keeps no grace period.
     pub auto_requeue: bool,
+    /// The plan's workflow version (with `steps`), checked by
+    /// [`create_task`].
+    #[cfg(feature = "steps")]
+    pub workflow_version: Option<String>,
+    /// The plan's step names, in order (with `workflow_version`).
+    #[cfg(feature = "steps")]
+    pub steps: Option<Vec<String>>,
 }
 
 impl CreateTask {
@@ -138,6 +151,10 @@ impl CreateTask {
             deadline_ms: None,
             unknown_grace_ms: None,
             auto_requeue: true,
+            #[cfg(feature = "steps")]
+            workflow_version: None,
+            #[cfg(feature = "steps")]
+            steps: None,
         }
     }
 }
@@ -194,6 +211,11 @@ pub fn create_task(input: &CreateTask) -> Result<Task, Error> {
     if let Some(grace) = input.unknown_grace_ms {
         Millis::new(grace, "unknownGraceMs")?;
     }
+    #[cfg(feature = "steps")]
+    let plan = crate::steps::PlanInput::from_input(
+        input.workflow_version.as_deref(),
+        input.steps.as_deref(),
+    )?;
     Ok(Task {
         view: TaskView {
             id: input.id.clone(),
@@ -213,6 +235,8 @@ pub fn create_task(input: &CreateTask) -> Result<Task, Error> {
             artifact_hash: None,
             question: None,
             decision: None,
+            #[cfg(feature = "steps")]
+            plan: plan.as_ref().map(|p| p.to_plan().into()),
         },
         history: Vec::new(),
         lease: None,
@@ -293,6 +317,11 @@ impl TaskView {
             artifact_hash: None,
             question: None,
             decision: None,
+            // The plan is fixed for the task's life, so a replay starts
+            // from it, every step pending (one a start gave is then
+            // known a version early: the same plan, never another).
+            #[cfg(feature = "steps")]
+            plan: self.plan.as_ref().map(|p| p.restarted().into()),
         }
     }
 }

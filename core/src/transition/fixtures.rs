@@ -17,6 +17,8 @@ pub(crate) fn start(ms: f64, attempt: Option<u64>, lease_ms: Option<f64>) -> Eve
         worker: "w".into(),
         attempt,
         lease_ms: lease_ms.map(at),
+        #[cfg(feature = "steps")]
+        plan: None,
     }
 }
 

@@ -86,6 +86,8 @@ impl TaskView {
         if self.attempts < self.allowed_attempts() {
             self.state = State::Queued;
             self.progress = 0;
+            #[cfg(feature = "steps")]
+            self.keep_steps_progress();
             Outcome::changed(Reason::Requeued, false)
         } else {
             self.state = State::Failed;
@@ -121,6 +123,11 @@ impl TaskView {
                 Lease::extended(before, self.attempts, at, *lease_ms).or(before.copied())
             }
             (Event::Progress { .. }, Progress | StaleProgress | DuplicateProgress | Recovered) => {
+                Lease::extended(before, self.attempts, at, None).or(before.copied())
+            }
+            // A step report is a sign of life, as a progress report is.
+            #[cfg(feature = "steps")]
+            (Event::Step { .. }, StepRecorded | DuplicateStep) => {
                 Lease::extended(before, self.attempts, at, None).or(before.copied())
             }
             _ => return LeaseChange::Keep,

@@ -55,6 +55,8 @@ mod approval;
 mod cancel;
 mod liveness;
 mod reason;
+#[cfg(feature = "steps")]
+mod steps;
 mod terminal;
 mod time;
 mod work;
@@ -345,7 +347,14 @@ impl TaskView {
             return (self.end_in_time(recorded), recorded);
         }
         let outcome = match event {
+            #[cfg(feature = "steps")]
+            Event::Start { plan, .. } => self.start_planned(plan.as_ref()),
+            #[cfg(not(feature = "steps"))]
             Event::Start { .. } => self.start(),
+            #[cfg(feature = "steps")]
+            Event::Step {
+                report, attempt, ..
+            } => self.step_report(report, attempt.is_some()),
             Event::Progress {
                 progress, attempt, ..
             } => self.report(Some(progress.get()), attempt.is_some()),

@@ -104,11 +104,35 @@ pub enum Reason {
     /// was never opened), not replaced. Nothing changes, as for
     /// [`Reason::StaleAttempt`].
     NotStarted,
+    /// `step`: a step of the plan moved (PROTOCOL.md §Steps).
+    #[cfg(feature = "steps")]
+    StepRecorded,
+    /// `step` saying what the step already says (a duplicate).
+    #[cfg(feature = "steps")]
+    DuplicateStep,
+    /// `step` that would move a succeeded or skipped step, or give a
+    /// succeeded step another checkpoint: steps never go back.
+    #[cfg(feature = "steps")]
+    StepConflict,
+    /// `step` naming a step the plan does not have.
+    #[cfg(feature = "steps")]
+    UnknownStep,
+    /// `step` on a task that has no plan.
+    #[cfg(feature = "steps")]
+    NoPlan,
+    /// `start` with another plan than the task's, or with one after the
+    /// task started without: the plan is fixed for the task's life, and
+    /// the start is refused.
+    #[cfg(feature = "steps")]
+    PlanConflict,
 }
+
+/// How many reasons this build knows (six are the `steps` feature's).
+const REASONS: usize = if cfg!(feature = "steps") { 45 } else { 39 };
 
 impl Reason {
     /// Every reason, in declaration order.
-    pub const ALL: [Reason; 39] = {
+    pub const ALL: [Reason; REASONS] = {
         use Reason::*;
         [
             Started,
@@ -150,6 +174,18 @@ impl Reason {
             StaleDecision,
             DuplicateDecision,
             NotStarted,
+            #[cfg(feature = "steps")]
+            StepRecorded,
+            #[cfg(feature = "steps")]
+            DuplicateStep,
+            #[cfg(feature = "steps")]
+            StepConflict,
+            #[cfg(feature = "steps")]
+            UnknownStep,
+            #[cfg(feature = "steps")]
+            NoPlan,
+            #[cfg(feature = "steps")]
+            PlanConflict,
         ]
     };
 
@@ -195,6 +231,18 @@ impl Reason {
             Reason::StaleDecision => "stale-decision",
             Reason::DuplicateDecision => "duplicate-decision",
             Reason::NotStarted => "not-started",
+            #[cfg(feature = "steps")]
+            Reason::StepRecorded => "step-recorded",
+            #[cfg(feature = "steps")]
+            Reason::DuplicateStep => "duplicate-step",
+            #[cfg(feature = "steps")]
+            Reason::StepConflict => "step-conflict",
+            #[cfg(feature = "steps")]
+            Reason::UnknownStep => "unknown-step",
+            #[cfg(feature = "steps")]
+            Reason::NoPlan => "no-plan",
+            #[cfg(feature = "steps")]
+            Reason::PlanConflict => "plan-conflict",
         }
     }
 }

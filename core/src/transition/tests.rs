@@ -20,6 +20,8 @@ fn step_returns_the_entry_a_store_appends() {
         worker: "w".into(),
         attempt: None,
         lease_ms: None,
+        #[cfg(feature = "steps")]
+        plan: None,
     };
     let step = v.step(&start);
     assert_eq!(step.outcome.reason, Reason::Started);

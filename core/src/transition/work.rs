@@ -111,6 +111,8 @@ impl TaskView {
         if retryable && self.attempts < self.allowed_attempts() {
             self.state = State::Queued;
             self.progress = 0;
+            #[cfg(feature = "steps")]
+            self.keep_steps_progress();
             Outcome::changed(Reason::Requeued, false)
         } else {
             self.state = State::Failed;

@@ -17,6 +17,8 @@ fn start(attempt: u64) -> Event {
         worker: "w".to_string(),
         attempt: Some(attempt),
         lease_ms: Some(ms(1_000.0)),
+        #[cfg(feature = "steps")]
+        plan: None,
     }
 }
 

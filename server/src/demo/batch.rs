@@ -96,7 +96,7 @@ pub async fn start(
         let (scenario, ttl_ms) = item(i, speed);
         let kind = Some("moderation".to_string());
         let field = format!("items[{i}]");
-        let view = new_task_view(state, &field, (ttl_ms, 3), lifecycle, &kind)?;
+        let view = new_task_view(state, &field, (ttl_ms, 3), lifecycle.clone(), &kind)?;
         let input = to_json(&ItemInput {
             item: i + 1,
             scenario,

@@ -212,7 +212,7 @@ async fn start_workload(
         let input = RawJson::parse(task.input)
             .map_err(|e| ApiError::internal(format!("demo input: {e}")))?;
         let kind = Some(task.kind.to_string());
-        let view = new_task_view(state, "body", (task.ttl_ms, 3), lifecycle, &kind)?;
+        let view = new_task_view(state, "body", (task.ttl_ms, 3), lifecycle.clone(), &kind)?;
         // The script first: a held claim may take the task the moment it
         // is stored.
         let id = view.id.clone();

@@ -30,6 +30,7 @@ async fn wakes_a_subscriber_and_answers_from_memory() {
             worker: "w".into(),
             attempt: None,
             lease_ms: None,
+            plan: None,
         },
     );
     let waiter = tokio::spawn(async move { sub.wait_past(0).await });
@@ -66,6 +67,7 @@ async fn publishes_never_go_back_and_reads_join_memory() {
             worker: "w".into(),
             attempt: None,
             lease_ms: None,
+            plan: None,
         },
     );
     let progress = |p: u8| Event::Progress {

@@ -169,11 +169,13 @@ fn with_default_lease(event: Event, lease_ms: u64) -> Event {
             worker,
             attempt: Some(attempt),
             lease_ms: None,
+            plan,
         } => Event::Start {
             at_ms,
             worker,
             attempt: Some(attempt),
             lease_ms: Millis::new(lease_ms as f64, "leaseMs").ok(),
+            plan,
         },
         other => other,
     }

@@ -30,11 +30,13 @@ struct CreateBody {
     deadline_ms: Option<f64>,
     unknown_grace_ms: Option<f64>,
     auto_requeue: Option<bool>,
+    workflow_version: Option<String>,
+    steps: Option<Vec<String>>,
 }
 
 /// The optional lifecycle fields of a create (PROTOCOL.md, "Create a
 /// task"); core validates them.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone)]
 pub struct LifecycleOptions {
     /// Execution deadline from creation: past it the task is `timed_out`.
     pub deadline_ms: Option<f64>,
@@ -42,6 +44,10 @@ pub struct LifecycleOptions {
     pub unknown_grace_ms: Option<f64>,
     /// `false`: an `unknown` task is never re-queued automatically.
     pub auto_requeue: Option<bool>,
+    /// The plan's workflow version, with `steps` (PROTOCOL.md §Steps).
+    pub workflow_version: Option<String>,
+    /// The plan's step names, in order.
+    pub steps: Option<Vec<String>>,
 }
 
 /// A create body, read and checked (PROTOCOL.md, "Create a task"): what
@@ -90,6 +96,8 @@ pub fn parse_create(raw: &[u8], field: &str) -> Result<ParsedCreate, ApiError> {
             deadline_ms: req.deadline_ms,
             unknown_grace_ms: req.unknown_grace_ms,
             auto_requeue: req.auto_requeue,
+            workflow_version: req.workflow_version,
+            steps: req.steps,
         },
         kind: req.kind,
         input: exact.input,
@@ -133,7 +141,13 @@ fn exact_body(text: &str, field: &str) -> Result<ExactBody, ApiError> {
     }
     // The lifecycle fields count only when sent, named: a body without
     // them is the same request, in the same form, as before they existed.
-    for name in ["autoRequeue", "deadlineMs", "unknownGraceMs"] {
+    for name in [
+        "autoRequeue",
+        "deadlineMs",
+        "steps",
+        "unknownGraceMs",
+        "workflowVersion",
+    ] {
         if let Some(v) = member(name) {
             let canonical = exact::canonical(v)
                 .map_err(|e| ApiError::invalid(format!("{field}.{name}: {e}")))?;

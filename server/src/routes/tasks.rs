@@ -203,6 +203,8 @@ pub fn new_task_view(
             .unknown_grace_ms
             .or(auto_requeue.then_some(state.config.unknown_grace_ms as f64)),
         auto_requeue,
+        workflow_version: lifecycle.workflow_version,
+        steps: lifecycle.steps,
         ..CreateTask::new(new_task_id()?, now_ms(), ttl_ms, max_attempts)
     })
     .map_err(|e| ApiError::invalid(format!("{field}.{}", e.message)))?;

@@ -70,6 +70,7 @@ mod tests {
             worker: "w".into(),
             attempt: None,
             lease_ms: None,
+            plan: None,
         }
     }
 

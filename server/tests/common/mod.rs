@@ -12,6 +12,7 @@ pub mod process;
 pub mod raw;
 pub mod replay;
 pub mod scrape;
+pub mod steps;
 
 // Each test crate uses some of these (the `dead_code` allowance above,
 // for imports).

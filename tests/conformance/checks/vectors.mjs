@@ -58,8 +58,8 @@ const SWEEPER_EVENTS = new Set(['lapse', 'abandon', 'timeout']);
 const ROUTES = { cancel: 'cancel', decide: 'decisions' };
 /** Fields of a person's event the server sets itself. */
 const SERVER_SET = new Set(['type', 'atMs', 'actor']);
-/** The create fields of the lifecycle, passed through. */
-const LIFECYCLE_CREATE = ['deadlineMs', 'unknownGraceMs', 'autoRequeue'];
+/** The create fields of the lifecycle and the plan (§Steps), passed through. */
+const LIFECYCLE_CREATE = ['deadlineMs', 'unknownGraceMs', 'autoRequeue', 'workflowVersion', 'steps'];
 const REPLAYED_OPS = new Set(['create', 'apply', 'resume', 'get', 'drain']);
 const MIN_TTL_MS = 10_000;
 const STRETCHED_TTL_MS = 60_000;

@@ -7,6 +7,9 @@
 //! byte for byte the serde writers' (the follow simulation checks every
 //! event it sees both ways).
 
+#[cfg(feature = "steps")]
+mod steps;
+
 use crate::event::Event;
 use crate::js::write_f64;
 use crate::mirror::{MergeOutcome, Mirror, Next, Rejection};
@@ -199,6 +202,8 @@ impl ToJson for TaskView {
             w.field("decisionVersion", &d.version);
             w.some("decisionReason", &d.reason);
         }
+        #[cfg(feature = "steps")]
+        steps::task_plan(w, self.plan.as_deref());
         w.close();
     }
 }
@@ -219,7 +224,13 @@ impl ToJson for Event {
                 w.field("worker", worker);
                 w.some("attempt", &attempt);
                 w.some("leaseMs", &lease_ms.map(|l| l.get()));
+                #[cfg(feature = "steps")]
+                if let Event::Start { plan, .. } = self {
+                    steps::start_plan(w, plan.as_ref());
+                }
             }
+            #[cfg(feature = "steps")]
+            Event::Step { report, .. } => steps::report(w, report),
             Event::Progress {
                 progress, cursor, ..
             } => {

@@ -71,6 +71,7 @@ fn changes(ids: &[String]) -> Vec<Change> {
                 worker: "w".into(),
                 attempt: None,
                 lease_ms: None,
+                plan: None,
             };
             let entry = view.step(&event).entry.unwrap();
             Change {

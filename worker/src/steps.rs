@@ -1,0 +1,143 @@
+//! Steps with checkpoints (PROTOCOL.md §Steps): [`Job::step`] runs one
+//! step of the task's plan at most once across attempts. A step a
+//! previous attempt finished is not run again: its checkpoint (where its
+//! output is, and the output's hash) comes from the claimed task, so a
+//! new attempt after a lapse, a retry or an approval starts at the first
+//! step not yet finished. The rules (what a report does, that a finished
+//! step never moves) are core's; this only reports them.
+
+use std::future::Future;
+
+use taskwire_core::steps::{Checkpoint, StepReport, StepStatus, Usage};
+use taskwire_core::{Event, NonBlank};
+
+use crate::error::JobError;
+use crate::job::Job;
+use crate::report::{Kind, ReportError};
+
+/// What a step produced: its checkpoint (the facts the next step starts
+/// from: seed 001 §6) and, optionally, what it used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepOutput {
+    output_ref: String,
+    output_hash: String,
+    usage: Option<Usage>,
+}
+
+impl StepOutput {
+    /// The step's output: where it is stored and its content hash.
+    pub fn new(output_ref: impl Into<String>, output_hash: impl Into<String>) -> Self {
+        StepOutput {
+            output_ref: output_ref.into(),
+            output_hash: output_hash.into(),
+            usage: None,
+        }
+    }
+
+    /// With what the step used (tokens, cost, tool calls).
+    pub fn with_usage(mut self, usage: Usage) -> Self {
+        self.usage = Some(usage);
+        self
+    }
+}
+
+impl Job {
+    /// The checkpoint of step `name`, when an earlier attempt (or this
+    /// one) finished it with one, as the claimed task says.
+    pub fn checkpoint(&self, name: &str) -> Option<&Checkpoint> {
+        let plan = self.task().plan.as_ref()?;
+        plan.checkpoints().find(|(n, _)| *n == name).map(|(_, c)| c)
+    }
+
+    /// True when the claimed task says step `name` is finished
+    /// (succeeded or skipped): [`Job::step`] will not run it.
+    pub fn step_done(&self, name: &str) -> bool {
+        self.task().plan.as_ref().is_some_and(|plan| {
+            plan.steps
+                .iter()
+                .any(|s| s.name == name && s.status.is_final())
+        })
+    }
+
+    /// Runs step `name` of the task's plan, unless an earlier attempt
+    /// finished it: then its checkpoint is returned and `run` is not
+    /// called. Otherwise reports it `running` (which renews the lease),
+    /// runs it, and reports it `succeeded` with its checkpoint, or
+    /// `failed` when `run` fails (the error is returned as is, and the
+    /// attempt ends as the handler's error says). A cancel stops it with
+    /// the cancellation error, like [`Job::progress`].
+    ///
+    /// ```ignore
+    /// let facts = job.step("extract", || async {
+    ///     Ok(StepOutput::new("blob://t/extract", "sha256:…"))
+    /// }).await?;
+    /// ```
+    pub async fn step<F, Fut>(&self, name: &str, run: F) -> Result<Checkpoint, JobError>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<StepOutput, JobError>>,
+    {
+        if let Some(done) = self.checkpoint(name) {
+            return Ok(done.clone());
+        }
+        let name = NonBlank::new(name, "step").map_err(|e| JobError::fatal(e.message))?;
+        self.report_step(&name, StepStatus::Running, None, None)
+            .await?;
+        let output = match run().await {
+            Ok(output) => output,
+            Err(e) => {
+                // Best effort: the attempt's own end (its `fail`) follows.
+                let _ = self
+                    .report_step(&name, StepStatus::Failed, None, None)
+                    .await;
+                return Err(e);
+            }
+        };
+        let checkpoint = Checkpoint {
+            output_ref: NonBlank::new(output.output_ref, "outputRef")
+                .map_err(|e| JobError::fatal(e.message))?,
+            output_hash: NonBlank::new(output.output_hash, "outputHash")
+                .map_err(|e| JobError::fatal(e.message))?,
+        };
+        self.report_step(
+            &name,
+            StepStatus::Succeeded,
+            Some(checkpoint.clone()),
+            output.usage,
+        )
+        .await?;
+        Ok(checkpoint)
+    }
+
+    async fn report_step(
+        &self,
+        name: &NonBlank,
+        status: StepStatus,
+        checkpoint: Option<Checkpoint>,
+        usage: Option<Usage>,
+    ) -> Result<(), JobError> {
+        let sent = self
+            .reporter()
+            .report(Kind::Renewing, |at_ms, attempt| {
+                Ok(Event::Step {
+                    at_ms,
+                    report: StepReport {
+                        name: name.clone(),
+                        status,
+                        label: None,
+                        usage,
+                        checkpoint: checkpoint.clone(),
+                    },
+                    attempt: Some(attempt),
+                })
+            })
+            .await;
+        match sent {
+            Ok(_) | Err(ReportError::Ended) => self.check(),
+            Err(e) => {
+                self.check()?;
+                Err(JobError::fatal(format!("step report: {e}")))
+            }
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! Steps with checkpoints (PROTOCOL.md §Steps) against the real server:
+//! attempt 1 finishes two of three steps and fails, or its process is
+//! killed; attempt 2 gets their checkpoints with its claim and starts at
+//! the third, so no step runs twice.
+
+mod common;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::{spawn, Server};
+use serde_json::json;
+use taskwire_worker::{Done, Job, JobError, RetryableError, StepOutput};
+
+const STEPS: [&str; 3] = ["load", "classify", "publish"];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_attempt_resumes_at_the_first_unfinished_step_and_runs_no_step_twice() {
+    let server = Server::start(&[]);
+    let worker = server.worker("w-steps").build().unwrap();
+    let runs: Arc<Mutex<HashMap<(u64, String), u32>>> = Arc::default();
+    let seen = Arc::clone(&runs);
+    worker
+        .handle("pack", move |job| {
+            let seen = Arc::clone(&seen);
+            async move {
+                let mut facts = Vec::new();
+                for name in STEPS {
+                    let checkpoint = job
+                        .step(name, || async {
+                            *seen
+                                .lock()
+                                .unwrap()
+                                .entry((job.attempt(), name.to_string()))
+                                .or_default() += 1;
+                            Ok(StepOutput::new(
+                                format!("blob://{}/{name}", job.id()),
+                                format!("sha256:{name}"),
+                            ))
+                        })
+                        .await?;
+                    facts.push(checkpoint.output_hash.to_string());
+                    if job.attempt() == 1 && name == "classify" {
+                        // Attempt 1 dies after its second step.
+                        Err(RetryableError("worker lost its vendor session".into()))?;
+                    }
+                }
+                Ok(Done::result(
+                    format!("blob://{}", job.id()),
+                    facts.join(","),
+                ))
+            }
+        })
+        .unwrap();
+    let run = spawn(&worker);
+    let id = server
+        .create(
+            "pack",
+            json!({}),
+            json!({"workflowVersion": "2026-09-17.1", "steps": STEPS}),
+        )
+        .await;
+    let task = server.wait_state(&id, "succeeded").await;
+    assert_eq!(task["attempts"], 2, "{task}");
+    assert_eq!(task["progress"], 100);
+    // Attempt 2 used the checkpoints of attempt 1 for the steps it skipped.
+    assert_eq!(
+        task["resultHash"],
+        "sha256:load,sha256:classify,sha256:publish"
+    );
+    let ran = runs.lock().unwrap().clone();
+    let expected: HashMap<(u64, String), u32> = [
+        ((1, "load".to_string()), 1),
+        ((1, "classify".to_string()), 1),
+        ((2, "publish".to_string()), 1),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(
+        ran, expected,
+        "each step ran once, in the attempt that finished it"
+    );
+    let attempts: Vec<_> = task["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["name"].clone(), s["status"].clone(), s["attempt"].clone()))
+        .collect();
+    assert_eq!(
+        attempts,
+        [
+            (json!("load"), json!("succeeded"), json!(1)),
+            (json!("classify"), json!("succeeded"), json!(1)),
+            (json!("publish"), json!("succeeded"), json!(2)),
+        ]
+    );
+    worker.shutdown(Duration::from_secs(1)).await;
+    run.await.unwrap();
+}
+
+type Runs = Arc<Mutex<HashMap<(u64, String), u32>>>;
+
+/// Runs the three steps, counting each run by attempt; attempt 1 stops
+/// after `classify` and waits forever (its process is killed meanwhile).
+async fn three_steps(job: Job, runs: Runs) -> Result<Done, JobError> {
+    let mut facts = Vec::new();
+    for name in STEPS {
+        let checkpoint = job
+            .step(name, || async {
+                *runs
+                    .lock()
+                    .unwrap()
+                    .entry((job.attempt(), name.to_string()))
+                    .or_default() += 1;
+                Ok(StepOutput::new(
+                    format!("blob://{}/{name}", job.id()),
+                    format!("sha256:{name}"),
+                ))
+            })
+            .await?;
+        facts.push(checkpoint.output_hash.to_string());
+        if job.attempt() == 1 && name == "classify" {
+            std::future::pending::<()>().await;
+        }
+    }
+    Ok(Done::result(
+        format!("blob://{}", job.id()),
+        facts.join(","),
+    ))
+}
+
+/// Attempt 1's process is killed after its second step (its run dropped:
+/// no more heartbeats); the lease lapses, the grace period passes, and
+/// another worker's attempt 2 starts at the third step.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_killed_worker_the_next_attempt_resumes_at_the_first_unfinished_step() {
+    let server = Server::start(&[]);
+    let runs: Runs = Arc::default();
+    let doomed = server.worker("w-doomed").build().unwrap();
+    let seen = Arc::clone(&runs);
+    doomed
+        .handle("pack", move |job| three_steps(job, Arc::clone(&seen)))
+        .unwrap();
+    let run = spawn(&doomed);
+    let id = server
+        .create(
+            "pack",
+            json!({}),
+            json!({"workflowVersion": "v1", "steps": STEPS, "unknownGraceMs": 1000}),
+        )
+        .await;
+    server
+        .wait_for(&id, "classify succeeded", |t| {
+            t["steps"][1]["status"] == "succeeded"
+        })
+        .await;
+    run.abort();
+    let _ = run.await;
+    let lapsed = server.wait_state(&id, "unknown").await;
+    assert_eq!(lapsed["progress"], 66, "{lapsed}");
+    let heir = server.worker("w-heir").build().unwrap();
+    let seen = Arc::clone(&runs);
+    heir.handle("pack", move |job| three_steps(job, Arc::clone(&seen)))
+        .unwrap();
+    let run_heir = spawn(&heir);
+    let task = server.wait_state(&id, "succeeded").await;
+    assert_eq!(task["attempts"], 2, "{task}");
+    assert_eq!(
+        task["resultHash"],
+        "sha256:load,sha256:classify,sha256:publish"
+    );
+    let ran = runs.lock().unwrap().clone();
+    let expected: HashMap<(u64, String), u32> = [
+        ((1, "load".to_string()), 1),
+        ((1, "classify".to_string()), 1),
+        ((2, "publish".to_string()), 1),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(ran, expected, "no step ran twice");
+    heir.shutdown(Duration::from_secs(1)).await;
+    run_heir.await.unwrap();
+}
