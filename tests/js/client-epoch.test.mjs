@@ -36,6 +36,24 @@ function markRestored(data) {
 }
 
 /**
+ * A SQLite backup as copies of the server's files into `saved`, and its
+ * restore, taken while the server is down: then the file and its WAL are
+ * the database.
+ */
+function sqliteCopies(server, saved) {
+  const files = (dir) => readdirSync(dir).filter((f) => f.startsWith("taskwire.sqlite3"));
+  return {
+    backup: async () => {
+      for (const f of files(server.data)) copyFileSync(join(server.data, f), join(saved, f));
+    },
+    restore: async () => {
+      for (const f of files(server.data)) rmSync(join(server.data, f));
+      for (const f of files(saved)) copyFileSync(join(saved, f), join(server.data, f));
+    },
+  };
+}
+
+/**
  * The scenario, for one backend: `backup()` and `restore()` copy the
  * database aside and back while the server is down.
  */
@@ -111,22 +129,8 @@ for (const transport of ["long-poll", "sse"]) {
   test(`sqlite (${transport}): a client that persisted lost versions recovers to a marked restore without a reload`, async () => {
     const server = await startServer();
     const saved = mkdtempSync(join(tmpdir(), "taskwire-backup-"));
-    const files = (dir) => readdirSync(dir).filter((f) => f.startsWith("taskwire.sqlite3"));
     try {
-      await restoredHistoryScenario(
-        server,
-        {
-          // The server is down: the file and its WAL are the database.
-          backup: async () => {
-            for (const f of files(server.data)) copyFileSync(join(server.data, f), join(saved, f));
-          },
-          restore: async () => {
-            for (const f of files(server.data)) rmSync(join(server.data, f));
-            for (const f of files(saved)) copyFileSync(join(saved, f), join(server.data, f));
-          },
-        },
-        transport,
-      );
+      await restoredHistoryScenario(server, sqliteCopies(server, saved), transport);
     } finally {
       await server.stop();
       rmSync(saved, { recursive: true, force: true });
@@ -187,21 +191,8 @@ for (const transport of ["long-poll", "sse"]) {
   test(`sqlite (${transport}): a restore to the very version a page persisted is noticed at once, not after waitMs`, async () => {
     const server = await startServer();
     const saved = mkdtempSync(join(tmpdir(), "taskwire-backup-"));
-    const files = (dir) => readdirSync(dir).filter((f) => f.startsWith("taskwire.sqlite3"));
     try {
-      await sameVersionScenario(
-        server,
-        {
-          backup: async () => {
-            for (const f of files(server.data)) copyFileSync(join(server.data, f), join(saved, f));
-          },
-          restore: async () => {
-            for (const f of files(server.data)) rmSync(join(server.data, f));
-            for (const f of files(saved)) copyFileSync(join(saved, f), join(server.data, f));
-          },
-        },
-        transport,
-      );
+      await sameVersionScenario(server, sqliteCopies(server, saved), transport);
     } finally {
       await server.stop();
       rmSync(saved, { recursive: true, force: true });

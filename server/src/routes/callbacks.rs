@@ -61,17 +61,8 @@ pub async fn callback(
         return Err(ApiError::too_large(BODY_LIMIT));
     }
 
-    let tenant = state.store.task_tenant(task_id.clone()).await?;
-    let secrets = tenant
-        .as_deref()
-        .map(|t| state.keyring.secrets_of(t))
-        .filter(|s| !s.is_empty());
-    let mut verifier = match secrets {
-        Some(secrets) => signed.verifier(secrets),
-        None => signed.decoy(state.keyring.decoy()),
-    };
+    let (tenant, mut verifier, keep) = verifier_for(&state, &signed, &task_id).await?;
     let timeout = Duration::from_millis(state.config.callback_body_timeout_ms);
-    let keep = secrets.is_some();
     let pieces = read_body(body, &mut verifier, keep, (timeout, BODY_LIMIT)).await?;
     let valid = verifier.finish(&signed);
     let Some(tenant) = tenant.filter(|_| valid) else {
@@ -210,6 +201,30 @@ pub(super) fn declared_length(headers: &HeaderMap) -> Result<u64, ApiError> {
 /// Pieces of a body at least this long are kept as they came; shorter
 /// ones are copied together (see [`read_body`]).
 const SMALL_PIECE: usize = 4096;
+
+/// The signature check of a signed request about `task_id` (a callback,
+/// an output append): the task's tenant, a verifier over that tenant's
+/// secrets, and whether the body is worth keeping. An unknown task, or a
+/// tenant without secrets, gets a decoy verifier that refuses whatever
+/// the body is, after reading it as a real one would: the answer takes
+/// the same time, so it tells nobody which task ids exist.
+pub(super) async fn verifier_for(
+    state: &AppState,
+    signed: &SignedHeaders,
+    task_id: &str,
+) -> Result<(Option<String>, Verifier, bool), ApiError> {
+    let tenant = state.store.task_tenant(task_id.to_owned()).await?;
+    let secrets = tenant
+        .as_deref()
+        .map(|t| state.keyring.secrets_of(t))
+        .filter(|s| !s.is_empty());
+    let verifier = match secrets {
+        Some(secrets) => signed.verifier(secrets),
+        None => signed.decoy(state.keyring.decoy()),
+    };
+    let keep = secrets.is_some();
+    Ok((tenant, verifier, keep))
+}
 
 /// Reads the body within `timeout` and `limit` bytes, feeding `verifier`; keeps the bytes
 /// only when `keep` (a body that cannot verify is hashed and dropped).

@@ -27,7 +27,7 @@ use taskwire_core::output::{Chunk, StreamName, MAX_CHUNK_UNITS};
 use taskwire_core::{AppendReason, Appended};
 use taskwire_wire::from_json_bytes;
 
-use super::callbacks::{declared_length, joined, read_body};
+use super::callbacks::{declared_length, joined, read_body, verifier_for};
 use super::{check_id, now_secs};
 use crate::error::{quoted, ApiError};
 use crate::signature::SignedHeaders;
@@ -62,18 +62,10 @@ pub async fn append(
         return Err(ApiError::too_large(APPEND_BODY_LIMIT));
     }
 
-    let tenant = state.store.task_tenant(task_id.clone()).await?;
-    let secrets = tenant
-        .as_deref()
-        .map(|t| state.keyring.secrets_of(t))
-        .filter(|s| !s.is_empty());
-    let mut verifier = match secrets {
-        Some(secrets) => signed.verifier(secrets),
-        None => signed.decoy(state.keyring.decoy()),
-    };
+    let (tenant, mut verifier, keep) = verifier_for(&state, &signed, &task_id).await?;
     let timeout = Duration::from_millis(state.config.callback_body_timeout_ms);
     let limits = (timeout, APPEND_BODY_LIMIT);
-    let pieces = read_body(body, &mut verifier, secrets.is_some(), limits).await?;
+    let pieces = read_body(body, &mut verifier, keep, limits).await?;
     if tenant.is_none() || !verifier.finish(&signed) {
         return Err(refuse(format!(
             "webhook-signature: no valid signature for task {} (check the secret of the \
