@@ -191,10 +191,14 @@ mod tests {
     /// watch's timer is boxed so that it adds nothing here). The bound has
     /// room for compiler changes but catches a copy of the request or a
     /// second answer creeping in. (A task's plan, issue 26, is boxed in
-    /// the view for this: inline it made the future 1,016 bytes.)
+    /// the view for this: inline it made the future 1,016 bytes.) 992
+    /// with both the plan's box and live output's parameter (issue 27, a
+    /// boxed `Option` the future keeps as a captured field even after the
+    /// output branch has moved it out): 8 bytes each, 0.16 MB per 10,000
+    /// held polls, so the bound is 1,000.
     #[test]
     fn the_held_future_stays_small() {
         let size = future_size(resume);
-        assert!(size <= 990, "resume future is {size} bytes");
+        assert!(size <= 1_000, "resume future is {size} bytes");
     }
 }
