@@ -118,7 +118,9 @@ async fn a_caller_with_the_right_still_has_its_body_read_and_bounded() {
     let mut conn = stalled_upload(&h.addr, &line, &may_cancel, 1_000).await;
     let (got, _) = until_closed(&mut conn, PATIENCE).await;
     assert!(got.starts_with("HTTP/1.1 408"), "{got}");
-    // A body announced past the limit is 413 at once, before it is read.
+    // A body announced past the limit is 413 without being kept: read and
+    // thrown away when a little over (a stalled one until the body timeout),
+    // so the sender sees the answer rather than a reset.
     let mut conn = stalled_upload(&h.addr, &line, &may_cancel, 70_000).await;
     let (got, _) = until_closed(&mut conn, PATIENCE).await;
     assert!(got.starts_with("HTTP/1.1 413"), "{got}");

@@ -255,6 +255,10 @@ const HOOKS = {
 async function held(hook) {
   const id = await hook.newId();
   const { page, errors } = await hook.open(id);
+  // The first request is answered at once (the page knows no version yet):
+  // until its answer is shown, the count may read 1 for that request and
+  // then 0 for a moment before the held one is sent.
+  await page.waitForSelector(hook.shown(id), { timeout: 5_000 });
   const total = () => page.evaluate(() => window.page.inFlight());
   const of = (id) => () => page.evaluate((id) => window.page.inFlightFor(id), id);
   return { page, errors, id, total, of };

@@ -160,6 +160,9 @@ pub fn body(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
 pub async fn read_body(body: Body, limit: usize) -> Result<Bytes, ApiError> {
     let announced = HttpBody::size_hint(&body).lower();
     if usize::try_from(announced).map_or(true, |n| n > limit) {
+        if announced <= (limit + DRAIN_PAST_LIMIT) as u64 {
+            drain(body).await;
+        }
         return Err(ApiError::too_large(limit));
     }
     axum::body::to_bytes(body, limit).await.map_err(|e| {
@@ -171,6 +174,24 @@ pub async fn read_body(body: Body, limit: usize) -> Result<Bytes, ApiError> {
             ApiError::invalid(format!("body: {e}"))
         }
     })
+}
+
+/// How far past its limit a body announced by `Content-Length` is still
+/// read (and thrown away) before the 413 is sent.
+///
+/// A client writes its whole body before it reads the answer. Answered and
+/// closed early, one a little over the limit (a 1 MiB batch plus a byte)
+/// meets a reset in mid-write and reports `EPIPE` instead of the 413 that
+/// names the limit. Read to its end, it gets the 413, and the connection
+/// stays open. Far larger bodies are refused at once: reading them would
+/// cost the server their size for an answer known from the headers.
+const DRAIN_PAST_LIMIT: usize = 1024 * 1024;
+
+/// Reads `body` to its end, keeping nothing; the serving layer's body
+/// timeout bounds how long a slow sender holds it.
+async fn drain(body: Body) {
+    let mut stream = body.into_data_stream();
+    while let Some(Ok(_)) = futures_util::StreamExt::next(&mut stream).await {}
 }
 
 /// Whether a body error is `to_bytes`' limit (somewhere in its chain).
