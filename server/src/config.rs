@@ -28,6 +28,28 @@ pub struct Config {
     #[arg(long, env = "TASKWIRE_METRICS_LISTEN", value_name = "HOST:PORT")]
     pub metrics_listen: Option<String>,
 
+    /// Serve --listen over TLS with this certificate (PEM: the server's
+    /// certificate, then any intermediates), offering HTTP/2 and HTTP/1.1
+    /// by ALPN, so a browser carries every request a page holds on one
+    /// connection instead of at most 6 (docs/backend.md, "HTTP/2"). With
+    /// --tls-key. Leave it off behind a front proxy that terminates TLS.
+    #[arg(
+        long,
+        env = "TASKWIRE_TLS_CERT",
+        value_name = "PATH",
+        requires = "tls_key"
+    )]
+    pub tls_cert: Option<PathBuf>,
+
+    /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(
+        long,
+        env = "TASKWIRE_TLS_KEY",
+        value_name = "PATH",
+        requires = "tls_cert"
+    )]
+    pub tls_key: Option<PathBuf>,
+
     /// Where tasks are stored: a directory for the SQLite database (created
     /// if missing; one instance), or a postgres://user:pass@host:port/db URL
     /// to share one PostgreSQL database between several instances.

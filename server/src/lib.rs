@@ -161,6 +161,21 @@ pub async fn start(config: Config) -> Result<Server, String> {
         false => Some(config.notify_secret(&keyring)?),
         true => None,
     };
+    let tls = match (&config.tls_cert, &config.tls_key) {
+        (Some(cert), Some(key)) => Some(serve::tls_acceptor(cert, key)?),
+        (None, None) => None,
+        _ => return Err("--tls-cert and --tls-key go together".into()),
+    };
+    if tls.is_some() && config.demo {
+        // The demo's workers reach their own server over plain loopback
+        // HTTP (src/demo/link.rs), as any outside worker would.
+        return Err(
+            "--demo cannot be served with --tls-cert: the demo's workers \
+                    reach the server over plain HTTP; run the demo without TLS, \
+                    or put a TLS proxy in front of it"
+                .into(),
+        );
+    }
     let limits = Limits::resolve(&config);
     let tenant_names: std::collections::BTreeSet<&str> =
         tokens.values().map(String::as_str).collect();
@@ -229,7 +244,12 @@ pub async fn start(config: Config) -> Result<Server, String> {
     });
     let app = routes::router(Arc::clone(&state));
     let (tx, rx) = oneshot::channel::<()>();
-    let serve = tokio::spawn(serve::serve(listener, app, serve::Port::api(&state), rx));
+    let serve = tokio::spawn(serve::serve(
+        listener,
+        app,
+        serve::Port::api(&state, tls),
+        rx,
+    ));
     Ok(Server {
         addr,
         metrics_addr,

@@ -88,7 +88,11 @@ async fn serve(config: Config) {
 }
 
 fn print_banner(config: &Config, server: &taskwire_server::Server) {
-    say!("taskwire-server listening on http://{}", server.addr);
+    let scheme = match config.tls_cert {
+        Some(_) => "https (HTTP/2 and HTTP/1.1)",
+        None => "http",
+    };
+    say!("taskwire-server listening on {scheme}://{}", server.addr);
     say!("  data:       {}", config.data_description());
     say!("  epoch:      {}", server.state.store.epoch());
     if let Some(addr) = server.metrics_addr {

@@ -1,4 +1,4 @@
-//! The HTTP/1 connection loop: accept, one hyper connection per socket,
+//! The connection loop: accept, one hyper connection per socket,
 //! one router shared by all of them, CORS around it, graceful shutdown.
 //!
 //! This replaces `axum::serve`, which costs ~12 KB more per held request
@@ -11,8 +11,9 @@
 //!   every connection, and the buffer lives as long as the connection.
 //!
 //! Here the router is built once (cloning it is an `Arc` clone) and hyper's
-//! HTTP/1 connection is used directly: the server only speaks HTTP/1.1
-//! (axum's `http2` feature was never enabled, so nothing is lost).
+//! HTTP/1 connection is used directly: plain connections speak HTTP/1.1
+//! only. With `--tls-cert` every connection is TLS, and ALPN picks
+//! HTTP/2 or HTTP/1.1 ([`tls`]): there is no preface to sniff.
 //!
 //! The limits of [`crate::limits`] are kept here: each connection task
 //! closes its socket when the deadline of its [`phase`] passes (a head
@@ -30,12 +31,14 @@
 mod phase;
 mod reclaim;
 mod refuse;
+mod service;
+mod tls;
 
 pub use phase::{body_timed_out, BodyTimedOut};
 pub use reclaim::MIN_AGE_MS as RECLAIM_MIN_AGE_MS;
 pub use refuse::CONNECTION_RETRY_AFTER_SECS;
+pub use tls::acceptor as tls_acceptor;
 
-use std::convert::Infallible;
 use std::future::Future;
 use std::io::{self, Write};
 use std::pin::Pin;
@@ -44,26 +47,19 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::body::Body;
-use axum::extract::Request;
-use axum::http::{header, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
 use axum::Router;
-use futures_util::future::{self, Either, FutureExt};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
-use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::{oneshot, watch};
 use tokio::time::{Instant, Sleep};
-use tower_service::Service;
 
-use self::phase::{Activity, Busy, Phase, Seen, TimedBody, Tracked, Watched};
+use self::phase::{Activity, Phase, Seen, Watched};
 use self::reclaim::Reclaimer;
 use self::refuse::Refuser;
+use self::service::connection_service;
 use crate::limits::Limits;
-use crate::routes::cors::Cors;
 use crate::AppState;
 
 /// hyper's per-connection buffer limit (see [`serve`]).
@@ -119,15 +115,19 @@ pub struct Port {
     /// The API's CORS origins (from its state); `None` on a port that
     /// answers no browser.
     pub cors: Option<AppState>,
+    /// TLS with HTTP/2 and HTTP/1.1 offered by ALPN (`--tls-cert`);
+    /// `None`: plain HTTP/1.1.
+    pub tls: Option<tokio_rustls::TlsAcceptor>,
 }
 
 impl Port {
     /// The API's port: the server's limits, CORS.
-    pub fn api(state: &AppState) -> Port {
+    pub fn api(state: &AppState, tls: Option<tokio_rustls::TlsAcceptor>) -> Port {
         Port {
             flag: "--listen",
             limits: state.limits.clone(),
             cors: Some(Arc::clone(state)),
+            tls,
         }
     }
 }
@@ -149,6 +149,7 @@ pub async fn serve(
         flag,
         limits,
         cors: cors_state,
+        tls,
     } = port;
     let limits = Arc::new(limits);
     // Connections over the cap waiting to close for the ones that took
@@ -193,57 +194,39 @@ pub async fn serve(
         let _ = stream.set_nodelay(true);
         let activity = Activity::new();
         reclaimer.track(&activity);
-        let router = app.clone();
-        let cors_state = cors_state.clone();
-        let on_request = Arc::clone(&activity);
-        let body_timeout = limits.body_timeout;
-        let service = service_fn(move |req: Request<Incoming>| {
-            let has_body = !hyper::body::Body::is_end_stream(req.body());
-            let busy = Busy::start(&on_request, has_body);
-            let cors = match &cors_state {
-                Some(state) => Cors::of(state, &req),
-                None => Cors::none(),
-            };
-            // A combinator rather than an `async` block: the block would
-            // store the router's future twice (captured, then moved into its
-            // state), and hyper keeps this future for as long as a request is
-            // held.
-            if cors.preflight() {
-                let mut res = StatusCode::NO_CONTENT.into_response();
-                cors.apply(&mut res);
-                Either::Right(future::ready(Ok(res.map(|b| Tracked::new(b, busy)))))
-            } else {
-                // `Router::call` is always ready; cloning it is an Arc clone.
-                let activity = Arc::clone(&on_request);
-                let req = req.map(|body| Body::new(TimedBody::new(body, body_timeout, activity)));
-                let routed = router.clone().call(req);
-                Either::Left(routed.map(move |res: Result<Response, Infallible>| {
-                    let mut res = res.unwrap_or_else(|never| match never {});
-                    cors.apply(&mut res);
-                    if busy.body_left_unread() {
-                        res.headers_mut()
-                            .insert(header::CONNECTION, HeaderValue::from_static("close"));
-                    }
-                    Ok::<_, Infallible>(res.map(|b| Tracked::new(b, busy)))
-                }))
-            }
-        });
-        let io = TokioIo::new(Watched::new(stream, Arc::clone(&activity)));
-        let conn = http.serve_connection(io, service);
+        let service = connection_service(
+            &app,
+            cors_state.clone(),
+            &activity,
+            limits.body_timeout,
+            tls.is_some(),
+        );
         let mut stop = stop_rx.clone();
-        let stopping: StopFuture = Box::pin(async move {
-            let _ = stop.wait_for(|stopping| *stopping).await;
-        });
-        tokio::spawn(Serving {
-            conn,
-            stopping: Some(stopping),
-            seen: activity.seen(),
+        let parts = Parts {
+            stopping: Box::pin(async move {
+                let _ = stop.wait_for(|stopping| *stopping).await;
+            }),
             deadline: tokio::time::sleep(limits.header_timeout),
             activity,
             limits: Arc::clone(&limits),
-            _counted: counted,
-            _alive: stop_rx.clone(),
-        });
+            counted,
+            alive: stop_rx.clone(),
+        };
+        match &tls {
+            None => {
+                let io = TokioIo::new(Watched::new(stream, Arc::clone(&parts.activity)));
+                tokio::spawn(parts.serve(http.serve_connection(io, service)));
+            }
+            Some(acceptor) => {
+                tokio::spawn(tls::serve(
+                    acceptor.clone(),
+                    stream,
+                    service,
+                    http.clone(),
+                    parts,
+                ));
+            }
+        }
     }
     drop(listener);
     let _ = stop_tx.send(true);
@@ -253,6 +236,33 @@ pub async fn serve(
 }
 
 type StopFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// Everything a connection's task holds besides the hyper connection,
+/// made at accept: the TLS handshake (when there is one) happens first,
+/// within the head's deadline, which starts at accept.
+struct Parts {
+    stopping: StopFuture,
+    deadline: Sleep,
+    activity: Arc<Activity>,
+    limits: Arc<Limits>,
+    counted: Open,
+    alive: watch::Receiver<bool>,
+}
+
+impl Parts {
+    fn serve<C>(self, conn: C) -> Serving<C> {
+        Serving {
+            conn,
+            stopping: Some(self.stopping),
+            seen: self.activity.seen(),
+            deadline: self.deadline,
+            activity: self.activity,
+            limits: self.limits,
+            _counted: self.counted,
+            _alive: self.alive,
+        }
+    }
+}
 
 pin_project_lite::pin_project! {
     /// One connection's task: the hyper connection, closed when its

@@ -67,6 +67,7 @@ pub async fn serve(
         flag: "--metrics-listen",
         limits: state.limits.for_metrics(),
         cors: None,
+        tls: None,
     };
     let app = Router::new()
         .route("/metrics", get(scrape))

@@ -77,6 +77,10 @@ pub(super) struct Activity {
     /// closes such a connection after the answer, and a client that was
     /// not told would send its next request on it and see it closed.
     body_unread: AtomicBool,
+    /// Requests being handled: one at most over HTTP/1.1; over HTTP/2
+    /// (TLS, [`super::tls`]) as many as the client's streams. The
+    /// connection is busy while any is, and idle when the last one ends.
+    in_flight: AtomicU32,
 }
 
 /// [`Activity`]'s value: the phase and how many changes led to it.
@@ -110,6 +114,7 @@ impl Activity {
             reclaimed: AtomicBool::new(false),
             waker: AtomicWaker::new(),
             body_unread: AtomicBool::new(false),
+            in_flight: AtomicU32::new(0),
         })
     }
 
@@ -158,14 +163,34 @@ impl Activity {
 }
 
 /// The socket, reporting the first byte of a head that follows idleness.
+///
+/// Over HTTP/2 (`heads: false`) a byte read proves nothing: the client's
+/// pings and window updates come between requests, and a request's head
+/// is a frame hyper hands on whole. Such a connection is idle or busy,
+/// and closed after the idle timeout with no request in flight.
 pub(super) struct Watched<S> {
     io: S,
     activity: Arc<Activity>,
+    heads: bool,
 }
 
 impl<S> Watched<S> {
+    /// An HTTP/1.1 connection's socket.
     pub(super) fn new(io: S, activity: Arc<Activity>) -> Self {
-        Watched { io, activity }
+        Watched {
+            io,
+            activity,
+            heads: true,
+        }
+    }
+
+    /// An HTTP/2 connection's socket.
+    pub(super) fn without_heads(io: S, activity: Arc<Activity>) -> Self {
+        Watched {
+            io,
+            activity,
+            heads: false,
+        }
     }
 }
 
@@ -178,7 +203,8 @@ impl<S: AsyncRead + Unpin> AsyncRead for Watched<S> {
         let this = self.get_mut();
         let before = buf.filled().len();
         let read = Pin::new(&mut this.io).poll_read(cx, buf);
-        if buf.filled().len() > before && this.activity.seen().phase() == Phase::Idle {
+        if this.heads && buf.filled().len() > before && this.activity.seen().phase() == Phase::Idle
+        {
             this.activity.set(Phase::Head);
         }
         read
@@ -223,6 +249,7 @@ pub(super) struct Busy(Arc<Activity>);
 impl Busy {
     /// A request whose head was parsed; `has_body` when a body follows it.
     pub(super) fn start(activity: &Arc<Activity>, has_body: bool) -> Self {
+        activity.in_flight.fetch_add(1, Ordering::Relaxed);
         activity.set(Phase::Busy);
         activity.body_unread.store(has_body, Ordering::Relaxed);
         Busy(Arc::clone(activity))
@@ -236,7 +263,9 @@ impl Busy {
 
 impl Drop for Busy {
     fn drop(&mut self) {
-        self.0.set(Phase::Idle);
+        if self.0.in_flight.fetch_sub(1, Ordering::Relaxed) == 1 {
+            self.0.set(Phase::Idle);
+        }
     }
 }
 
@@ -325,7 +354,12 @@ impl HttpBody for TimedBody {
         }
         let timeout = this.timeout;
         let deadline = this.deadline.get_or_insert_with(|| {
-            this.activity.set(Phase::Body);
+            // Alone on its connection, a request waiting for its body lets
+            // the connection be reclaimed like a slow head; beside other
+            // streams (HTTP/2) the connection stays busy for them.
+            if this.activity.in_flight.load(Ordering::Relaxed) <= 1 {
+                this.activity.set(Phase::Body);
+            }
             Box::pin(tokio::time::sleep(timeout))
         });
         match deadline.as_mut().poll(cx) {
