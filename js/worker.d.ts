@@ -66,6 +66,28 @@ export interface VendorOptions<H, T> {
   maxPollErrors?: number;
 }
 
+/**
+ * A job's writer on one output stream (PROTOCOL.md §Live output). Writes
+ * are batched: sent at 4,096 UTF-16 units, 100 ms after the first
+ * buffered write, on `flush()`, and before the attempt's last report;
+ * each request carries at most 16,384 units. A chunk whose answer was
+ * lost is resent as the same request (the server answers
+ * `duplicate-chunk`). A stream fenced off by a newer attempt or closed
+ * by the task's end rejects with the job's `CancelledError` (`stop`); a
+ * refusal no resend fixes with an `OutputError`. Every later call
+ * rejects with the same error.
+ */
+export interface Output {
+  /** The stream's name. */
+  readonly name: string;
+  /** How many UTF-16 units the server has acknowledged. */
+  readonly acknowledged: number;
+  /** Adds `text`; resolves at once, unless the buffer reached 4,096 units (then when the server holds it). */
+  write(text: string): Promise<void>;
+  /** Sends what is buffered; resolves when the server holds it. */
+  flush(): Promise<void>;
+}
+
 /** One attempt of one task, as a handler sees it. */
 export interface Job {
   readonly id: string;
@@ -84,6 +106,16 @@ export interface Job {
   checkpoint(): void;
   /** The same as `checkpoint()`. */
   check(): void;
+  /**
+   * The writer on the task's output stream `stream` (1 to 64 of `a-z`,
+   * `0-9`, `-`, `_`; else a `TypeError` naming `stream`). The same name
+   * gives the same writer.
+   *
+   * @example
+   * const draft = job.output("draft");
+   * for await (const token of model.stream(prompt, { signal: job.signal })) await draft.write(token);
+   */
+  output(stream: string): Output;
   /** Reports progress, an integer 0 to 100 that only rises, and renews the lease. */
   progress(percent: number, cursor?: string): Promise<void>;
   /**
@@ -144,7 +176,17 @@ export declare class RetryableError extends Error {
 
 /** Thrown by a handler: another attempt would fail the same way; the task fails. */
 export declare class FatalError extends Error {
-  readonly code: "fatal" | "submit-unknown";
+  /** `fatal`, or a subclass's: `submit-unknown`, an `OutputError`'s server code. */
+  readonly code: string;
+}
+
+/** A chunk of output the server refused for good (`chunk-conflict`, `output-gap`, a 400, …); `code` is the server's. Final. */
+export declare class OutputError extends FatalError {
+  constructor(code: string, stream: string, message: string, status?: number);
+  readonly code: string;
+  readonly stream: string;
+  /** The HTTP status, when the server answered. */
+  readonly status?: number;
 }
 
 /** `job.vendor`'s refusal to repeat a submit whose outcome is unknown; `key` is its idempotency key. Final. */

@@ -46,6 +46,25 @@ export class SubmitUnknownError extends FatalError {
   }
 }
 
+/**
+ * A chunk of live output the server refused for a reason no resend
+ * changes (PROTOCOL.md §Live output): `code` is the server's
+ * (`chunk-conflict`, `output-gap`, `invalid-request`, …), `stream` the
+ * stream's name. Final: it means the worker and the server disagree on
+ * the stream's text, which another attempt would not fix by itself. (A
+ * stream fenced off by a newer attempt or closed by the task's end is no
+ * `OutputError`: the job's signal fires `stop`.)
+ */
+export class OutputError extends FatalError {
+  constructor(code, stream, message, status) {
+    super(message);
+    this.name = "OutputError";
+    this.code = code;
+    this.stream = stream;
+    if (status !== undefined) this.status = status;
+  }
+}
+
 /** Why a job's signal fired; `CancelledError.code` is one of these. */
 const WHY = {
   cancel: "a person cancelled the task",

@@ -10,6 +10,7 @@
 import { CancelledError, FatalError, WorkerError, classifyError, errorText } from "./errors.js";
 import { describe } from "./wire.js";
 import { submitOnceThenPoll } from "./vendor.js";
+import { Output, flushAll, streamName } from "./output.js";
 
 /** The work of one attempt of one task, as a handler sees it. */
 export class Job {
@@ -22,6 +23,7 @@ export class Job {
   #ended = false; // the attempt's last report went out (or will not)
   #finishing; // that report in flight
   #warn;
+  #outputs = new Map(); // stream name → Output
 
   constructor(task, { wire, warn }) {
     this.task = task;
@@ -49,6 +51,37 @@ export class Job {
   /** The same as `checkpoint()` (the name the Rust and Python libraries use for it). */
   check() {
     this.checkpoint();
+  }
+
+  /**
+   * The writer on the task's output stream `name` (PROTOCOL.md §Live
+   * output); the same name gives the same writer. Small writes are
+   * batched (see output.js); what is buffered is sent before the
+   * attempt's last report.
+   */
+  output(name) {
+    streamName(name);
+    let out = this.#outputs.get(name);
+    if (out === undefined) {
+      const self = this;
+      out = new Output(
+        {
+          wire: this.#wire,
+          taskId: this.id,
+          attempt: this.attempt,
+          giveUpAt: () => this.#aliveUntil,
+          // The attempt is no longer this worker's: nothing more is sent.
+          over: () => this.signal.aborted && ["stop", "lease-lost"].includes(this.signal.reason.code),
+          end(code) {
+            self.#abort(code);
+            return self.signal.reason;
+          },
+        },
+        name,
+      );
+      this.#outputs.set(name, out);
+    }
+    return out;
   }
 
   /**
@@ -87,6 +120,7 @@ export class Job {
     this.checkpoint();
     await this.#stopBeating();
     this.#ended = true;
+    await flushAll(this.#outputs, this.#warn);
     await this.#send({ type: "hold", artifactRef, artifactHash, ...(question === undefined ? {} : { question }) }, true);
     this.#abort("stop");
   }
@@ -143,6 +177,9 @@ export class Job {
     this.#ended = true;
     this.#finishing = (async () => {
       await this.#stopBeating();
+      // The whole text before the end: a follower never sees a closed
+      // stream short of what the job wrote.
+      await flushAll(this.#outputs, this.#warn);
       try {
         await this.#send(event, true);
       } catch (e) {

@@ -47,6 +47,7 @@ import {
   CancelledError,
   FatalError,
   RetryableError,
+  OutputError,
   SubmitUnknownError,
   Worker,
   classifyError,
@@ -57,6 +58,7 @@ import {
   type Handler,
   type Job,
   type JobResult,
+  type Output,
   type PollAnswer,
   type WorkerOptions,
 } from "taskwire/worker";
@@ -384,7 +386,14 @@ async function workers(): Promise<void> {
       lookup: (k: string) => (k ? { id: k, signal: job.signal } : undefined),
       timeoutMs: 60_000,
     });
-    void attempt, leaseEnds, why, key;
+    const draft: Output = job.output("draft");
+    await draft.write("Once upon");
+    await draft.flush();
+    const held: number = draft.acknowledged;
+    const stream: string = draft.name;
+    // @ts-expect-error: output writes text
+    await draft.write(42);
+    void attempt, leaseEnds, why, key, held, stream;
     return { resultRef: text, resultHash: "sha256:1" };
   };
   worker.handle("summary", summarise).handle("", () => ({ resultRef: "r", resultHash: "h" }));
@@ -395,6 +404,8 @@ async function workers(): Promise<void> {
   const unknown: boolean = isOutcomeUnknown(new FatalError("no"));
   const code: "submit-unknown" = new SubmitUnknownError("lost", "t:ocr:submit").code;
   const reason: CancelCode = new CancelledError("shutdown").code;
+  const outputErr: OutputError = new OutputError("output-gap", "draft", "refused", 409);
+  const fatal: FatalError = outputErr;
   // @ts-expect-error: the secret is required
   createWorker({ url: "http://127.0.0.1:8080" });
   // @ts-expect-error: a result needs resultHash
@@ -405,6 +416,6 @@ async function workers(): Promise<void> {
   worker.handle("k", async (job) => void (await job.vendor({ step: "s", submit: () => 1, poll: () => "done" })));
   // @ts-expect-error: the signal's reasons are a closed union
   const badWhy: CancelCode = "timeout";
-  void cls, unknown, code, reason, badWhy;
+  void cls, unknown, code, reason, badWhy, fatal;
 }
 void example, client, lifecycle, hooks, batches, batchHook, workers, issue29;
