@@ -1,7 +1,7 @@
 // Types of `taskwire/worker`: a worker for Node ≥ 20 that claims tasks
 // from a taskwire server (PROTOCOL.md §Workers) and runs them. Never in a
 // page: it holds the tenant's callback secret.
-import type { TaskView } from "./wire.js";
+import type { StepUsage, TaskView } from "./wire.js";
 
 /** Options of `createWorker`. Every bad value is a `TypeError` naming the field. */
 export interface WorkerOptions {
@@ -66,6 +66,17 @@ export interface VendorOptions<H, T> {
   maxPollErrors?: number;
 }
 
+/** A finished step's checkpoint (PROTOCOL.md §Steps): where its output is stored, and the output's content hash. */
+export interface StepCheckpoint {
+  outputRef: string;
+  outputHash: string;
+}
+
+/** What a step's `run` resolves to: its checkpoint and, optionally, what it used (its own totals). */
+export interface StepOutput extends StepCheckpoint {
+  usage?: StepUsage;
+}
+
 /**
  * A job's writer on one output stream (PROTOCOL.md §Live output). Writes
  * are batched: sent at 4,096 UTF-16 units, 100 ms after the first
@@ -104,8 +115,28 @@ export interface Job {
   readonly signal: AbortSignal & { readonly reason: CancelledError | undefined };
   /** Throws the signal's `CancelledError` if it fired: call it before and after each tool call. */
   checkpoint(): void;
+  /** Step `step`'s checkpoint when this attempt or an earlier one finished it with one; undefined otherwise. */
+  checkpoint(step: string): StepCheckpoint | undefined;
   /** The same as `checkpoint()`. */
   check(): void;
+  /** True when step `step` is finished (succeeded or skipped), by this attempt or an earlier one: `job.step` will not run it. */
+  stepDone(step: string): boolean;
+  /**
+   * Runs step `step` of the task's plan at most once across attempts. A
+   * finished step resolves to its checkpoint (undefined for a skipped
+   * one) without calling `run`. Otherwise the step is reported
+   * `running`, `run()` is awaited, and the step reported `succeeded`
+   * with the checkpoint it resolved to, or `failed`, and `run`'s error
+   * rethrown. A step the plan does not have, a task without a plan and
+   * a finished step's conflict reject with a `StepError`.
+   *
+   * @example
+   * const facts = await job.step("extract", async () => {
+   *   const ref = await store.put(await extract(job.input.doc));
+   *   return { outputRef: ref.url, outputHash: ref.sha256, usage: { tokens: 812, costCents: 3, toolCalls: 1 } };
+   * });
+   */
+  step(step: string, run: () => Promise<StepOutput> | StepOutput): Promise<StepCheckpoint | undefined>;
   /**
    * The writer on the task's output stream `stream` (1 to 64 of `a-z`,
    * `0-9`, `-`, `_`; else a `TypeError` naming `stream`). The same name
@@ -176,8 +207,18 @@ export declare class RetryableError extends Error {
 
 /** Thrown by a handler: another attempt would fail the same way; the task fails. */
 export declare class FatalError extends Error {
-  /** `fatal`, or a subclass's: `submit-unknown`, an `OutputError`'s server code. */
+  /** `fatal`, or a subclass's: `submit-unknown`, a `StepError`'s reason, an `OutputError`'s server code. */
   readonly code: string;
+}
+
+/** Why the server refused a step report (PROTOCOL.md §Steps). */
+export type StepRefusal = "unknown-step" | "no-plan" | "step-conflict";
+
+/** `job.step`'s refusal by the server; `code` is its reason, `step` the step's name. Final. */
+export declare class StepError extends FatalError {
+  constructor(code: StepRefusal, step: string, message: string);
+  readonly code: StepRefusal;
+  readonly step: string;
 }
 
 /** A chunk of output the server refused for good (`chunk-conflict`, `output-gap`, a 400, …); `code` is the server's. Final. */
