@@ -1,7 +1,7 @@
 // Types of `taskwire/worker`: a worker for Node ≥ 20 that claims tasks
 // from a taskwire server (PROTOCOL.md §Workers) and runs them. Never in a
 // page: it holds the tenant's callback secret.
-import type { TaskView } from "./wire.js";
+import type { StepUsage, TaskView } from "./wire.js";
 
 /** Options of `createWorker`. Every bad value is a `TypeError` naming the field. */
 export interface WorkerOptions {
@@ -66,6 +66,39 @@ export interface VendorOptions<H, T> {
   maxPollErrors?: number;
 }
 
+/** A finished step's checkpoint (PROTOCOL.md §Steps): where its output is stored, and the output's content hash. */
+export interface StepCheckpoint {
+  outputRef: string;
+  outputHash: string;
+}
+
+/** What a step's `run` resolves to: its checkpoint and, optionally, what it used (its own totals). */
+export interface StepOutput extends StepCheckpoint {
+  usage?: StepUsage;
+}
+
+/**
+ * A job's writer on one output stream (PROTOCOL.md §Live output). Writes
+ * are batched: sent at 4,096 UTF-16 units, 100 ms after the first
+ * buffered write, on `flush()`, and before the attempt's last report;
+ * each request carries at most 16,384 units. A chunk whose answer was
+ * lost is resent as the same request (the server answers
+ * `duplicate-chunk`). A stream fenced off by a newer attempt or closed
+ * by the task's end rejects with the job's `CancelledError` (`stop`); a
+ * refusal no resend fixes with an `OutputError`. Every later call
+ * rejects with the same error.
+ */
+export interface Output {
+  /** The stream's name. */
+  readonly name: string;
+  /** How many UTF-16 units the server has acknowledged. */
+  readonly acknowledged: number;
+  /** Adds `text`; resolves at once, unless the buffer reached 4,096 units (then when the server holds it). */
+  write(text: string): Promise<void>;
+  /** Sends what is buffered; resolves when the server holds it. */
+  flush(): Promise<void>;
+}
+
 /** One attempt of one task, as a handler sees it. */
 export interface Job {
   readonly id: string;
@@ -82,8 +115,38 @@ export interface Job {
   readonly signal: AbortSignal & { readonly reason: CancelledError | undefined };
   /** Throws the signal's `CancelledError` if it fired: call it before and after each tool call. */
   checkpoint(): void;
+  /** Step `step`'s checkpoint when this attempt or an earlier one finished it with one; undefined otherwise. */
+  checkpoint(step: string): StepCheckpoint | undefined;
   /** The same as `checkpoint()`. */
   check(): void;
+  /** True when step `step` is finished (succeeded or skipped), by this attempt or an earlier one: `job.step` will not run it. */
+  stepDone(step: string): boolean;
+  /**
+   * Runs step `step` of the task's plan at most once across attempts. A
+   * finished step resolves to its checkpoint (undefined for a skipped
+   * one) without calling `run`. Otherwise the step is reported
+   * `running`, `run()` is awaited, and the step reported `succeeded`
+   * with the checkpoint it resolved to, or `failed`, and `run`'s error
+   * rethrown. A step the plan does not have, a task without a plan and
+   * a finished step's conflict reject with a `StepError`.
+   *
+   * @example
+   * const facts = await job.step("extract", async () => {
+   *   const ref = await store.put(await extract(job.input.doc));
+   *   return { outputRef: ref.url, outputHash: ref.sha256, usage: { tokens: 812, costCents: 3, toolCalls: 1 } };
+   * });
+   */
+  step(step: string, run: () => Promise<StepOutput> | StepOutput): Promise<StepCheckpoint | undefined>;
+  /**
+   * The writer on the task's output stream `stream` (1 to 64 of `a-z`,
+   * `0-9`, `-`, `_`; else a `TypeError` naming `stream`). The same name
+   * gives the same writer.
+   *
+   * @example
+   * const draft = job.output("draft");
+   * for await (const token of model.stream(prompt, { signal: job.signal })) await draft.write(token);
+   */
+  output(stream: string): Output;
   /** Reports progress, an integer 0 to 100 that only rises, and renews the lease. */
   progress(percent: number, cursor?: string): Promise<void>;
   /**
@@ -144,7 +207,27 @@ export declare class RetryableError extends Error {
 
 /** Thrown by a handler: another attempt would fail the same way; the task fails. */
 export declare class FatalError extends Error {
-  readonly code: "fatal" | "submit-unknown";
+  /** `fatal`, or a subclass's: `submit-unknown`, a `StepError`'s reason, an `OutputError`'s server code. */
+  readonly code: string;
+}
+
+/** Why the server refused a step report (PROTOCOL.md §Steps). */
+export type StepRefusal = "unknown-step" | "no-plan" | "step-conflict";
+
+/** `job.step`'s refusal by the server; `code` is its reason, `step` the step's name. Final. */
+export declare class StepError extends FatalError {
+  constructor(code: StepRefusal, step: string, message: string);
+  readonly code: StepRefusal;
+  readonly step: string;
+}
+
+/** A chunk of output the server refused for good (`chunk-conflict`, `output-gap`, a 400, …); `code` is the server's. Final. */
+export declare class OutputError extends FatalError {
+  constructor(code: string, stream: string, message: string, status?: number);
+  readonly code: string;
+  readonly stream: string;
+  /** The HTTP status, when the server answered. */
+  readonly status?: number;
 }
 
 /** `job.vendor`'s refusal to repeat a submit whose outcome is unknown; `key` is its idempotency key. Final. */

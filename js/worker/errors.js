@@ -46,6 +46,42 @@ export class SubmitUnknownError extends FatalError {
   }
 }
 
+/**
+ * A step report the server judged and refused (PROTOCOL.md §Steps):
+ * `code` is its reason, `unknown-step` (the plan has no such name),
+ * `no-plan` (the task has none) or `step-conflict` (the step is finished
+ * already: it never moves again, nor takes another checkpoint). Final:
+ * every attempt would send the same report and be refused the same way,
+ * so a retry only burns attempts. `step` is the name reported.
+ */
+export class StepError extends FatalError {
+  constructor(code, step, message) {
+    super(message);
+    this.name = "StepError";
+    this.code = code;
+    this.step = step;
+  }
+}
+
+/**
+ * A chunk of live output the server refused for a reason no resend
+ * changes (PROTOCOL.md §Live output): `code` is the server's
+ * (`chunk-conflict`, `output-gap`, `invalid-request`, …), `stream` the
+ * stream's name. Final: it means the worker and the server disagree on
+ * the stream's text, which another attempt would not fix by itself. (A
+ * stream fenced off by a newer attempt or closed by the task's end is no
+ * `OutputError`: the job's signal fires `stop`.)
+ */
+export class OutputError extends FatalError {
+  constructor(code, stream, message, status) {
+    super(message);
+    this.name = "OutputError";
+    this.code = code;
+    this.stream = stream;
+    if (status !== undefined) this.status = status;
+  }
+}
+
 /** Why a job's signal fired; `CancelledError.code` is one of these. */
 const WHY = {
   cancel: "a person cancelled the task",

@@ -10,6 +10,8 @@
 import { CancelledError, FatalError, WorkerError, classifyError, errorText } from "./errors.js";
 import { describe } from "./wire.js";
 import { submitOnceThenPoll } from "./vendor.js";
+import { Output, flushAll, streamName } from "./output.js";
+import { checkpointOf, isStepDone, runStep } from "./steps.js";
 
 /** The work of one attempt of one task, as a handler sees it. */
 export class Job {
@@ -22,6 +24,8 @@ export class Job {
   #ended = false; // the attempt's last report went out (or will not)
   #finishing; // that report in flight
   #warn;
+  #outputs = new Map(); // stream name → Output
+  #steps = new Map(); // step name → the checkpoint this attempt recorded
 
   constructor(task, { wire, warn }) {
     this.task = task;
@@ -41,14 +45,71 @@ export class Job {
     return this.#controller.signal;
   }
 
-  /** Throws the signal's `CancelledError` when it fired: call it before and after each tool call. */
-  checkpoint() {
+  /**
+   * Two calls under one name. `checkpoint()`, without an argument,
+   * throws the signal's `CancelledError` when it fired (the same as
+   * `check()`): call it before and after each tool call. `checkpoint(step)`
+   * answers step `step`'s `{outputRef, outputHash}` when this attempt or
+   * an earlier one finished it with one (PROTOCOL.md §Steps), else
+   * undefined: the Rust library's `checkpoint(name)`. The argument's
+   * presence decides, so `checkpoint(undefined)` is a `TypeError`
+   * naming `step`, never a silent signal check.
+   */
+  checkpoint(...step) {
+    if (step.length > 0) return checkpointOf(this.task, this.#steps, step[0]);
+    this.check();
+  }
+
+  /** Throws the signal's `CancelledError` when it fired (the name the Rust and Python libraries use). */
+  check() {
     if (this.signal.aborted) throw this.signal.reason;
   }
 
-  /** The same as `checkpoint()` (the name the Rust and Python libraries use for it). */
-  check() {
-    this.checkpoint();
+  /** True when step `name` is finished (succeeded or skipped), by this attempt or an earlier one: `step` will not run it. */
+  stepDone(name) {
+    return isStepDone(this.task, this.#steps, name);
+  }
+
+  /**
+   * Runs step `name` of the task's plan at most once across attempts:
+   * a finished step answers its checkpoint without calling `run`;
+   * otherwise it is reported `running`, `run()` is awaited, and the step
+   * reported `succeeded` with the checkpoint `run` resolved to (or
+   * `failed`, and `run`'s error rethrown). See steps.js.
+   */
+  step(name, run) {
+    return runStep(this, this.#steps, (event) => this.#send(event), name, run);
+  }
+
+  /**
+   * The writer on the task's output stream `name` (PROTOCOL.md §Live
+   * output); the same name gives the same writer. Small writes are
+   * batched (see output.js); what is buffered is sent before the
+   * attempt's last report.
+   */
+  output(name) {
+    streamName(name);
+    let out = this.#outputs.get(name);
+    if (out === undefined) {
+      const self = this;
+      out = new Output(
+        {
+          wire: this.#wire,
+          taskId: this.id,
+          attempt: this.attempt,
+          giveUpAt: () => this.#aliveUntil,
+          // The attempt is no longer this worker's: nothing more is sent.
+          over: () => this.signal.aborted && ["stop", "lease-lost"].includes(this.signal.reason.code),
+          end(code) {
+            self.#abort(code);
+            return self.signal.reason;
+          },
+        },
+        name,
+      );
+      this.#outputs.set(name, out);
+    }
+    return out;
   }
 
   /**
@@ -87,6 +148,7 @@ export class Job {
     this.checkpoint();
     await this.#stopBeating();
     this.#ended = true;
+    await flushAll(this.#outputs, this.#warn);
     await this.#send({ type: "hold", artifactRef, artifactHash, ...(question === undefined ? {} : { question }) }, true);
     this.#abort("stop");
   }
@@ -117,7 +179,8 @@ export class Job {
       this.#warn(`the ${event.type} report of ${this.id} (attempt ${this.attempt}) failed: ${e.message}`);
       throw this.signal.reason;
     }
-    if (event.type === "progress" || event.type === "heartbeat") this.#aliveUntil = answer.sentAtLocal + this.#leaseMs;
+    // A step report renews the lease as a progress does (PROTOCOL.md §Steps).
+    if (["progress", "heartbeat", "step"].includes(event.type)) this.#aliveUntil = answer.sentAtLocal + this.#leaseMs;
     if (answer.next === "cancel") this.#abort("cancel");
     else if (answer.next === "stop") this.#abort("stop");
     return answer;
@@ -143,6 +206,9 @@ export class Job {
     this.#ended = true;
     this.#finishing = (async () => {
       await this.#stopBeating();
+      // The whole text before the end: a follower never sees a closed
+      // stream short of what the job wrote.
+      await flushAll(this.#outputs, this.#warn);
       try {
         await this.#send(event, true);
       } catch (e) {

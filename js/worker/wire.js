@@ -38,7 +38,7 @@ export class Clock {
   }
 }
 
-/** `cb_` / `clm_` plus 96 random bits: a new id per report, kept across its resends. */
+/** `cb_` / `clm_` / `out_` plus 96 random bits: a new id per report or chunk, kept across its resends. */
 export function newId(prefix) {
   return prefix + randomBytes(12).toString("hex");
 }
@@ -169,15 +169,48 @@ export class Wire {
   /**
    * Sends one report (an event of a claimed task) until it is judged, and
    * answers the server's `{next, attempt, …}`. `build(atMs)` makes the
-   * event. Resends keep the id and the body (a report that may have been
-   * applied must be recognised as the same), signed again with a fresh
-   * timestamp (PROTOCOL.md: the same signed bytes twice are a
-   * duplicate). `giveUpAt()` is the local time past which the lease
-   * cannot be alive: then it throws `WorkerError` `lease-lost`.
+   * event. `giveUpAt()` is the local time past which the lease cannot be
+   * alive: then it throws `WorkerError` `lease-lost`.
    */
   async report(taskId, build, giveUpAt) {
-    const id = newId("cb_");
-    let body = JSON.stringify({ taskId, ...build(this.clock.now()) });
+    const answer = await this.#persist(`/v1/tasks/${encodeURIComponent(taskId)}/callbacks`, newId("cb_"), (atMs) => JSON.stringify({ taskId, ...build(atMs) }), giveUpAt, `report for ${taskId}`);
+    if (!["continue", "cancel", "stop"].includes(answer?.next)) {
+      throw new WorkerError("protocol", `callback answer: next: must be "continue", "cancel" or "stop", got ${describe(answer?.next)} (a server before the Workers protocol?)`);
+    }
+    return answer;
+  }
+
+  /**
+   * Appends one chunk of live output (PROTOCOL.md §Live output, Append)
+   * until it is delivered, through the reports' own resend path: the
+   * chunk is addressed by `(attempt, offset)`, so its resend is judged a
+   * `duplicate-chunk` when the first landed. Answers `{reason, expected,
+   * …}` (`appended` or `duplicate-chunk`); a refusal (409 `stale-attempt`,
+   * `output-closed`, `chunk-conflict`, `output-gap`, a 400) throws
+   * `WorkerError` `report-refused` whose `reason` is the server's code.
+   */
+  append(taskId, stream, chunk, giveUpAt) {
+    // The body names no time: every resend is the very same bytes.
+    const body = JSON.stringify({ taskId, stream, ...chunk });
+    const path = `/v1/tasks/${encodeURIComponent(taskId)}/output/${encodeURIComponent(stream)}`;
+    return this.#persist(path, newId("out_"), () => body, giveUpAt, `output ${stream} of ${taskId}`);
+  }
+
+  /**
+   * The one resend loop of signed requests that must land: sent until
+   * judged (200, answered as parsed JSON) or refused. Resends keep the id
+   * and the body (a request that may have been applied must be
+   * recognised as the same), signed again with a fresh timestamp
+   * (PROTOCOL.md: the same signed bytes twice are a duplicate). A network
+   * error, 408, 429 or 503 is resent after a backoff until `giveUpAt()`
+   * (`lease-lost`); a refused timestamp resyncs the clock and tries once
+   * more, with the body stamped again (`build(atMs)`) unless an earlier
+   * try may have been applied. Any other status throws `WorkerError`
+   * (`unauthorized` for 401, else `report-refused`) carrying the
+   * server's code as `reason`.
+   */
+  async #persist(path, id, build, giveUpAt, what) {
+    let body = build(this.clock.now());
     // True once a try may have reached the state machine: from then on
     // the body may not change, or a resend would be a callback-conflict.
     let mayBeApplied = false;
@@ -186,13 +219,10 @@ export class Wire {
       let wait;
       let sentAt = this.clock.local();
       try {
-        const { res, localAtArrival } = await this.#post(`/v1/tasks/${encodeURIComponent(taskId)}/callbacks`, id, body, undefined, REQUEST_TIMEOUT_MS);
+        const { res, localAtArrival } = await this.#post(path, id, body, undefined, REQUEST_TIMEOUT_MS);
         if (res.status === 200) {
           const answer = await res.json();
-          if (!["continue", "cancel", "stop"].includes(answer?.next)) {
-            throw new WorkerError("protocol", `callback answer: next: must be "continue", "cancel" or "stop", got ${describe(answer?.next)} (a server before the Workers protocol?)`);
-          }
-          answer.sentAtLocal = sentAt;
+          if (answer !== null && typeof answer === "object") answer.sentAtLocal = sentAt;
           return answer;
         }
         const err = await errorOf(res);
@@ -201,12 +231,14 @@ export class Wire {
           resynced = true;
           // Refused before judgement: restamping `atMs` is safe unless
           // an earlier try may have been applied.
-          if (!mayBeApplied) body = JSON.stringify({ taskId, ...build(this.clock.now()) });
+          if (!mayBeApplied) body = build(this.clock.now());
           tries--;
           continue;
         }
         if (!isPassing(res.status)) {
-          throw new WorkerError(res.status === 401 ? "unauthorized" : "report-refused", `report for ${taskId}: HTTP ${res.status} ${err.code}: ${err.message}`, res.status);
+          const e = new WorkerError(res.status === 401 ? "unauthorized" : "report-refused", `${what}: HTTP ${res.status} ${err.code}: ${err.message}`, res.status);
+          e.reason = err.code;
+          throw e;
         }
         // 503 may have been applied (PROTOCOL.md §Conventions); 408 and 429 were not judged.
         if (res.status === 503) mayBeApplied = true;
@@ -217,7 +249,7 @@ export class Wire {
       }
       const delay = Math.max(wait ?? 0, backoff(tries));
       if (this.clock.local() + delay >= giveUpAt()) {
-        throw new WorkerError("lease-lost", `report for ${taskId}: the server could not be reached before the lease ran out`);
+        throw new WorkerError("lease-lost", `${what}: the server could not be reached before the lease ran out`);
       }
       await sleep(delay);
     }

@@ -47,6 +47,8 @@ import {
   CancelledError,
   FatalError,
   RetryableError,
+  OutputError,
+  StepError,
   SubmitUnknownError,
   Worker,
   classifyError,
@@ -57,7 +59,11 @@ import {
   type Handler,
   type Job,
   type JobResult,
+  type Output,
   type PollAnswer,
+  type StepCheckpoint,
+  type StepOutput,
+  type StepRefusal,
   type WorkerOptions,
 } from "taskwire/worker";
 
@@ -384,7 +390,21 @@ async function workers(): Promise<void> {
       lookup: (k: string) => (k ? { id: k, signal: job.signal } : undefined),
       timeoutMs: 60_000,
     });
-    void attempt, leaseEnds, why, key;
+    const loaded: StepCheckpoint | undefined = await job.step("load", async (): Promise<StepOutput> => ({ outputRef: "r", outputHash: "h", usage: { tokens: 1, costCents: 0, toolCalls: 0 } }));
+    const again: StepCheckpoint | undefined = job.checkpoint("load");
+    const finished: boolean = job.stepDone("load");
+    const draft: Output = job.output("draft");
+    await draft.write("Once upon");
+    await draft.flush();
+    const held: number = draft.acknowledged;
+    const stream: string = draft.name;
+    // @ts-expect-error: a step's run resolves to its checkpoint, both fields
+    await job.step("s", async () => ({ outputRef: "r" }));
+    // @ts-expect-error: usage has all three counts
+    await job.step("s", () => ({ outputRef: "r", outputHash: "h", usage: { tokens: 1 } }));
+    // @ts-expect-error: output writes text
+    await draft.write(42);
+    void attempt, leaseEnds, why, key, loaded, again, finished, held, stream;
     return { resultRef: text, resultHash: "sha256:1" };
   };
   worker.handle("summary", summarise).handle("", () => ({ resultRef: "r", resultHash: "h" }));
@@ -395,6 +415,12 @@ async function workers(): Promise<void> {
   const unknown: boolean = isOutcomeUnknown(new FatalError("no"));
   const code: "submit-unknown" = new SubmitUnknownError("lost", "t:ocr:submit").code;
   const reason: CancelCode = new CancelledError("shutdown").code;
+  const stepCode: StepRefusal = new StepError("unknown-step", "load", "refused").code;
+  const stepName: string = new StepError("no-plan", "load", "refused").step;
+  const outputErr: OutputError = new OutputError("output-gap", "draft", "refused", 409);
+  const fatal: FatalError = outputErr;
+  // @ts-expect-error: a step's refusals are a closed union
+  const badStep: StepRefusal = "not-running";
   // @ts-expect-error: the secret is required
   createWorker({ url: "http://127.0.0.1:8080" });
   // @ts-expect-error: a result needs resultHash
@@ -405,6 +431,6 @@ async function workers(): Promise<void> {
   worker.handle("k", async (job) => void (await job.vendor({ step: "s", submit: () => 1, poll: () => "done" })));
   // @ts-expect-error: the signal's reasons are a closed union
   const badWhy: CancelCode = "timeout";
-  void cls, unknown, code, reason, badWhy;
+  void cls, unknown, code, reason, badWhy, stepCode, stepName, fatal, badStep;
 }
 void example, client, lifecycle, hooks, batches, batchHook, workers, issue29;
