@@ -116,7 +116,7 @@ export interface Job {
   /** Throws the signal's `CancelledError` if it fired: call it before and after each tool call. */
   checkpoint(): void;
   /** Step `step`'s checkpoint when this attempt or an earlier one finished it with one; undefined otherwise. */
-  checkpoint(step: string): StepCheckpoint | undefined;
+  stepCheckpoint(step: string): StepCheckpoint | undefined;
   /** The same as `checkpoint()`. */
   check(): void;
   /** True when step `step` is finished (succeeded or skipped), by this attempt or an earlier one: `job.step` will not run it. */

@@ -59,6 +59,18 @@ impl Directive {
     }
 }
 
+/// Whether a report was taken (PROTOCOL.md §Steps): it changed the task,
+/// or it says what the task says already (`duplicate`: a repeat, or the
+/// same callback sent again). One that is neither was refused, and its
+/// `reason` says why. `next` speaks of the attempt, not of the report: a
+/// step report about a step the plan lacks (`unknown-step`), a finished
+/// step moved (`step-conflict`) or a task without a plan (`no-plan`) is
+/// answered `continue`, and a worker that read only `next` would run the
+/// step and believe it recorded.
+pub const fn report_taken(changed: bool, duplicate: bool) -> bool {
+    changed || duplicate
+}
+
 /// How far an executor event that carries `attempt` may be from the
 /// server's clock: the same 5 minutes Standard Webhooks gives the
 /// signature's timestamp.

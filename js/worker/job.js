@@ -46,18 +46,21 @@ export class Job {
   }
 
   /**
-   * Two calls under one name. `checkpoint()`, without an argument,
-   * throws the signal's `CancelledError` when it fired (the same as
-   * `check()`): call it before and after each tool call. `checkpoint(step)`
-   * answers step `step`'s `{outputRef, outputHash}` when this attempt or
-   * an earlier one finished it with one (PROTOCOL.md §Steps), else
-   * undefined: the Rust library's `checkpoint(name)`. The argument's
-   * presence decides, so `checkpoint(undefined)` is a `TypeError`
-   * naming `step`, never a silent signal check.
+   * Throws the signal's `CancelledError` when it fired (the same as
+   * `check()`): call it before and after each tool call.
    */
-  checkpoint(...step) {
-    if (step.length > 0) return checkpointOf(this.task, this.#steps, step[0]);
+  checkpoint() {
     this.check();
+  }
+
+  /**
+   * Step `step`'s `{outputRef, outputHash}` when this attempt or an
+   * earlier one finished it with one (PROTOCOL.md §Steps), else
+   * undefined: the Rust and Python libraries' `checkpoint(name)`, named
+   * apart here because `checkpoint()` was already the signal check.
+   */
+  stepCheckpoint(step) {
+    return checkpointOf(this.task, this.#steps, step);
   }
 
   /** Throws the signal's `CancelledError` when it fired (the name the Rust and Python libraries use). */

@@ -5,15 +5,19 @@
 // attempt after a lapse, a retry or an approval starts at the first step
 // not yet finished. The rules (what a report does, that a finished step
 // never moves) are the server's; this only reports them, through the
-// job's own report path (`send`), and reads the answer's `reason` for the
-// three refusals that no `next` carries: a step report about a step the
-// plan does not have is still answered `next: "continue"`, and a worker
-// that read only `next` would run the step and believe it recorded.
+// job's own report path (`send`), and reads whether each report was taken
+// (PROTOCOL.md §Steps; core's `work::report_taken`): a step report about a
+// step the plan does not have is still answered `next: "continue"`, and a
+// worker that read only `next` would run the step and believe it recorded.
 import { FatalError, StepError } from "./errors.js";
 import { describe } from "./wire.js";
 
-/** The reasons of a step report that was judged and refused. */
-const REFUSED = new Set(["unknown-step", "no-plan", "step-conflict"]);
+/**
+ * Whether a report was taken: it changed the task, or repeated what the
+ * task says already (`duplicate`, a resend included). One that is
+ * neither was refused, and its `reason` says why.
+ */
+const taken = (answer) => answer.changed === true || answer.duplicate === true;
 const FINAL = new Set(["succeeded", "skipped"]);
 
 function stepName(name, what) {
@@ -32,7 +36,7 @@ function record(task, name) {
  * claimed task says, by an earlier one. Undefined otherwise.
  */
 export function checkpointOf(task, done, name) {
-  stepName(name, "job.checkpoint");
+  stepName(name, "job.stepCheckpoint");
   if (done.has(name)) return { ...done.get(name) };
   const s = record(task, name);
   if (s?.status !== "succeeded" || typeof s.outputRef !== "string" || typeof s.outputHash !== "string") return undefined;
@@ -83,10 +87,12 @@ export async function runStep(job, done, send, name, run) {
   if (isStepDone(job.task, done, name)) return checkpointOf(job.task, done, name);
   const report = async (fields) => {
     const answer = await send({ type: "step", name, ...fields });
-    if (REFUSED.has(answer.reason)) {
+    // The attempt first: a report fenced off (`stale-attempt`, `next:
+    // "stop"`) is the job's stop, not the step's refusal.
+    job.check();
+    if (!taken(answer)) {
       throw new StepError(answer.reason, name, `job.step: step ${describe(name)} (${fields.status}) refused: ${answer.reason}`);
     }
-    job.check();
   };
   job.check();
   // Renews the lease, and asks the server whether the step is the plan's

@@ -391,7 +391,7 @@ async function workers(): Promise<void> {
       timeoutMs: 60_000,
     });
     const loaded: StepCheckpoint | undefined = await job.step("load", async (): Promise<StepOutput> => ({ outputRef: "r", outputHash: "h", usage: { tokens: 1, costCents: 0, toolCalls: 0 } }));
-    const again: StepCheckpoint | undefined = job.checkpoint("load");
+    const again: StepCheckpoint | undefined = job.stepCheckpoint("load");
     const finished: boolean = job.stepDone("load");
     const draft: Output = job.output("draft");
     await draft.write("Once upon");

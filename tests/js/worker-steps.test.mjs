@@ -31,7 +31,7 @@ test("a second attempt skips the steps the first finished and continues from the
   });
   startWorker(t, server, {
     [k]: async (job) => {
-      seen[job.attempt] = { doneBefore: PLAN.steps.map((s) => job.stepDone(s)), checkpoints: PLAN.steps.map((s) => job.checkpoint(s)) };
+      seen[job.attempt] = { doneBefore: PLAN.steps.map((s) => job.stepDone(s)), checkpoints: PLAN.steps.map((s) => job.stepCheckpoint(s)) };
       const results = [];
       for (const name of PLAN.steps) {
         results.push(await run(job, name));
@@ -154,7 +154,7 @@ test("a checkpoint other than the one a finished step holds is a StepError step-
         await server.callback(job.id, { type: "step", atMs: Date.now(), name: "load", status: "succeeded", ...checkpointOf("elsewhere"), attempt: job.attempt }, "other");
         return checkpointOf("load");
       }).then(() => undefined, (e) => e);
-      caught.resolve({ err, done: job.stepDone("load"), checkpoint: job.checkpoint("load") });
+      caught.resolve({ err, done: job.stepDone("load"), checkpoint: job.stepCheckpoint("load") });
       return { resultRef: "mem://r", resultHash: "sha256:r" };
     },
   });
@@ -169,19 +169,19 @@ test("a checkpoint other than the one a finished step holds is a StepError step-
   assert.deepEqual({ outputRef: task.steps[0].outputRef, outputHash: task.steps[0].outputHash }, checkpointOf("elsewhere"), "the first checkpoint stays");
 });
 
-test("step names and run are checked, the error naming the field; checkpoint() without a name is still the signal check", async () => {
+test("step names and run are checked, the error naming the field; checkpoint() is still the signal check", async () => {
   const job = new Job(
     { id: "tsk_1", attempts: 2, lease: { leaseMs: 30_000 }, steps: [{ name: "a", status: "succeeded", outputRef: "r", outputHash: "h" }, { name: "b", status: "skipped" }, { name: "c", status: "failed" }] },
     { wire: { clock: { offsetMs: 0, local: Date.now } }, warn() {} },
   );
   for (const bad of [undefined, "", "  ", 3]) {
-    assert.throws(() => job.checkpoint(bad), (e) => e instanceof TypeError && /^job\.checkpoint: step: /.test(e.message));
+    assert.throws(() => job.stepCheckpoint(bad), (e) => e instanceof TypeError && /^job\.stepCheckpoint: step: /.test(e.message));
     assert.throws(() => job.stepDone(bad), (e) => e instanceof TypeError && /^job\.stepDone: step: /.test(e.message));
     await assert.rejects(job.step(bad, async () => checkpointOf("x")), (e) => e instanceof TypeError && /^job\.step: step: /.test(e.message));
   }
   await assert.rejects(job.step("c", "not a function"), (e) => e instanceof TypeError && /^job\.step: run: /.test(e.message));
-  assert.equal(job.checkpoint(), undefined, "no argument: the signal check, which passes");
-  assert.deepEqual([job.checkpoint("a"), job.checkpoint("b"), job.checkpoint("c")], [{ outputRef: "r", outputHash: "h" }, undefined, undefined]);
+  assert.equal(job.checkpoint(), undefined, "the signal check, which passes");
+  assert.deepEqual([job.stepCheckpoint("a"), job.stepCheckpoint("b"), job.stepCheckpoint("c")], [{ outputRef: "r", outputHash: "h" }, undefined, undefined]);
   assert.deepEqual(["a", "b", "c", "zz"].map((s) => job.stepDone(s)), [true, true, false, false]);
   // Finished steps never run and send nothing (this job has no wire to send with).
   assert.deepEqual(await job.step("a", () => assert.fail("ran")), { outputRef: "r", outputHash: "h" });

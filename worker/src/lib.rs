@@ -85,7 +85,7 @@ pub use error::{
 pub use job::{Done, Job};
 pub use output::{Output, FLUSH_AFTER, FLUSH_UNITS};
 pub use report::StopReason;
-pub use steps::StepOutput;
+pub use steps::{StepOutput, StepRefused};
 pub use vendor::{Lookup, PollOptions, Status, SubmitError, Vendor};
 pub use worker::{Worker, WorkerBuilder};
 

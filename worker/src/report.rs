@@ -26,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::http::{Persist, SendError, Transport, REQUEST_TIMEOUT};
 use crate::sign::random_id;
-use crate::wire::{callback_body, read_reply};
+use crate::wire::{callback_body, read_reply, Reply};
 
 /// Why a job's cancellation signal fired.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -229,7 +229,8 @@ impl Reporter {
         self.lease
     }
 
-    /// Sends the event `make(atMs, attempt)` builds; the answer's `next`.
+    /// Sends the event `make(atMs, attempt)` builds; the answer's `next`,
+    /// and its reason when the report was refused.
     /// A 400 `clock-skew` (this worker's clock was off) has set the clock
     /// from the server's answer: the event is written again once, with
     /// the corrected time, under a new callback id.
@@ -237,7 +238,7 @@ impl Reporter {
         &self,
         kind: Kind,
         make: impl Fn(Millis, u64) -> Result<Event, taskwire_core::Error>,
-    ) -> Result<Directive, ReportError> {
+    ) -> Result<Reply, ReportError> {
         let _one_at_a_time = self.sending.lock().await;
         let until = {
             let mut state = self.state();
@@ -271,9 +272,9 @@ impl Reporter {
                 .await
             {
                 Ok(text) => {
-                    let next = read_reply(&text).map_err(ReportError::Answer)?;
-                    self.heard(kind, next, sent_at);
-                    return Ok(next);
+                    let reply = read_reply(&text).map_err(ReportError::Answer)?;
+                    self.heard(kind, reply.next, sent_at);
+                    return Ok(reply);
                 }
                 Err(SendError::Status {
                     status: 400, code, ..
@@ -343,6 +344,7 @@ impl Reporter {
             })
         })
         .await
+        .map(|reply| reply.next)
     }
 
     /// `fail`, retryable or not: the attempt's last word.
@@ -360,6 +362,7 @@ impl Reporter {
             })
         })
         .await
+        .map(|reply| reply.next)
     }
 
     /// `ack_cancel`: the job stopped after a cancel.
@@ -371,5 +374,6 @@ impl Reporter {
             })
         })
         .await
+        .map(|reply| reply.next)
     }
 }

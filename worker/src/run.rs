@@ -282,7 +282,7 @@ pub(crate) async fn last_word(reporter: &Reporter, outcome: Result<Done, JobErro
                         .fail(&format!("the handler's result: {m}"), false)
                         .await
                 }
-                other => other,
+                other => other.map(|reply| reply.next),
             }
         }
         (Err(_), Some(StopReason::Shutdown)) => reporter.fail(SHUT_DOWN, true).await,

@@ -14,6 +14,30 @@ use taskwire_core::{Event, NonBlank};
 use crate::error::JobError;
 use crate::job::Job;
 use crate::report::{Kind, ReportError};
+use crate::wire::Reply;
+
+/// A step report the server judged and refused (PROTOCOL.md §Steps):
+/// `reason` is `unknown-step` (the plan has no such step), `no-plan` (the
+/// task was created without one) or `step-conflict` (a finished step
+/// never moves). Its answer still says `continue` (the attempt is alive),
+/// so [`Job::step`] reads whether the report was taken: a step whose
+/// `running` is refused is never run. A final error: the handler's `?`
+/// fails the task with it; `JobError::source` downcasts to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepRefused {
+    /// The step's name.
+    pub step: String,
+    /// The server's reason.
+    pub reason: String,
+}
+
+impl std::fmt::Display for StepRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "step \"{}\" refused: {}", self.step, self.reason)
+    }
+}
+
+impl std::error::Error for StepRefused {}
 
 /// What a step produced: its checkpoint (the facts the next step starts
 /// from: seed 001 §6) and, optionally, what it used.
@@ -83,27 +107,32 @@ impl Job {
         let name = NonBlank::new(name, "step").map_err(|e| JobError::fatal(e.message))?;
         self.report_step(&name, StepStatus::Running, None, None)
             .await?;
-        let output = match run().await {
-            Ok(output) => output,
+        let ran = run().await.and_then(|output| {
+            let checkpoint = Checkpoint {
+                output_ref: NonBlank::new(output.output_ref, "outputRef")
+                    .map_err(|e| JobError::fatal(e.message))?,
+                output_hash: NonBlank::new(output.output_hash, "outputHash")
+                    .map_err(|e| JobError::fatal(e.message))?,
+            };
+            Ok((checkpoint, output.usage))
+        });
+        let (checkpoint, usage) = match ran {
+            Ok(done) => done,
             Err(e) => {
                 // Best effort: the attempt's own end (its `fail`) follows.
+                // A blank checkpoint fails the step too, never leaves it
+                // `running`.
                 let _ = self
                     .report_step(&name, StepStatus::Failed, None, None)
                     .await;
                 return Err(e);
             }
         };
-        let checkpoint = Checkpoint {
-            output_ref: NonBlank::new(output.output_ref, "outputRef")
-                .map_err(|e| JobError::fatal(e.message))?,
-            output_hash: NonBlank::new(output.output_hash, "outputHash")
-                .map_err(|e| JobError::fatal(e.message))?,
-        };
         self.report_step(
             &name,
             StepStatus::Succeeded,
             Some(checkpoint.clone()),
-            output.usage,
+            usage,
         )
         .await?;
         Ok(checkpoint)
@@ -133,6 +162,16 @@ impl Job {
             })
             .await;
         match sent {
+            Ok(Reply {
+                refused: Some(reason),
+                ..
+            }) => {
+                self.check()?;
+                Err(JobError::from(StepRefused {
+                    step: name.as_str().to_string(),
+                    reason,
+                }))
+            }
             Ok(_) | Err(ReportError::Ended) => self.check(),
             Err(e) => {
                 self.check()?;

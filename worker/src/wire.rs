@@ -103,26 +103,45 @@ pub(crate) fn read_claim(text: &str) -> Result<ClaimAnswer, String> {
     })
 }
 
-/// The part of a callback's answer the worker decides by: `next` (never
-/// `reason`, whose wording is for people).
+/// The part of a callback's answer the worker decides by: `next`, and
+/// whether the report was taken (`changed`, `duplicate`); `reason` only
+/// names a refusal, never decides.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 struct ReplyFields {
     next: Option<String>,
+    changed: bool,
+    duplicate: bool,
+    reason: Option<String>,
 }
 
-/// Reads a callback answer's `next`. An unknown or missing one is an
-/// error, never a silent "continue".
-pub(crate) fn read_reply(text: &str) -> Result<Directive, String> {
+/// A callback's answer, as the worker reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Reply {
+    /// What the attempt does now.
+    pub next: Directive,
+    /// The answer's `reason` when the report was refused
+    /// ([`taskwire_core::work::report_taken`] says it was not taken).
+    pub refused: Option<String>,
+}
+
+/// Reads a callback answer. An unknown or missing `next` is an error,
+/// never a silent "continue".
+pub(crate) fn read_reply(text: &str) -> Result<Reply, String> {
     let f: ReplyFields = taskwire_wire::from_json_serde(text, "answer").map_err(|e| e.message)?;
     // Core's spelling of each directive: the one the server writes.
     let all = [Directive::Continue, Directive::Cancel, Directive::Stop];
-    match f.next.as_deref() {
+    let next = match f.next.as_deref() {
         Some(text) => all.into_iter().find(|d| d.as_str() == text).ok_or_else(|| {
             format!("answer.next: unknown value \"{text}\", expected continue, cancel or stop")
-        }),
-        None => Err("answer.next: required (a server without §Workers?)".into()),
-    }
+        })?,
+        None => return Err("answer.next: required (a server without §Workers?)".into()),
+    };
+    let refused = match taskwire_core::work::report_taken(f.changed, f.duplicate) {
+        true => None,
+        false => Some(f.reason.unwrap_or_default()),
+    };
+    Ok(Reply { next, refused })
 }
 
 /// A report's body: `taskId`, then the event's fields.
@@ -179,8 +198,18 @@ mod tests {
     #[test]
     fn next_is_read_strictly() {
         assert_eq!(
-            read_reply(r#"{"next":"cancel","reason":"x"}"#).unwrap(),
-            Directive::Cancel
+            read_reply(r#"{"next":"cancel","changed":true,"reason":"x"}"#).unwrap(),
+            Reply {
+                next: Directive::Cancel,
+                refused: None
+            }
+        );
+        assert_eq!(
+            read_reply(r#"{"next":"continue","changed":false,"duplicate":false,"reason":"unknown-step"}"#)
+                .unwrap()
+                .refused
+                .as_deref(),
+            Some("unknown-step")
         );
         assert!(read_reply(r#"{"next":"later"}"#)
             .unwrap_err()

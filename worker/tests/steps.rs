@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use common::{spawn, Server};
 use serde_json::json;
-use taskwire_worker::{Done, Job, JobError, RetryableError, StepOutput};
+use taskwire_worker::{Done, Job, JobError, RetryableError, StepOutput, StepRefused};
 
 const STEPS: [&str; 3] = ["load", "classify", "publish"];
 
@@ -181,4 +181,55 @@ async fn after_a_killed_worker_the_next_attempt_resumes_at_the_first_unfinished_
     assert_eq!(ran, expected, "no step ran twice");
     heir.shutdown(Duration::from_secs(1)).await;
     run_heir.await.unwrap();
+}
+
+/// A step report the server refuses is answered `continue` (the attempt
+/// is alive), so the library reads whether it was taken: a step the plan
+/// lacks, or any step of a task without a plan, is never run, and the
+/// handler gets [`StepRefused`] naming the reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_step_is_never_run_and_its_reason_reaches_the_handler() {
+    let server = Server::start(&[]);
+    let worker = server.worker("w-refused").build().unwrap();
+    let runs = Arc::new(Mutex::new(0u32));
+    let refusals: Arc<Mutex<Vec<String>>> = Arc::default();
+    let (counted, heard) = (Arc::clone(&runs), Arc::clone(&refusals));
+    worker
+        .handle("pack", move |job| {
+            let (counted, heard) = (Arc::clone(&counted), Arc::clone(&heard));
+            async move {
+                let step = job.step("not-in-the-plan", || async {
+                    *counted.lock().unwrap() += 1;
+                    Ok(StepOutput::new("blob://x", "sha256:x"))
+                });
+                let e = step.await.expect_err("refused");
+                let refused = e
+                    .source()
+                    .and_then(|s| s.downcast_ref::<StepRefused>())
+                    .expect("a StepRefused");
+                assert_eq!(refused.step, "not-in-the-plan");
+                heard.lock().unwrap().push(refused.reason.clone());
+                Err(e)
+            }
+        })
+        .unwrap();
+    let run = spawn(&worker);
+    let planned = server
+        .create(
+            "pack",
+            json!({}),
+            json!({"workflowVersion": "v1", "steps": STEPS}),
+        )
+        .await;
+    let task = server.wait_state(&planned, "failed").await;
+    assert_eq!(
+        task["error"], "step \"not-in-the-plan\" refused: unknown-step",
+        "{task}"
+    );
+    let unplanned = server.create("pack", json!({}), json!({})).await;
+    server.wait_state(&unplanned, "failed").await;
+    assert_eq!(*runs.lock().unwrap(), 0, "no refused step ran");
+    assert_eq!(*refusals.lock().unwrap(), ["unknown-step", "no-plan"]);
+    worker.shutdown(Duration::from_secs(1)).await;
+    run.await.unwrap();
 }
