@@ -39,6 +39,8 @@ REASONS = ("shutdown", "cancel", "lease-lost", "stop")
 # Reasons after which this attempt reports nothing more.
 SILENT = frozenset({"stop", "lease-lost"})
 SHUTDOWN_ERROR = "worker shut down"
+# Reports after which the attempt goes on, so an answer's `stop` stops it.
+GOING_ON = frozenset({"progress", "heartbeat", "start", "cannot_cancel", "step"})
 
 
 @dataclass(frozen=True)
@@ -108,11 +110,12 @@ def signal_for(next_: str, event_type: str) -> str | None:
     `ack_cancel`). `stop`: `"stop"`, except after the attempt's own last
     report (a hold, a result, a fail, an `ack_cancel`), for which `stop` is
     the expected answer (after a `cannot_cancel` the job goes on, so a
-    `stop` there stops it). Only `next` is read, never `reason`.
+    `stop` there stops it; a `step` report renews the lease as `progress`
+    does). Only `next` is read, never `reason`.
     """
     if next_ == "cancel":
         return "cancel"
-    if next_ == "stop" and event_type in ("progress", "heartbeat", "start", "cannot_cancel"):
+    if next_ == "stop" and event_type in GOING_ON:
         return "stop"
     return None
 
