@@ -120,6 +120,13 @@ def signal_for(next_: str, event_type: str) -> str | None:
     return None
 
 
+def _running_task() -> asyncio.Task[Any] | None:
+    try:
+        return asyncio.current_task()
+    except RuntimeError:
+        return None
+
+
 class Attempt:
     """The reporting side of one claimed attempt (see the module's docs)."""
 
@@ -156,14 +163,27 @@ class Attempt:
             handler.cancel()
 
     def fire(self, reason: str) -> None:
-        """Fires the job's signal (or strengthens its reason)."""
+        """Fires the job's signal (or strengthens its reason).
+
+        The job's task is cancelled, unless it is the task running now: an
+        answer to the job's own report (a `progress`, a `step`), whose
+        caller raises `Cancelled` through `check()` right after. Cancelling
+        the running task as well would leave a cancellation pending that
+        `uncancel()` does not take back before Python 3.13, so a
+        `cannot_cancel` answering that cancel would itself be cancelled at
+        its first `await`.
+        """
         current = self.cancelled
         if current is not None and REASONS.index(reason) <= REASONS.index(current):
             return
         self.cancelled = reason
         if current is None:
             log.info("task %s attempt %d: signal fired (%s)", self.task_id, self.number, reason)
-            if self._handler is not None and not self._handler.done():
+            if (
+                self._handler is not None
+                and not self._handler.done()
+                and self._handler is not _running_task()
+            ):
                 self._handler.cancel()
 
     def resume(self) -> None:
