@@ -325,6 +325,48 @@ async def test_a_cancel_stops_a_running_step_which_is_reported_failed(server: Se
     assert steps_of(done)[0] == ("load", "failed", 1)
 
 
+async def test_a_cancel_answered_to_a_succeeded_step_keeps_its_checkpoint_for_cannot_cancel(
+    server: Server,
+) -> None:
+    task = await server.create("pack", **PLAN)
+    started, go_on = asyncio.Event(), asyncio.Event()
+    seen: dict[str, Any] = {}
+    ran: list[str] = []
+    # The default 30 s lease: no heartbeat comes before the step's report,
+    # so that report's answer is what carries the cancel.
+    worker = server.worker()
+
+    @worker.job("pack")
+    async def pack(job: Job) -> Result:
+        async def load() -> StepOutput:
+            started.set()
+            await go_on.wait()
+            return output_of(job, "load")
+
+        try:
+            await job.step("load", load)
+            raise AssertionError("the cancel was not raised")
+        except asyncio.CancelledError:
+            seen["why"] = job.cancelled
+            # The external write is done: the job goes on, the step is not
+            # run again, and its checkpoint is there.
+            await job.cannot_cancel("loaded already")
+        seen["again"] = await job.step("load", never(ran, "load"))
+        return Result(result_ref=f"blob://{job.id}", result_hash="sha256:kept")
+
+    async with running(worker):
+        await asyncio.wait_for(started.wait(), 30)
+        await server.cancel(task["id"])
+        go_on.set()
+        done = await server.wait_state(task["id"], "cancelled")
+    assert seen == {
+        "why": "cancel",
+        "again": Checkpoint(f"blob://{task['id']}/load", "sha256:load"),
+    }
+    assert ran == []
+    assert steps_of(done)[0] == ("load", "succeeded", 1)
+
+
 async def test_a_replaced_attempt_is_stopped_at_its_step_report_and_runs_nothing(
     server: Server,
 ) -> None:

@@ -51,6 +51,11 @@ REFUSALS: Mapping[str, str] = {
 }
 
 
+# The reasons of a step report the server holds: recorded now, the same as
+# recorded before, or this very report resent after its answer was lost.
+RECORDED = frozenset({"step-recorded", "duplicate-step", "duplicate-callback"})
+
+
 def _non_blank(field: str, value: object) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ConfigError(f"{field}: must be a non-blank string, got {value!r}")
@@ -151,12 +156,21 @@ class Steps:
         self.checkpoints[name] = checkpoint
 
 
-async def _report(attempt: Attempt, check: Callable[[], None], **fields: Any) -> None:
+async def _report(
+    attempt: Attempt,
+    check: Callable[[], None],
+    recorded: Callable[[], None] | None = None,
+    **fields: Any,
+) -> None:
     """Sends one `step` event through the attempt's report path (signed,
     fenced by attempt, resent after a lost answer); raises `Cancelled`
     when the answer (or its absence) stopped the job, `StepError` when
-    the report was refused."""
+    the report was refused. `recorded` is called when the server holds
+    the report, before a cancel in the same answer is raised: a handler
+    that goes on after `cannot_cancel` must not run that step again."""
     answer = await attempt.send("step", **fields)
+    if answer is not None and answer.reason in RECORDED and recorded is not None:
+        recorded()
     # `next` first, as for every report: a cancel wins over a refusal.
     check()
     if answer is None:
@@ -208,8 +222,7 @@ async def run_step(
     }
     if output.usage is not None:
         succeeded["usage"] = output.usage.to_wire()
-    await _report(attempt, check, **succeeded)
-    steps.record(name, checkpoint)
+    await _report(attempt, check, lambda: steps.record(name, checkpoint), **succeeded)
     return checkpoint
 
 
