@@ -211,3 +211,39 @@ async def test_a_cancel_the_job_cannot_honour_is_shown_and_the_job_goes_on(
         done = await server.wait_state(task["id"], "cancelled")
     assert seen == ["cancel", None]
     assert done["resultRef"] == "mem://published"
+
+
+async def test_a_cancel_answered_to_the_jobs_own_progress_can_be_answered_cannot_cancel(
+    server: Server,
+) -> None:
+    task = await server.create()
+    started, go_on = asyncio.Event(), asyncio.Event()
+    seen: list[str | None] = []
+    # The default 30 s lease: no heartbeat comes before the progress, so
+    # the cancel arrives in the answer to the job's own report.
+    worker = server.worker()
+
+    @worker.job("summary")
+    async def published(job: Job) -> Result:
+        started.set()
+        await go_on.wait()
+        try:
+            await job.progress(50)
+        except asyncio.CancelledError:
+            seen.append(job.cancelled)
+            await job.cannot_cancel("the report is already published")
+            seen.append(job.cancelled)
+        # Nothing is left pending: the job awaits as usual.
+        await asyncio.sleep(0.01)
+        return Result(result_ref="mem://published", result_hash="sha256:78")
+
+    async with running(worker):
+        await asyncio.wait_for(started.wait(), 30)
+        await server.cancel(task["id"])
+        go_on.set()
+        done = await server.wait_state(task["id"], "cancelled")
+    assert seen == ["cancel", None]
+    assert done["resultRef"] == "mem://published"
+    history = await server.history(task["id"])
+    kinds = [e["event"]["type"] for e in history["events"]]
+    assert "cannot_cancel" in kinds, kinds

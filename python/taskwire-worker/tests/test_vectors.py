@@ -44,7 +44,7 @@ def test_each_expected_answer_moves_the_job_as_the_protocol_says(
         assert fired is None
     elif answer.next == "cancel":
         assert fired == "cancel"
-    elif event["type"] in ("progress", "heartbeat", "start", "cannot_cancel"):
+    elif event["type"] in ("progress", "heartbeat", "start", "cannot_cancel", "step"):
         # Replaced, ended or never started: the job stops, reports nothing more.
         assert fired == "stop", expect.get("reason")
     else:

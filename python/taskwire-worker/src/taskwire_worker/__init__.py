@@ -19,12 +19,14 @@ from .errors import (
 )
 from .job import Held, Job
 from .output import Output
+from .steps import Checkpoint, StepError, StepOutput, Usage
 from .vendor import PENDING, outcome_unknown, submit_once_then_poll
 from .worker import Handler, Worker
 
 __all__ = [
     "PENDING",
     "Cancelled",
+    "Checkpoint",
     "ConfigError",
     "FatalError",
     "Handler",
@@ -35,7 +37,10 @@ __all__ = [
     "Result",
     "RetryableError",
     "ServerClock",
+    "StepError",
+    "StepOutput",
     "SubmitUnknownError",
+    "Usage",
     "VendorTimeoutError",
     "Worker",
     "classify",

@@ -39,6 +39,8 @@ REASONS = ("shutdown", "cancel", "lease-lost", "stop")
 # Reasons after which this attempt reports nothing more.
 SILENT = frozenset({"stop", "lease-lost"})
 SHUTDOWN_ERROR = "worker shut down"
+# Reports after which the attempt goes on, so an answer's `stop` stops it.
+GOING_ON = frozenset({"progress", "heartbeat", "start", "cannot_cancel", "step"})
 
 
 @dataclass(frozen=True)
@@ -108,13 +110,21 @@ def signal_for(next_: str, event_type: str) -> str | None:
     `ack_cancel`). `stop`: `"stop"`, except after the attempt's own last
     report (a hold, a result, a fail, an `ack_cancel`), for which `stop` is
     the expected answer (after a `cannot_cancel` the job goes on, so a
-    `stop` there stops it). Only `next` is read, never `reason`.
+    `stop` there stops it; a `step` report renews the lease as `progress`
+    does). Only `next` is read, never `reason`.
     """
     if next_ == "cancel":
         return "cancel"
-    if next_ == "stop" and event_type in ("progress", "heartbeat", "start", "cannot_cancel"):
+    if next_ == "stop" and event_type in GOING_ON:
         return "stop"
     return None
+
+
+def _running_task() -> asyncio.Task[Any] | None:
+    try:
+        return asyncio.current_task()
+    except RuntimeError:
+        return None
 
 
 class Attempt:
@@ -153,14 +163,27 @@ class Attempt:
             handler.cancel()
 
     def fire(self, reason: str) -> None:
-        """Fires the job's signal (or strengthens its reason)."""
+        """Fires the job's signal (or strengthens its reason).
+
+        The job's task is cancelled, unless it is the task running now: an
+        answer to the job's own report (a `progress`, a `step`), whose
+        caller raises `Cancelled` through `check()` right after. Cancelling
+        the running task as well would leave a cancellation pending that
+        `uncancel()` does not take back before Python 3.13, so a
+        `cannot_cancel` answering that cancel would itself be cancelled at
+        its first `await`.
+        """
         current = self.cancelled
         if current is not None and REASONS.index(reason) <= REASONS.index(current):
             return
         self.cancelled = reason
         if current is None:
             log.info("task %s attempt %d: signal fired (%s)", self.task_id, self.number, reason)
-            if self._handler is not None and not self._handler.done():
+            if (
+                self._handler is not None
+                and not self._handler.done()
+                and self._handler is not _running_task()
+            ):
                 self._handler.cancel()
 
     def resume(self) -> None:

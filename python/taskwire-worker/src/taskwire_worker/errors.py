@@ -9,7 +9,7 @@ whose table is the README's:
 | error | retryable |
 |---|---|
 | `RetryableError` | yes |
-| `FatalError` (and `SubmitUnknownError`) | no |
+| `FatalError` (and `SubmitUnknownError`, `StepError`) | no |
 | `httpx.TimeoutException`, `httpx.NetworkError`, `httpx.RemoteProtocolError` | yes |
 | `TimeoutError` (`asyncio.timeout` too), `ConnectionError` | yes |
 | `httpx.HTTPStatusError` or any error with an `int` `status_code`/`status`: 408, 429, 5xx | yes |

@@ -10,12 +10,13 @@ is cancelled (`asyncio.CancelledError` at its next `await`) and
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, NoReturn, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from typing import Any, NoReturn, TypeVar, overload
 
 from .attempt import Attempt
 from .errors import Cancelled, ConfigError
 from .output import Output, flush_all
+from .steps import Checkpoint, StepOutput, Steps, run_step
 
 __all__ = ["Held", "Job"]
 
@@ -57,6 +58,7 @@ class Job:
         self.input: Any = task.get("input")
         self.attempt: int = task["attempts"]
         self._attempt = attempt
+        self._steps = Steps(task)
 
     def __repr__(self) -> str:
         return f"Job(id={self.id!r}, kind={self.kind!r}, attempt={self.attempt})"
@@ -103,11 +105,60 @@ class Job:
         if reason is not None:
             raise Cancelled(reason)
 
-    async def checkpoint(self) -> None:
-        """`check()` after letting the event loop run once, so that a cancel
-        answered to a heartbeat meanwhile is seen here."""
+    @overload
+    def checkpoint(self) -> Coroutine[Any, Any, None]: ...
+    @overload
+    def checkpoint(self, name: str) -> Checkpoint | None: ...
+    def checkpoint(self, name: str | None = None) -> Coroutine[Any, Any, None] | Checkpoint | None:
+        """Two calls under one name, told apart by the argument:
+
+        - `await job.checkpoint()`: `check()` after letting the event loop
+          run once, so that a cancel answered to a heartbeat meanwhile is
+          seen here (the name the library, and the Node worker, gave the
+          cancel check first).
+        - `job.checkpoint(name)`: step `name`'s checkpoint, when an earlier
+          attempt (or this one) finished it with one; else None. The same
+          name and meaning as the Rust worker's `Job::checkpoint`.
+        """
+        if name is None:
+            return self._yield_and_check()
+        if not isinstance(name, str):
+            raise ConfigError(f"name: must be a string, got {type(name).__name__}")
+        return self._steps.checkpoints.get(name)
+
+    async def _yield_and_check(self) -> None:
         await asyncio.sleep(0)
         self.check()
+
+    def step_done(self, name: str) -> bool:
+        """True when step `name` is finished (succeeded or skipped), as the
+        claimed task says or this attempt reported: no report moves it again."""
+        if not isinstance(name, str):
+            raise ConfigError(f"name: must be a string, got {type(name).__name__}")
+        return name in self._steps.finished
+
+    async def step(
+        self,
+        name: str,
+        run: Callable[[], Awaitable[StepOutput]],
+        *,
+        label: str | None = None,
+    ) -> Checkpoint:
+        """Runs step `name` of the task's plan (PROTOCOL.md §Steps), unless
+        it is finished with a checkpoint: then returns that checkpoint and
+        does not call `run`, so a new attempt starts at the first step not
+        yet finished.
+
+        Otherwise reports the step `running` (with `label`, what the page
+        shows; it renews the lease), awaits `run()`, and reports it
+        `succeeded` with the `StepOutput`'s checkpoint and usage; returns
+        the checkpoint. When `run` raises, the step is reported `failed`
+        and the error re-raised as is: the attempt ends as that error says.
+        A cancel raises `Cancelled`, as `progress` does. A report the
+        server refuses raises `StepError` (final) before `run` is called:
+        `reason` is `"unknown-step"`, `"no-plan"` or `"step-conflict"`.
+        """
+        return await run_step(self._attempt, self._steps, self.check, name, run, label)
 
     async def progress(self, percent: int, cursor: str = "") -> None:
         """Reports progress (an integer 0-100, only upward) and a cursor.
