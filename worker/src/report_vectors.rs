@@ -95,6 +95,9 @@ fn every_step_report_the_vectors_refuse_is_read_as_refused() {
         }
     }
     for reason in ["no-plan", "step-conflict", "unknown-step"] {
-        assert!(refused.contains(reason), "the vectors refuse a step with {reason}");
+        assert!(
+            refused.contains(reason),
+            "the vectors refuse a step with {reason}"
+        );
     }
 }

@@ -68,13 +68,16 @@ impl StepOutput {
 impl Job {
     /// The checkpoint of step `name`, when an earlier attempt (or this
     /// one) finished it with one, as the claimed task says.
-    pub fn checkpoint(&self, name: &str) -> Option<&Checkpoint> {
+    pub fn step_checkpoint(&self, name: &str) -> Option<&Checkpoint> {
         let plan = self.task().plan.as_ref()?;
         plan.checkpoints().find(|(n, _)| *n == name).map(|(_, c)| c)
     }
 
     /// True when the claimed task says step `name` is finished
-    /// (succeeded or skipped): [`Job::step`] will not run it.
+    /// (succeeded or skipped). [`Job::step`] runs neither again: a
+    /// succeeded step answers its checkpoint, and a skipped one (it has
+    /// none) is refused (`step-conflict`, [`StepRefused`]), so branch on
+    /// this first where another executor may skip steps.
     pub fn step_done(&self, name: &str) -> bool {
         self.task().plan.as_ref().is_some_and(|plan| {
             plan.steps
@@ -101,7 +104,7 @@ impl Job {
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<StepOutput, JobError>>,
     {
-        if let Some(done) = self.checkpoint(name) {
+        if let Some(done) = self.step_checkpoint(name) {
             return Ok(done.clone());
         }
         let name = NonBlank::new(name, "step").map_err(|e| JobError::fatal(e.message))?;

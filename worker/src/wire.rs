@@ -132,9 +132,12 @@ pub(crate) fn read_reply(text: &str) -> Result<Reply, String> {
     // Core's spelling of each directive: the one the server writes.
     let all = [Directive::Continue, Directive::Cancel, Directive::Stop];
     let next = match f.next.as_deref() {
-        Some(text) => all.into_iter().find(|d| d.as_str() == text).ok_or_else(|| {
-            format!("answer.next: unknown value \"{text}\", expected continue, cancel or stop")
-        })?,
+        Some(text) => all
+            .into_iter()
+            .find(|d| d.as_str() == text)
+            .ok_or_else(|| {
+                format!("answer.next: unknown value \"{text}\", expected continue, cancel or stop")
+            })?,
         None => return Err("answer.next: required (a server without §Workers?)".into()),
     };
     let refused = match taskwire_core::work::report_taken(f.changed, f.duplicate) {
@@ -205,10 +208,12 @@ mod tests {
             }
         );
         assert_eq!(
-            read_reply(r#"{"next":"continue","changed":false,"duplicate":false,"reason":"unknown-step"}"#)
-                .unwrap()
-                .refused
-                .as_deref(),
+            read_reply(
+                r#"{"next":"continue","changed":false,"duplicate":false,"reason":"unknown-step"}"#
+            )
+            .unwrap()
+            .refused
+            .as_deref(),
             Some("unknown-step")
         );
         assert!(read_reply(r#"{"next":"later"}"#)

@@ -42,7 +42,7 @@ async def test_three_steps_each_run_once_and_the_task_shows_their_checkpoints(
                 await after_load.wait()
         # Finished in this attempt: not run again, the same checkpoint.
         seen["again"] = await job.step("load", never(ran_twice, "load"))
-        seen["checkpoint"] = job.checkpoint("classify")
+        seen["checkpoint"] = job.step_checkpoint("classify")
         seen["done"] = [job.step_done(name) for name in [*STEPS, "nope"]]
         # Without a name, the awaited cancel check it always was.
         seen["checked"] = await job.checkpoint()
@@ -88,8 +88,8 @@ async def test_a_retried_attempt_skips_the_finished_step_and_starts_from_its_che
     @worker.job("pack")
     async def pack(job: Job) -> Result:
         claimed[job.attempt] = (
-            job.checkpoint("load"),
-            job.checkpoint("classify"),
+            job.step_checkpoint("load"),
+            job.step_checkpoint("classify"),
             [job.step_done(name) for name in STEPS],
         )
         hashes = []

@@ -10,8 +10,8 @@ is cancelled (`asyncio.CancelledError` at its next `await`) and
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
-from typing import Any, NoReturn, TypeVar, overload
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, NoReturn, TypeVar
 
 from .attempt import Attempt
 from .errors import Cancelled, ConfigError
@@ -105,30 +105,19 @@ class Job:
         if reason is not None:
             raise Cancelled(reason)
 
-    @overload
-    def checkpoint(self) -> Coroutine[Any, Any, None]: ...
-    @overload
-    def checkpoint(self, name: str) -> Checkpoint | None: ...
-    def checkpoint(self, name: str | None = None) -> Coroutine[Any, Any, None] | Checkpoint | None:
-        """Two calls under one name, told apart by the argument:
+    async def checkpoint(self) -> None:
+        """`check()` after letting the event loop run once, so that a cancel
+        answered to a heartbeat meanwhile is seen here."""
+        await asyncio.sleep(0)
+        self.check()
 
-        - `await job.checkpoint()`: `check()` after letting the event loop
-          run once, so that a cancel answered to a heartbeat meanwhile is
-          seen here (the name the library, and the Node worker, gave the
-          cancel check first).
-        - `job.checkpoint(name)`: step `name`'s checkpoint, when an earlier
-          attempt (or this one) finished it with one; else None. The same
-          name and meaning as the Rust worker's `Job::checkpoint`.
-        """
-        if name is None:
-            return self._yield_and_check()
+    def step_checkpoint(self, name: str) -> Checkpoint | None:
+        """Step `name`'s checkpoint, when an earlier attempt (or this one)
+        finished it with one; else None. (Named apart from `checkpoint()`,
+        the cancel check; the Node library calls it `stepCheckpoint`.)"""
         if not isinstance(name, str):
             raise ConfigError(f"name: must be a string, got {type(name).__name__}")
         return self._steps.checkpoints.get(name)
-
-    async def _yield_and_check(self) -> None:
-        await asyncio.sleep(0)
-        self.check()
 
     def step_done(self, name: str) -> bool:
         """True when step `name` is finished (succeeded or skipped), as the

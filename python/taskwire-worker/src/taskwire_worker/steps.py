@@ -37,10 +37,10 @@ log = logging.getLogger("taskwire_worker")
 # The wire's counters are integers from 0 to 2^53 - 1 (JSON numbers).
 MAX_COUNTER = 2**53 - 1
 
-# The reasons that refuse a step report, and what each means. A step
-# report answered with one of these changed nothing; the answer's `next`
-# still says `continue`, so only `reason` tells the handler its step was
-# not recorded.
+# What each reason that refuses a step report means, for the error's
+# message. Whether a report was refused is `Answer.taken` (neither changed
+# nor a duplicate), never the reason's wording: the answer's `next` still
+# says `continue`.
 REFUSALS: Mapping[str, str] = {
     "unknown-step": "the task's plan has no step of that name",
     "no-plan": "the task has no plan (give workflowVersion and steps when creating it)",
@@ -49,11 +49,6 @@ REFUSALS: Mapping[str, str] = {
         "checkpoint or none) and never moves again"
     ),
 }
-
-
-# The reasons of a step report the server holds: recorded now, the same as
-# recorded before, or this very report resent after its answer was lost.
-RECORDED = frozenset({"step-recorded", "duplicate-step", "duplicate-callback"})
 
 
 def _non_blank(field: str, value: object) -> str:
@@ -169,7 +164,7 @@ async def _report(
     the report, before a cancel in the same answer is raised: a handler
     that goes on after `cannot_cancel` must not run that step again."""
     answer = await attempt.send("step", **fields)
-    if answer is not None and answer.reason in RECORDED and recorded is not None:
+    if answer is not None and answer.taken and recorded is not None:
         recorded()
     # `next` first, as for every report: a cancel wins over a refusal.
     check()
@@ -177,7 +172,7 @@ async def _report(
         # Not delivered, or the attempt must be silent: the signal fired
         # (`check` raised); the lease is the only other reason.
         raise Cancelled(attempt.cancelled or "lease-lost")
-    if answer.reason in REFUSALS:
+    if not answer.taken:
         raise StepError(fields["name"], answer.reason)
 
 

@@ -64,8 +64,18 @@ class Answer:
     attempt: int | None
     reason: str
     changed: bool
+    duplicate: bool
     state: str
     body: Mapping[str, Any] = field(repr=False)
+
+    @property
+    def taken(self) -> bool:
+        """Whether the report was taken: it changed the task, or repeated
+        what the task says already (`duplicate`, a resend included). One
+        that is neither was refused, and `reason` says why; `next` speaks
+        of the attempt, not of the report (core's `work::report_taken`,
+        PROTOCOL.md §Steps)."""
+        return self.changed or self.duplicate
 
     @staticmethod
     def parse(body: Any) -> Answer:
@@ -87,6 +97,7 @@ class Answer:
             attempt=attempt if isinstance(attempt, int) else None,
             reason=str(body.get("reason", "")),
             changed=bool(body.get("changed", False)),
+            duplicate=bool(body.get("duplicate", False)),
             state=str(body.get("state", "")),
             body=body,
         )
