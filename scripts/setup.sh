@@ -61,14 +61,16 @@ as_root() {
 
 need_browser() {
   local chrome="${CHROME_BIN:-/usr/bin/chromium}" driver="${CHROMEDRIVER:-/usr/bin/chromedriver}"
-  if [ -x "$chrome" ] && [ -x "$driver" ]; then return; fi
+  # openssl makes the throwaway certificate of the HTTP/2 page test
+  # (tests/js/http2-page.test.mjs).
+  if [ -x "$chrome" ] && [ -x "$driver" ] && command -v openssl >/dev/null; then return; fi
   if command -v apt-get >/dev/null && as_root true 2>/dev/null; then
-    say "installing Chromium and chromedriver with apt"
+    say "installing Chromium, chromedriver and openssl with apt"
     as_root apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq chromium chromium-driver >/dev/null
+    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq chromium chromium-driver openssl >/dev/null
   else
-    say "Chromium and chromedriver are needed for the browser tests."
-    say "Install them (Debian: apt-get install chromium chromium-driver), or set"
+    say "Chromium, chromedriver and openssl are needed for the browser tests."
+    say "Install them (Debian: apt-get install chromium chromium-driver openssl), or set"
     say "CHROME_BIN and CHROMEDRIVER to an existing Chrome/Chromium and matching chromedriver."
     exit 1
   fi

@@ -18,11 +18,12 @@ export const ENGINES = [CHROMIUM, FIREFOX];
 
 /**
  * Chromium as a playwright-core `Browser`, for tests that need its own
- * API (`exposeFunction`, `waitForSelector`, …) rather than `launch`'s.
+ * API (`exposeFunction`, `waitForSelector`, …) rather than `launch`'s;
+ * `extraArgs` are more command-line switches.
  */
-export async function launchChromium() {
+export async function launchChromium(extraArgs = []) {
   const { chromium } = await import("playwright-core");
-  return chromium.launch({ executablePath: CHROMIUM.binary, args: CHROMIUM_ARGS });
+  return chromium.launch({ executablePath: CHROMIUM.binary, args: [...CHROMIUM_ARGS, ...extraArgs] });
 }
 
 /**

@@ -38,7 +38,7 @@ export function servePage(port, pages) {
 
 /** Creates a task with the server's tenant token; its id. */
 export async function newTaskId(api, body = { ttlMs: 600_000, maxAttempts: 3 }) {
-  const r = await fetch(`${api.baseUrl}/v1/tasks`, {
+  const r = await (api.fetch ?? fetch)(`${api.baseUrl}/v1/tasks`, {
     method: "POST",
     headers: { ...api.headers, "content-type": "application/json" },
     body: JSON.stringify(body),

@@ -3,7 +3,8 @@
 // signs executor callbacks as the Standard Webhooks spec says.
 import { spawn } from "node:child_process";
 import { createHmac, randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync, existsSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, existsSync } from "node:fs";
+import { request as httpsRequest } from "node:https";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, dirname, resolve } from "node:path";
@@ -35,7 +36,33 @@ export async function freePort() {
  * restore test puts other files in `data` in between). `data` defaults
  * to a fresh temporary directory; a `postgres://` URL is used as is.
  */
-export async function startServer(extra = [], { data: dataArg } = {}) {
+/**
+ * `fetch` for the test's own requests to a TLS server whose certificate
+ * is `ca` (PEM, self-signed): Node's global fetch trusts only the CAs it
+ * started with. Answers what the helpers below read of a `Response`.
+ */
+function fetchTrusting(ca) {
+  return (url, { method = "GET", headers = {}, body } = {}) =>
+    new Promise((resolve, reject) => {
+      const req = httpsRequest(url, { method, headers, ca }, (res) => {
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (d) => (text += d));
+        res.on("end", () =>
+          resolve({ ok: res.statusCode >= 200 && res.statusCode < 300, status: res.statusCode, text: async () => text, json: async () => JSON.parse(text) }),
+        );
+      });
+      req.on("error", reject);
+      req.end(body);
+    });
+}
+
+/**
+ * Starts the reference server on a free port. `tls`: `{ cert, key }`
+ * (PEM file paths): it serves HTTPS with HTTP/2 (`--tls-cert`), `baseUrl`
+ * is `https://`, and the helpers trust that certificate.
+ */
+export async function startServer(extra = [], { data: dataArg, tls } = {}) {
   const port = await freePort();
   const data = dataArg ?? mkdtempSync(join(tmpdir(), "taskwire-test-"));
   const key = randomBytes(24);
@@ -43,7 +70,9 @@ export async function startServer(extra = [], { data: dataArg } = {}) {
   const token = "tok-" + randomBytes(8).toString("hex");
   let log = "";
   let child;
-  const baseUrl = `http://127.0.0.1:${port}`;
+  const baseUrl = `${tls ? "https" : "http"}://127.0.0.1:${port}`;
+  const fetch = tls ? fetchTrusting(readFileSync(tls.cert)) : globalThis.fetch;
+  if (tls) extra = ["--tls-cert", tls.cert, "--tls-key", tls.key, ...extra];
   async function spawnServer() {
     child = spawn(
       serverBinary(),
@@ -99,6 +128,8 @@ export async function startServer(extra = [], { data: dataArg } = {}) {
     // The callback secret every tenant shares (a worker signs with it).
     secret,
     headers: { Authorization: `Bearer ${token}` },
+    // The helpers' fetch: it trusts the server's certificate under `tls`.
+    fetch,
     callback,
     task,
     log: () => log,
