@@ -6,15 +6,12 @@
 // reach the page within 1 s, on long-poll and on SSE.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
-import { createHash, X509Certificate } from "node:crypto";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, rmSync } from "node:fs";
 import { connect, createServer } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { startServer, freePort } from "./server.mjs";
 import { CHROMIUM, launchChromium } from "./engines.mjs";
 import { newTaskId, servePage } from "./pages.mjs";
+import { FOLLOW_PAGE, throwawayCertificate } from "./many-tasks-page.mjs";
 
 const TASKS = 12;
 
@@ -27,40 +24,7 @@ const TASKS = 12;
 // counted as the page's connections.
 const HANDSHAKE_ONLY_BYTES = 2_600;
 
-const PAGE = `<!doctype html>
-<script type="module">
-  import init, { TaskClient } from "/pkg/index.js";
-  await init();
-  // Every update the page hears (task id, version, when), and every
-  // status each watch passes through.
-  window.heard = [];
-  window.statuses = [];
-  window.follow = (baseUrl, token, transport, ids) => {
-    const client = new TaskClient({ baseUrl, token, transport, waitMs: 20000 });
-    for (const id of ids) {
-      client.watch(id, {
-        onUpdate: ({ task }) => window.heard.push({ id, version: task.version, at: Date.now() }),
-        onStatus: ({ state }) => window.statuses.push({ id, state }),
-      });
-    }
-    window.stop = () => client.dispose();
-  };
-  window.ready = true;
-</script>`;
-
 let api, statics, browser, origin, dir, proxy;
-
-/** A self-signed certificate for 127.0.0.1 (openssl, which scripts/setup.sh installs with Chromium). */
-function certificate() {
-  dir = mkdtempSync(join(tmpdir(), "taskwire-tls-"));
-  const cert = join(dir, "cert.pem");
-  const key = join(dir, "key.pem");
-  execFileSync("openssl", [
-    "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-    "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-  ], { stdio: "ignore" });
-  return { cert, key };
-}
 
 /** A TCP proxy to `port` that counts the connections it is asked for. */
 async function countingProxy(port) {
@@ -95,15 +59,12 @@ before(async () => {
   if (!existsSync(CHROMIUM.binary)) return;
   const port = await freePort();
   origin = `http://127.0.0.1:${port}`;
-  const tls = certificate();
+  const tls = throwawayCertificate();
+  dir = tls.dir;
   api = await startServer(["--cors-origin", origin], { tls });
   proxy = await countingProxy(Number(new URL(api.baseUrl).port));
-  statics = await servePage(port, { "/": { type: "text/html", body: PAGE } });
-  // The certificate is trusted by its key, as a real one would be by its
-  // CA. (Playwright's ignoreHTTPSErrors would not do: Chromium then opens
-  // a connection per request instead of sharing its HTTP/2 session.)
-  const spki = new X509Certificate(readFileSync(tls.cert)).publicKey.export({ type: "spki", format: "der" });
-  browser = await launchChromium([`--ignore-certificate-errors-spki-list=${createHash("sha256").update(spki).digest("base64")}`]);
+  statics = await servePage(port, { "/": { type: "text/html", body: FOLLOW_PAGE } });
+  browser = await launchChromium(tls.chromiumArgs);
 });
 
 after(async () => {
