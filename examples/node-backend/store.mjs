@@ -22,6 +22,8 @@
 //   {"op":"deliver","tenant","taskId","key","nowMs"}
 //   {"op":"expire","nowMs","ids"}
 //   {"op":"sweep","nowMs","swept"} (leases, grace periods, deadlines)
+//   {"op":"output","taskId","stream","attempt","offset","text","expected"} (a live-output chunk
+//   core appended; makes no task version)
 // `version`, `lease`, `ids` and `swept` are what the operation did; replay
 // checks that it does the same again.
 
@@ -35,6 +37,7 @@ import { Feeds } from "./feed.mjs";
 import { CreateKeys } from "./keys.mjs";
 import { UsedRequests } from "./used-requests.mjs";
 import { Watchers } from "./watch.mjs";
+import { OutputStreams } from "./output-store.mjs";
 
 /** The record could not be made durable: the process must stop (see `#commit`). */
 export class StorageError extends Error {
@@ -62,6 +65,9 @@ export class Store {
   #feeds = new Feeds();
   /** Who waits for a task or a batch to change. */
   #watchers = new Watchers();
+  /** Live output (output-store.mjs), and who waits for an append to a task's streams. */
+  #outputs = new OutputStreams();
+  #outputWatchers = new Watchers();
   /**
    * taskId → the current attempt's lease as JSON text, as the last event
    * left it. A heartbeat (or a repeated progress) renews the lease without
@@ -165,7 +171,31 @@ export class Store {
     return this.#watchers.watch(id, fn);
   }
 
+  /** What a follower holding `wanted` ({stream, attempt, offset}) of the task lacks (output-store.mjs). */
+  readOutput(taskId, wanted) {
+    return this.#outputs.since(taskId, wanted, this.#view(taskId));
+  }
+
+  /**
+   * Calls `fn(stream)` after each append to one of the task's output
+   * streams: apart from `watch`, so that an append wakes only those who
+   * asked for output. Returns the unsubscribe.
+   */
+  watchOutput(id, fn) {
+    return this.#outputWatchers.watch(id, fn);
+  }
+
   // ---- writes --------------------------------------------------------------
+
+  /**
+   * Appends a live-output chunk ({attempt, offset, text}) to one of the
+   * task's streams: core's judgement (output-store.mjs); only `appended`
+   * is journaled, and it makes no task version.
+   */
+  appendOutput(taskId, stream, chunk) {
+    const { attempt, offset, text } = chunk;
+    return this.#commit({ op: "output", taskId, stream, attempt, offset, text });
+  }
 
   /**
    * Creates a task for `tenant`, or (same Idempotency-Key, same request)
@@ -254,7 +284,7 @@ export class Store {
    */
   #commit(record) {
     if (this.#broken) throw this.#broken;
-    const { result, changed, touched } = this.#run(record);
+    const { result, changed, touched, appended } = this.#run(record);
     if (changed && this.#journal) {
       try {
         this.#journal.append(record);
@@ -266,6 +296,7 @@ export class Store {
       }
     }
     for (const id of touched) this.#watchers.wake(id);
+    if (appended) this.#outputWatchers.wake(appended.taskId, appended.stream);
     return result;
   }
 
@@ -359,6 +390,14 @@ export class Store {
         for (const id of touched) this.#leases.delete(id);
         this.#collectNotifications(misreads("sweeper-notifies-at-now") ? record.nowMs : undefined);
         return { result: swept, changed: swept.length > 0, touched };
+      }
+      case "output": {
+        const { taskId, stream, attempt, offset, text } = record;
+        const result = this.#outputs.append(taskId, stream, { attempt, offset, text }, this.#view(taskId));
+        const changed = result.reason === "appended";
+        if (changed) this.#expect(record, "expected", result.expected);
+        // No task version: task watchers are not woken, output watchers are.
+        return { result, changed, touched: [], appended: changed ? { taskId, stream } : undefined };
       }
       default:
         throw new Error(`unknown record op ${JSON.stringify(record.op)}`);
