@@ -12,19 +12,27 @@
 
 import { OutputLog } from "taskwire";
 import { isTerminal } from "./lifecycle.mjs";
+import { Watchers } from "./watch.mjs";
 
 export class OutputStreams {
   /** taskId → stream name → OutputLog (only streams that were appended to) */
   #logs = new Map();
   /** What a stream nothing was appended to reads as. */
   #empty = new OutputLog();
+  /**
+   * Who waits for an append to a task's streams: apart from the task's
+   * watchers, so that an append wakes no follower that did not ask for
+   * output (PROTOCOL.md: without `output` nothing changes).
+   */
+  #watchers = new Watchers();
 
   /**
-   * Core's judgement of `chunk` ({attempt, offset, text}; a bad value is
-   * an `invalid-request` error naming `body.attempt`, `.offset`, `.text`)
-   * against `taskId`'s `stream`, the task's current fields being `view`.
+   * Core's judgement of the chunk {taskId, stream, attempt, offset, text}
+   * (a bad value is an `invalid-request` error naming `body.attempt`,
+   * `.offset`, `.text`), the task's current fields being `view`.
    */
-  append(taskId, stream, chunk, view) {
+  append({ taskId, stream, attempt, offset, text }, view) {
+    const chunk = { attempt, offset, text };
     const known = this.#logs.get(taskId)?.get(stream);
     const log = known ?? new OutputLog();
     const judged = log.append(chunk, view.attempts, !isTerminal(view.state), "body");
@@ -43,6 +51,16 @@ export class OutputStreams {
   since(taskId, { stream, attempt, offset }, view) {
     const log = this.#logs.get(taskId)?.get(stream) ?? this.#empty;
     return log.since(attempt, offset, view.attempts, !isTerminal(view.state));
+  }
+
+  /** Calls `fn(stream)` after each append to one of task `id`'s streams; returns the unsubscribe. */
+  watch(id, fn) {
+    return this.#watchers.watch(id, fn);
+  }
+
+  /** Wakes the watchers of task `id`'s streams: `stream` gained text (once it is on disk). */
+  wake(id, stream) {
+    this.#watchers.wake(id, stream);
   }
 
   #streamsOf(taskId) {
