@@ -80,8 +80,11 @@ export class OutputLog {
    */
   append(chunk, taskAttempt, live, field = "chunk") {
     str(field, "field");
-    if (chunk === null || typeof chunk !== "object") throw invalid(`${field}: must be an object, got ${typeName(chunk)}`);
-    const { attempt, offset, text: chunkText } = chunk;
+    // Read through JSON, as every other input: a throwing getter or a
+    // revoked proxy is a coded error, not a TypeError.
+    const read = parse(text(chunk, field));
+    if (read === null || typeof read !== "object" || Array.isArray(read)) throw invalid(`${field}: must be an object, got ${typeName(chunk)}`);
+    const { attempt, offset, text: chunkText } = read;
     num(attempt, `${field}.attempt`);
     num(offset, `${field}.offset`);
     str(chunkText, `${field}.text`);

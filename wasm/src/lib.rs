@@ -47,10 +47,10 @@ pub mod error;
 #[cfg(feature = "book")]
 mod functions;
 mod mirror;
-#[cfg(feature = "book")]
-mod output;
 #[cfg(all(target_arch = "wasm32", not(feature = "book")))]
 mod number;
+#[cfg(feature = "book")]
+mod output;
 mod read;
 
 #[cfg(feature = "book")]
