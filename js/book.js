@@ -50,6 +50,90 @@ export function planBatch(seq, cursor, snapshot = false) {
   return call(() => raw.plan_batch(num(seq, "seq"), num(cursor, "cursor"), snapshot === true));
 }
 
+// ---- live output ----------------------------------------------------------
+
+/**
+ * Checks a live-output stream name (PROTOCOL.md §Live output): 1 to 64
+ * characters of `a-z`, `0-9`, `-`, `_`. Throws an `invalid-request` error
+ * naming `field`. Core's rule, for backends written in JavaScript.
+ */
+export function checkStreamName(name, field = "stream") {
+  str(field, "field");
+  str(name, field);
+  call(() => raw.output_stream_name(name, field));
+}
+
+/**
+ * One live-output stream as a backend keeps it: the newest attempt's
+ * text, judged and served by core's `OutputLog` inside WebAssembly (so a
+ * backend in JavaScript decides nothing about output itself). Each call
+ * says where the task is now (its attempt, whether it is live).
+ */
+export class OutputLog {
+  #handle = call(() => new raw.OutputLogHandle());
+
+  /**
+   * Judges the chunk `{attempt, offset, text}` (errors name
+   * `field.attempt`, `field.offset`, `field.text`) for a task at
+   * `taskAttempt`, `live` or ended: `{reason, accepted, added, offset,
+   * superseded, attempt, expected}`. Only `appended` changes the stream.
+   */
+  append(chunk, taskAttempt, live, field = "chunk") {
+    str(field, "field");
+    // Read through JSON, as every other input: a throwing getter or a
+    // revoked proxy is a coded error, not a TypeError.
+    const read = parse(text(chunk, field));
+    if (read === null || typeof read !== "object" || Array.isArray(read)) throw invalid(`${field}: must be an object, got ${typeName(chunk)}`);
+    const { attempt, offset, text: chunkText } = read;
+    num(attempt, `${field}.attempt`);
+    num(offset, `${field}.offset`);
+    str(chunkText, `${field}.text`);
+    num(taskAttempt, "taskAttempt");
+    const handle = this.#live();
+    return parse(call(() => handle.append(attempt, offset, chunkText, taskAttempt, live === true, field)));
+  }
+
+  /**
+   * What a follower holding `attempt`'s text up to `offset` lacks, for a
+   * task at `taskAttempt`, `live` or ended: `{attempt, offset, text,
+   * complete, news}` (`news`: a long-poll is answered at once).
+   */
+  since(attempt, offset, taskAttempt, live) {
+    num(attempt, "outputAttempt");
+    num(offset, "outputOffset");
+    num(taskAttempt, "taskAttempt");
+    const handle = this.#live();
+    return parse(call(() => handle.since(attempt, offset, taskAttempt, live === true)));
+  }
+
+  /** The attempt whose text the stream holds (0 before any). */
+  get attempt() {
+    const handle = this.#live();
+    return call(() => handle.attempt());
+  }
+
+  /** The stream's length in UTF-16 code units. */
+  get units() {
+    const handle = this.#live();
+    return call(() => handle.units());
+  }
+
+  #live() {
+    if (this.#handle === undefined) throw invalid("OutputLog: used after free()");
+    return this.#handle;
+  }
+
+  /** Releases the wasm memory now (otherwise the garbage collector does). */
+  free() {
+    this.#handle?.free();
+    this.#handle = undefined;
+  }
+
+  [Symbol.dispose]() {
+    this.free();
+  }
+}
+
 // ---- TaskBook -------------------------------------------------------------
 
 /** Many tasks with callback dedup, outbox, resume and idempotent delivery. */

@@ -252,6 +252,68 @@ export function worthHolding(request: {
  */
 export function planBatch(seq: number, cursor: number, snapshot?: boolean): "snapshot" | "caught-up" | "delta";
 
+/**
+ * Checks a live-output stream name (PROTOCOL.md §Live output): 1 to 64
+ * characters of `a-z`, `0-9`, `-`, `_`. Throws an `invalid-request`
+ * `TaskwireError` naming `field` (default `"stream"`).
+ */
+export function checkStreamName(name: string, field?: string): void;
+
+/** A chunk an executor appends: the attempt that wrote it, where it starts (UTF-16 units), its text. */
+export interface OutputChunk {
+  attempt: number;
+  offset: number;
+  text: string;
+}
+
+/** core's judgement of one append (PROTOCOL.md §Live output › Append). */
+export interface OutputAppended {
+  reason: "appended" | "duplicate-chunk" | "chunk-conflict" | "output-gap" | "stale-attempt" | "not-started" | "output-closed";
+  /** `appended` or `duplicate-chunk`: what an executor treats as delivered. */
+  accepted: boolean;
+  /** The text the stream gained (empty unless `appended`), at `offset`. */
+  added: string;
+  offset: number;
+  /** An older attempt's text was dropped first. */
+  superseded: boolean;
+  /** The attempt the stream holds now. */
+  attempt: number;
+  /** Where the next chunk must start. */
+  expected: number;
+}
+
+/** What a follower lacks (core's `OutputLog::since`), and whether that is news to it. */
+export interface OutputCatchup {
+  attempt: number;
+  offset: number;
+  text: string;
+  /** The task ended: nothing more will be appended. */
+  complete: boolean;
+  /** A text, a newer attempt or the end: a long-poll is answered at once. */
+  news: boolean;
+}
+
+/**
+ * One live-output stream as a backend keeps it (the newest attempt's
+ * text), judged and served by core's `OutputLog` inside WebAssembly. Each
+ * call says where the task is now: its current attempt, and whether it
+ * is live (not terminal).
+ */
+export class OutputLog {
+  constructor();
+  /** Judges a chunk; errors (`invalid-request`) name `field.attempt`, `.offset`, `.text` (default field `"chunk"`). */
+  append(chunk: OutputChunk, taskAttempt: number, live: boolean, field?: string): OutputAppended;
+  /** What a follower holding `attempt`'s text up to `offset` lacks. */
+  since(attempt: number, offset: number, taskAttempt: number, live: boolean): OutputCatchup;
+  /** The attempt whose text the stream holds (0 before any). */
+  readonly attempt: number;
+  /** The stream's length in UTF-16 code units. */
+  readonly units: number;
+  /** Releases the wasm memory now. */
+  free(): void;
+  [Symbol.dispose](): void;
+}
+
 /** Options of `TaskBook`. */
 export interface TaskBookOptions {
   /** Gaps of at most this many versions get a delta (default 8). */

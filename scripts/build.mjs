@@ -43,7 +43,7 @@ const VARIANTS = {
   },
   full: {
     features: [],
-    exports: { "./api.js": ["TaskwireError", "TaskMirror"], "./book.js": ["createTask", "applyEvent", "expireTask", "worthHolding", "planBatch", "TaskBook"] },
+    exports: { "./api.js": ["TaskwireError", "TaskMirror"], "./book.js": ["createTask", "applyEvent", "expireTask", "worthHolding", "planBatch", "checkStreamName", "OutputLog", "TaskBook"] },
     files: ["api.js", "book.js", "client.js", "cors.js", "follow.js", "index.js", "node.js", "tab-watch.js", "tabs.js", "token.js", "watch.js"],
     // Not shipped to pages by default; the limit only catches regressions.
     limitGzip: 100 * 1024,

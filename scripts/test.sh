@@ -75,7 +75,7 @@ node --test tests/cluster/
 
 step "node backend (examples/node-backend): its tests, the conformance suite, then the suite against its deliberate misreadings"
 node --test examples/node-backend/
-node tests/conformance/local.mjs --server "node examples/node-backend/server.mjs" --cors-origin http://127.0.0.1:5173 --no-workers --no-output
+node tests/conformance/local.mjs --server "node examples/node-backend/server.mjs" --cors-origin http://127.0.0.1:5173 --no-workers
 # The suite fails each deliberate misreading of the node backend (TASKWIRE_MISREAD), naming the rule.
 node --test tests/conformance/misreadings.test.mjs
 

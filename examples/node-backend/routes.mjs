@@ -28,6 +28,8 @@ import { batchCancel, batchEvents, batchResume, createBatchRoute } from "./batch
 import { StorageError } from "./store.mjs";
 import { actionAnswer, asBodyError, checkEvent, isTerminal, personEvent } from "./lifecycle.mjs";
 import { changeOrTimeout, noContent, openStream } from "./watch.mjs";
+import { appendOutput, outputWanted } from "./output.mjs";
+import { changeOrOutput, followWithOutput, nothingToFollow, withOutput } from "./output-watch.mjs";
 
 /** Most notifications one page returns. */
 const MAX_LIMIT = 1000;
@@ -47,6 +49,7 @@ export function createApp(store, config) {
     { path: ["v1", "tasks", ":id", "events"], methods: { GET: events } },
     { path: ["v1", "tasks", ":id", "callbacks"], methods: { POST: callback } },
     { path: ["v1", "tasks", ":id", "deliveries"], methods: { POST: deliver } },
+    { path: ["v1", "tasks", ":id", "output", ":stream"], methods: { POST: appendOutput } },
     { path: ["v1", "tasks", ":id", "cancel"], methods: { POST: act("cancel") } },
     { path: ["v1", "tasks", ":id", "decisions"], methods: { POST: act("decisions") } },
     { path: ["v1", "batches"], methods: { POST: createBatchRoute } },
@@ -68,7 +71,7 @@ export function createApp(store, config) {
         throw new HttpError(405, "method-not-allowed", `method: ${req.method} is not allowed on this path (allowed: ${allow})`, { allow });
       }
       const rawId = route.path.includes(":id") ? segments[2] : undefined;
-      await handler({ req, res, query, rawId, store, config });
+      await handler({ req, res, query, rawId, segments, store, config });
     } catch (err) {
       fail(res, err, config);
     }
@@ -105,7 +108,7 @@ function splitUrl(url) {
 }
 
 function matches(pattern, segments) {
-  return pattern.length === segments.length && pattern.every((p, i) => p === ":id" ? segments[i] !== "" : p === segments[i]);
+  return pattern.length === segments.length && pattern.every((p, i) => p.startsWith(":") ? segments[i] !== "" : p === segments[i]);
 }
 
 // ---- CORS -------------------------------------------------------------------
@@ -168,22 +171,28 @@ async function resume({ req, res, query, rawId, store, config }) {
   // PROTOCOL.md §Conventions, "Error precedence": the parameters are
   // judged before the task is looked up (400 before 404).
   const params = resumeParams(query);
+  const wanted = outputWanted(query); // null: no output asked, nothing changes
   const { cursor, snapshot } = params;
   const id = taskFor(caller, "watch", store, rawId);
 
   let answer = store.resume(id, cursor, snapshot);
-  if (worthHolding({ waitMs: params.waitMs, mode: answer.mode, live: !isTerminal(answer.task.state), askedEpoch: params.epoch, epoch: store.epoch })) {
-    // Hold until the task changes (the store calls back from the commit
-    // itself: nothing polls) or waitMs runs out.
-    await changeOrTimeout(store, id, params.waitMs, res);
+  let lacks = wanted && store.readOutput(id, wanted);
+  const hold = worthHolding({ waitMs: params.waitMs, mode: answer.mode, live: !isTerminal(answer.task.state), askedEpoch: params.epoch, epoch: store.epoch });
+  // A follower of output that lacks anything (text, a newer attempt, the end) is answered at once.
+  if (hold && !lacks?.news) {
+    // Hold until the task changes, or (with output) an append gives the
+    // follower something (the store calls back from the commit itself:
+    // nothing polls), or waitMs runs out.
+    await (wanted ? changeOrOutput(store, id, wanted, params.waitMs, res) : changeOrTimeout(store, id, params.waitMs, res));
     if (res.destroyed) return; // the client went away
     answer = store.resume(id, cursor);
+    if (wanted) lacks = store.readOutput(id, wanted);
   }
   if (misreads("resume-task-with-input")) {
     const { kind, input } = JSON.parse(store.taskJson(id));
     answer = { ...answer, task: { ...answer.task, kind, input } };
   }
-  sendJson(res, 200, answer);
+  sendJson(res, 200, wanted ? withOutput(answer, wanted, lacks) : answer);
 }
 
 // ---- GET /v1/tasks/{id}/events (SSE) ------------------------------------------
@@ -191,13 +200,17 @@ async function resume({ req, res, query, rawId, store, config }) {
 async function events({ req, res, query, rawId, store, config }) {
   const caller = await callerOf(req, config, query);
   let cursor = streamCursor(req, query);
+  const wanted = outputWanted(query); // null: no output asked, nothing changes
   const id = taskFor(caller, "watch", store, rawId); // after the cursor: 400 before 404
 
   const first = store.resume(id, cursor);
-  // The cursor is the terminal version: nothing will ever follow. 204
-  // is what tells a standard EventSource to stop reconnecting.
-  if (first.mode === "caught-up" && isTerminal(first.task.state)) return noContent(res);
+  // The cursor is the terminal version (and the follower of output lacks
+  // no text): nothing will ever follow. 204 is what tells a standard
+  // EventSource to stop reconnecting.
+  const ended = first.mode === "caught-up" && isTerminal(first.task.state);
+  if (ended && (!wanted || nothingToFollow(store, id, wanted))) return noContent(res);
   const stream = openStream(res, caller, config);
+  if (wanted) return followWithOutput(stream, store, id, cursor, wanted, first);
   // Each message answers the previous message's id; the first answers the
   // starting cursor exactly as resume would.
   const send = (answer) => {

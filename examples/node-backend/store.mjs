@@ -22,6 +22,8 @@
 //   {"op":"deliver","tenant","taskId","key","nowMs"}
 //   {"op":"expire","nowMs","ids"}
 //   {"op":"sweep","nowMs","swept"} (leases, grace periods, deadlines)
+//   {"op":"output","taskId","stream","attempt","offset","text","expected"} (a live-output chunk
+//   core appended; makes no task version)
 // `version`, `lease`, `ids` and `swept` are what the operation did; replay
 // checks that it does the same again.
 
@@ -35,6 +37,8 @@ import { Feeds } from "./feed.mjs";
 import { CreateKeys } from "./keys.mjs";
 import { UsedRequests } from "./used-requests.mjs";
 import { Watchers } from "./watch.mjs";
+import { OutputStreams } from "./output-store.mjs";
+import { Leases } from "./leases.mjs";
 
 /** The record could not be made durable: the process must stop (see `#commit`). */
 export class StorageError extends Error {
@@ -62,13 +66,10 @@ export class Store {
   #feeds = new Feeds();
   /** Who waits for a task or a batch to change. */
   #watchers = new Watchers();
-  /**
-   * taskId → the current attempt's lease as JSON text, as the last event
-   * left it. A heartbeat (or a repeated progress) renews the lease without
-   * a version: the record must be journaled all the same, or a replay
-   * would lapse the task earlier than it did.
-   */
-  #leases = new Map();
+  /** Live output: the streams, and who waits for their appends (output-store.mjs). */
+  #outputs = new OutputStreams();
+  /** Each task's lease as its last event left it: a renewal is journaled (leases.mjs). */
+  #leases = new Leases();
   /** Set once a write failed: the book is ahead of the disk. */
   #broken = null;
 
@@ -165,7 +166,22 @@ export class Store {
     return this.#watchers.watch(id, fn);
   }
 
+  /** What a follower holding `wanted` ({stream, attempt, offset}) of the task lacks (core's, output-store.mjs). */
+  readOutput(taskId, wanted) {
+    return this.#outputs.since(taskId, wanted, this.#view(taskId));
+  }
+
+  /** `watch` for appends, `fn(stream)`: apart, so that an append wakes only who asked for output. */
+  watchOutput(id, fn) {
+    return this.#outputs.watch(id, fn);
+  }
+
   // ---- writes --------------------------------------------------------------
+
+  /** Core's judgement of a live-output chunk ({attempt, offset, text}); only `appended` is journaled, and makes no version. */
+  appendOutput(taskId, stream, { attempt, offset, text }) {
+    return this.#commit({ op: "output", taskId, stream, attempt, offset, text });
+  }
 
   /**
    * Creates a task for `tenant`, or (same Idempotency-Key, same request)
@@ -254,7 +270,7 @@ export class Store {
    */
   #commit(record) {
     if (this.#broken) throw this.#broken;
-    const { result, changed, touched } = this.#run(record);
+    const { result, changed, touched, appended } = this.#run(record);
     if (changed && this.#journal) {
       try {
         this.#journal.append(record);
@@ -266,6 +282,7 @@ export class Store {
       }
     }
     for (const id of touched) this.#watchers.wake(id);
+    if (appended) this.#outputs.wake(appended.taskId, appended.stream);
     return result;
   }
 
@@ -319,7 +336,7 @@ export class Store {
           record.receivedAtMs === undefined
             ? this.#book.apply(record.taskId, record.event, record.callbackId)
             : this.#book.applyAt(record.taskId, record.event, record.callbackId, record.receivedAtMs);
-        const leaseMoved = this.#leaseMoved(record.taskId, result.lease);
+        const leaseMoved = this.#leases.moved(record.taskId, result.lease);
         const { tenant } = this.#tasks.get(record.taskId);
         if (result.changed) {
           this.#expect(record, "version", result.task.version);
@@ -345,7 +362,7 @@ export class Store {
       case "expire": {
         const ids = this.#book.expireDue(record.nowMs);
         if (ids.length > 0) this.#expect(record, "ids", ids);
-        for (const id of ids) this.#leases.delete(id); // the attempt ended with the task
+        for (const id of ids) this.#leases.ended(id); // the attempt ended with the task
         this.#collectNotifications();
         return { result: ids, changed: ids.length > 0, touched: ids };
       }
@@ -356,9 +373,16 @@ export class Store {
         // each task's own steps keep their order.
         if (swept.length > 0) this.#expect(record, "swept", byTask(swept));
         const touched = [...new Set(swept.map((s) => s.taskId))];
-        for (const id of touched) this.#leases.delete(id);
+        for (const id of touched) this.#leases.ended(id);
         this.#collectNotifications(misreads("sweeper-notifies-at-now") ? record.nowMs : undefined);
         return { result: swept, changed: swept.length > 0, touched };
+      }
+      case "output": {
+        const result = this.#outputs.append(record, this.#view(record.taskId));
+        const changed = result.reason === "appended";
+        if (changed) this.#expect(record, "expected", result.expected);
+        // No task version: the output's watchers are woken, the task's are not.
+        return { result, changed, touched: [], appended: changed ? record : undefined };
       }
       default:
         throw new Error(`unknown record op ${JSON.stringify(record.op)}`);
@@ -372,20 +396,6 @@ export class Store {
     // Old journals kept `input` as a parsed value: its text is all that is left.
     const input = fields.inputJson ?? (fields.input === undefined ? undefined : JSON.stringify(fields.input));
     this.#tasks.set(id, { tenant, kind, input, batchId });
-  }
-
-  /**
-   * Whether `lease` (an apply's) differs from what the task's last event
-   * left; remembers it. After a sweep step the task's entry is dropped,
-   * so the comparison is with no lease: at worst a record that changed
-   * nothing is journaled, and replays the same way.
-   */
-  #leaseMoved(taskId, lease) {
-    const text = lease === undefined ? undefined : JSON.stringify(lease);
-    const moved = text !== this.#leases.get(taskId);
-    if (text === undefined) this.#leases.delete(taskId);
-    else this.#leases.set(taskId, text);
-    return moved;
   }
 
   /** Live: records what the operation did. Replay: it must match. */

@@ -26,12 +26,13 @@ export class Watchers {
     };
   }
 
-  wake(id) {
+  /** Calls the watchers of `id` with `args` (an append's stream name, for output watchers). */
+  wake(id, ...args) {
     const set = this.#sets.get(id);
     if (!set) return;
     for (const fn of [...set]) {
       try {
-        fn();
+        fn(...args);
       } catch (err) {
         console.error(`watcher of ${id} failed:`, err);
       }
@@ -100,8 +101,9 @@ export function openStream(res, caller, config) {
     : setTimeout(end, Math.max(0, (expiresAt + config.browserKeys.leewaySecs + 1) * 1000 - Date.now()));
   res.on("close", close);
   return {
+    /** One message; without `id` (undefined) it has no id line (an `output` message). */
     send(event, id, data) {
-      if (live()) res.write(`event: ${event}\nid: ${id}\ndata: ${data}\n\n`);
+      if (live()) res.write(`event: ${event}\n${id === undefined ? "" : `id: ${id}\n`}data: ${data}\n\n`);
     },
     end,
     onClose(fn) {

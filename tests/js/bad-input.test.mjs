@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import * as tw from "../../dist/full/node.js";
 import { rng } from "./rng.mjs";
 
-const { TaskBook, TaskMirror, TaskClient, TaskwireError, createTask, applyEvent, expireTask, worthHolding, planBatch } = tw;
+const { TaskBook, TaskMirror, TaskClient, TaskwireError, createTask, applyEvent, expireTask, worthHolding, planBatch, checkStreamName, OutputLog } = tw;
 
 function revoked() {
   const { proxy, revoke } = Proxy.revocable({}, {});
@@ -124,6 +124,10 @@ const CALLS = [
   ["expireTask", (r) => expireTask(arg(r))],
   ["planBatch", (r) => planBatch(junk(r), junk(r), junk(r))],
   ["worthHolding", (r) => worthHolding(r() < 0.5 ? junk(r) : { waitMs: junk(r), mode: r() < 0.5 ? "caught-up" : junk(r), live: r() < 0.5 ? true : junk(r), askedEpoch: junk(r), epoch: junk(r) })],
+  ["checkStreamName", (r) => checkStreamName(junk(r), r() < 0.5 ? undefined : junk(r))],
+  ["new OutputLog", () => new OutputLog()],
+  ["output.append", (r, ctx) => ctx.output.append(r() < 0.3 ? junk(r) : { attempt: r() < 0.5 ? 1 : junk(r), offset: junk(r), text: r() < 0.5 ? "draft" : junk(r) }, r() < 0.5 ? 1 : junk(r), junk(r), r() < 0.5 ? undefined : junk(r))],
+  ["output.since", (r, ctx) => ctx.output.since(junk(r), junk(r), r() < 0.5 ? 1 : junk(r), junk(r))],
   ["new TaskBook", (r) => new TaskBook(arg(r))],
   ["book.create", (r, ctx) => ctx.book.create(arg(r))],
   ["book.get", (r, ctx) => ctx.book.get(junk(r))],
@@ -156,6 +160,7 @@ test("no input traps the module or throws anything but a coded Error", async () 
   const ctx = {
     book: validBook(),
     mirror: new TaskMirror("t"),
+    output: new OutputLog(),
     client: new TaskClient({ baseUrl: "http://127.0.0.1:9", fetch: offlineFetch, backoff: { initialMs: 1000, maxMs: 1000 } }),
   };
   const bad = (name, i, e) =>

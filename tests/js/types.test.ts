@@ -5,8 +5,12 @@ import init, {
   TaskBook,
   TaskMirror,
   TaskwireError,
+  OutputLog,
   applyEvent,
+  checkStreamName,
   createTask,
+  type OutputAppended,
+  type OutputCatchup,
   type ActionAnswer,
   type BatchCancelAnswer,
   type CallbackResult,
@@ -433,4 +437,19 @@ async function workers(): Promise<void> {
   const badWhy: CancelCode = "timeout";
   void cls, unknown, code, reason, badWhy, stepCode, stepName, fatal, badStep;
 }
-void example, client, lifecycle, hooks, batches, batchHook, workers, issue29;
+function liveOutput(): void {
+  checkStreamName("draft", "output");
+  const log = new OutputLog();
+  const judged: OutputAppended = log.append({ attempt: 1, offset: 0, text: "Once" }, 1, true, "body");
+  const delivered: boolean = judged.accepted && judged.reason !== "output-gap";
+  const lacks: OutputCatchup = log.since(1, 0, 1, true);
+  const held: boolean = !lacks.news;
+  const units: number = log.units + log.attempt;
+  // @ts-expect-error: the reasons are a closed union
+  const badReason: OutputAppended["reason"] = "gap";
+  // @ts-expect-error: a chunk needs its attempt
+  log.append({ offset: 0, text: "x" }, 1, true);
+  log.free();
+  void delivered, held, units, badReason;
+}
+void example, client, lifecycle, hooks, batches, batchHook, workers, issue29, liveOutput;

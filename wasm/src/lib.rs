@@ -49,6 +49,8 @@ mod functions;
 mod mirror;
 #[cfg(all(target_arch = "wasm32", not(feature = "book")))]
 mod number;
+#[cfg(feature = "book")]
+mod output;
 mod read;
 
 #[cfg(feature = "book")]
@@ -58,6 +60,8 @@ pub use client::{ClientCore, WatchHandle};
 #[cfg(feature = "book")]
 pub use functions::{apply_event, create_task, expire_task, plan_batch, worth_holding};
 pub use mirror::MirrorHandle;
+#[cfg(feature = "book")]
+pub use output::{output_stream_name, OutputLogHandle};
 
 use error::throw;
 
