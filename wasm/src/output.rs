@@ -69,10 +69,9 @@ impl OutputLogHandle {
     }
 
     /// What a follower holding `attempt`'s text up to `offset` lacks, for
-    /// a task at `task_attempt` that is `task_live` or has ended: a newer
-    /// attempt that wrote nothing yet already replaces the old text, and
-    /// an ended task's stream is complete (as the Rust server restores a
-    /// stream before `OutputLog::since`). `{attempt, offset, text,
+    /// a task at `task_attempt` that is `task_live` or has ended (core's
+    /// `OutputLog::follow_task`, then `since`, as the Rust server does).
+    /// `{attempt, offset, text,
     /// complete, news}`, `news` being core's `Catchup::is_news` for the
     /// follower: whether a long-poll is answered at once.
     pub fn since(
@@ -86,10 +85,7 @@ impl OutputLogHandle {
         let offset = safe_int(offset, "outputOffset")?;
         let task_attempt = safe_int(task_attempt, "taskAttempt")?;
         let mut log = self.log.clone();
-        log.begin(task_attempt);
-        if !task_live {
-            log.close();
-        }
+        log.follow_task(task_attempt, task_live);
         let c: Catchup = log.since(attempt, offset);
         Ok(object(&[
             ("attempt", &c.attempt),

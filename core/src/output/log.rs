@@ -234,6 +234,19 @@ impl OutputLog {
         }
     }
 
+    /// Brings a stored stream to its task as it now stands, before a
+    /// follower is answered (PROTOCOL.md §Live output, "Following"): an
+    /// attempt that has started and written nothing yet already replaces
+    /// the old text (its followers stop showing a draft nobody finishes),
+    /// and an ended task's stream is complete. Both backends call this;
+    /// neither decides it.
+    pub fn follow_task(&mut self, task_attempt: u64, task_live: bool) {
+        self.begin(task_attempt);
+        if !task_live {
+            self.close();
+        }
+    }
+
     /// What a follower holding `attempt`'s text up to `offset` lacks: the
     /// rest of that attempt's text; or, when the stream holds another
     /// attempt's, all of it from offset 0 (the follower's text is

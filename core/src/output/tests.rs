@@ -220,3 +220,29 @@ fn a_follower_is_sent_what_it_lacks_and_a_newer_attempts_text_whole() {
     let end = log.since(2, 7);
     assert!(end.complete && end.is_news(2), "the end is news");
 }
+
+#[test]
+fn a_stream_follows_its_task_a_newer_attempt_replaces_the_text_and_an_end_completes_it() {
+    let stored = || OutputLog::restore(1, "abc".to_string(), false);
+    // The task is still on attempt 1 and live: the follower is up to date.
+    let mut log = stored();
+    log.follow_task(1, true);
+    let c = log.since(1, 3);
+    assert_eq!((c.attempt, c.text.as_str(), c.complete), (1, "", false));
+    assert!(!c.is_news(1));
+    // Attempt 2 started and wrote nothing: the old text is replaced by none.
+    let mut log = stored();
+    log.follow_task(2, true);
+    let c = log.since(1, 3);
+    assert_eq!(
+        (c.attempt, c.offset, c.text.as_str(), c.complete),
+        (2, 0, "", false)
+    );
+    assert!(c.is_news(1));
+    // The task ended on attempt 1: the stream is complete.
+    let mut log = stored();
+    log.follow_task(1, false);
+    let c = log.since(1, 3);
+    assert_eq!((c.attempt, c.complete), (1, true));
+    assert!(c.is_news(1));
+}

@@ -51,12 +51,7 @@ pub type StoredStream = Option<(u64, String)>;
 fn restore(view: &TaskView, stored: StoredStream) -> OutputLog {
     let (attempt, text) = stored.unwrap_or_default();
     let mut log = OutputLog::restore(attempt, text, false);
-    // A newer attempt has started: its followers stop showing the old
-    // text at once, before it writes anything.
-    log.begin(view.attempts);
-    if view.state.is_terminal() {
-        log.close();
-    }
+    log.follow_task(view.attempts, !view.state.is_terminal());
     log
 }
 
