@@ -3,8 +3,8 @@
 // request nobody signed costs almost nothing and learns nothing.
 
 import { createHash } from "node:crypto";
-import { BODY_LIMIT, HttpError, checkId, invalid, parseJson, quoted, readBody, sendJson, taskIdFrom, tooLarge, typeOf, unauthorized } from "./http.mjs";
-import { checkHeaders, verifier } from "./sign.mjs";
+import { BODY_LIMIT, HttpError, checkId, invalid, parseJson, quoted, sendJson, taskIdFrom, tooLarge, typeOf, unauthorized } from "./http.mjs";
+import { checkHeaders, readSigned } from "./sign.mjs";
 import { refuseIfNotAnExecutors, withDefaultLease } from "./lifecycle.mjs";
 import { misreads } from "./misread.mjs";
 import { misreadEvent, misreadReport } from "./misread-report.mjs";
@@ -23,17 +23,9 @@ export async function callback({ req, res, rawId, store, config }) {
     checkId("webhook-id", signed.id, "latin1");
     taskId = taskIdFrom(rawId);
     if (Number(req.headers["content-length"] ?? 0) > BODY_LIMIT) throw tooLarge();
-    // 2. The secrets of the task's tenant. An unknown task has none: its
-    // body is hashed with a key nobody holds and dropped, and the answer
-    // is a wrong signature's, so existence is not revealed.
-    tenant = store.tenantOf(taskId);
-    const keys = tenant === undefined ? [] : config.keyring.keysOf(tenant);
-    const check = keys.length > 0 ? verifier(signed, keys) : verifier(signed, [config.keyring.decoy], { decoy: true });
-    // 3. The body, in time, hashed as it arrives.
-    raw = await readBody(req, { timeoutMs: config.callbackBodyTimeoutMs, onChunk: check.update, keep: keys.length > 0 });
-    if (!check.finish()) {
-      throw unauthorized(`webhook-signature: no valid signature for task ${quoted(taskId)} (check the secret of the task's tenant, and the task id)`);
-    }
+    // 2 and 3. The tenant's secrets (an unknown task is answered as a
+    // wrong signature), then the body, hashed as it arrives.
+    ({ tenant, raw } = await readSigned(req, signed, taskId, { store, config }));
   } catch (err) {
     // Answered before the whole body was read: do not keep the connection.
     if (err instanceof HttpError && raw === undefined) err.headers = { ...err.headers, connection: "close" };

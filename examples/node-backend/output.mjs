@@ -11,8 +11,8 @@
 // `duplicate-chunk`, and after a newer attempt a `stale-attempt`.
 
 import { checkStreamName } from "taskwire";
-import { HttpError, checkId, invalid, parseJson, parseInteger, quoted, readBody, sendJson, taskIdFrom, tooLarge, typeOf, unauthorized } from "./http.mjs";
-import { checkHeaders, verifier } from "./sign.mjs";
+import { HttpError, checkId, invalid, parseJson, parseInteger, quoted, sendJson, taskIdFrom, tooLarge, typeOf, unauthorized } from "./http.mjs";
+import { checkHeaders, readSigned } from "./sign.mjs";
 
 /**
  * The largest append body (PROTOCOL.md §Live output): a chunk of core's
@@ -57,16 +57,8 @@ export async function appendOutput({ req, res, rawId, segments, store, config })
     taskId = taskIdFrom(rawId);
     stream = streamFrom(segments[4]);
     if (Number(req.headers["content-length"] ?? 0) > APPEND_BODY_LIMIT) throw tooLarge(APPEND_BODY_LIMIT);
-    // 2. The secrets of the task's tenant; an unknown task is hashed with
-    // a key nobody holds and answered as a wrong signature.
-    tenant = store.tenantOf(taskId);
-    const keys = tenant === undefined ? [] : config.keyring.keysOf(tenant);
-    const check = keys.length > 0 ? verifier(signed, keys) : verifier(signed, [config.keyring.decoy], { decoy: true });
-    // 3. The body, in time, hashed as it arrives.
-    raw = await readBody(req, { timeoutMs: config.callbackBodyTimeoutMs, onChunk: check.update, keep: keys.length > 0, limit: APPEND_BODY_LIMIT });
-    if (!check.finish()) {
-      throw unauthorized(`webhook-signature: no valid signature for task ${quoted(taskId)} (check the secret of the task's tenant, and the task id)`);
-    }
+    // 2 and 3. The tenant's secrets, then the body, hashed as it arrives.
+    ({ tenant, raw } = await readSigned(req, signed, taskId, { store, config, limit: APPEND_BODY_LIMIT }));
   } catch (err) {
     // Answered before the whole body was read: do not keep the connection.
     if (err instanceof HttpError && raw === undefined) err.headers = { ...err.headers, connection: "close" };

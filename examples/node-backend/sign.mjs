@@ -12,7 +12,7 @@
 // body as it arrives.
 
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
-import { HttpError } from "./http.mjs";
+import { HttpError, quoted, readBody, unauthorized } from "./http.mjs";
 
 /** How far webhook-timestamp may be from the server's clock, either way. */
 export const TOLERANCE_SECONDS = 5 * 60;
@@ -144,4 +144,24 @@ export function verifier({ id, timestamp, tags }, keys, { decoy = false } = {}) 
       return valid && !decoy;
     },
   };
+}
+
+/**
+ * Steps 2 and 3 of every signed request (PROTOCOL.md §Executor callback,
+ * "Order of the checks"; callbacks and output appends alike): the secrets
+ * of the task's tenant, then the body, read within the callback body
+ * timeout and hashed as it arrives. An unknown task has no secrets: its
+ * body is hashed with a key nobody holds and dropped, and the answer is a
+ * wrong signature's, so existence is not revealed. Returns `{tenant,
+ * raw}`; throws 401 when no secret of the tenant signed the body.
+ */
+export async function readSigned(req, signed, taskId, { store, config, limit }) {
+  const tenant = store.tenantOf(taskId);
+  const keys = tenant === undefined ? [] : config.keyring.keysOf(tenant);
+  const check = keys.length > 0 ? verifier(signed, keys) : verifier(signed, [config.keyring.decoy], { decoy: true });
+  const raw = await readBody(req, { timeoutMs: config.callbackBodyTimeoutMs, onChunk: check.update, keep: keys.length > 0, limit });
+  if (!check.finish()) {
+    throw unauthorized(`webhook-signature: no valid signature for task ${quoted(taskId)} (check the secret of the task's tenant, and the task id)`);
+  }
+  return { tenant, raw };
 }
