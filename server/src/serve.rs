@@ -194,13 +194,6 @@ pub async fn serve(
         let _ = stream.set_nodelay(true);
         let activity = Activity::new();
         reclaimer.track(&activity);
-        let service = connection_service(
-            &app,
-            cors_state.clone(),
-            &activity,
-            limits.body_timeout,
-            tls.is_some(),
-        );
         let mut stop = stop_rx.clone();
         let parts = Parts {
             stopping: Box::pin(async move {
@@ -214,17 +207,25 @@ pub async fn serve(
         };
         match &tls {
             None => {
+                let service = connection_service(
+                    &app,
+                    cors_state.clone(),
+                    &parts.activity,
+                    limits.body_timeout,
+                    false,
+                );
                 let io = TokioIo::new(Watched::new(stream, Arc::clone(&parts.activity)));
                 tokio::spawn(parts.serve(http.serve_connection(io, service)));
             }
             Some(acceptor) => {
-                tokio::spawn(tls::serve(
-                    acceptor.clone(),
-                    stream,
-                    service,
-                    http.clone(),
-                    parts,
-                ));
+                // The service is made once ALPN has said which protocol.
+                let routes = tls::Routes {
+                    app: app.clone(),
+                    cors: cors_state.clone(),
+                    body_timeout: limits.body_timeout,
+                    http1: http.clone(),
+                };
+                tokio::spawn(tls::serve(acceptor.clone(), stream, routes, parts));
             }
         }
     }

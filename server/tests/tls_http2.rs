@@ -163,6 +163,15 @@ async fn a_client_that_offers_only_http1_is_served_http1_over_tls() {
         assert_eq!(res.status(), 200);
         res.into_body().collect().await.unwrap();
     }
+    // A body refused unread (an unknown token, judged from the headers)
+    // closes an HTTP/1.1 connection, and the answer says so, as in plain.
+    let mut refused = request("POST", "/v1/tasks", Some(json!({"ttlMs": 1000})));
+    refused
+        .headers_mut()
+        .insert("authorization", "Bearer nobody".parse().unwrap());
+    let res = sender.send_request(refused).await.unwrap();
+    assert_eq!(res.status(), 401);
+    assert_eq!(res.headers()["connection"], "close");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -18,6 +18,9 @@
 use std::path::Path;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
 
 use hyper::body::Incoming;
 use hyper::server::conn::{http1, http2};
@@ -28,8 +31,10 @@ use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio_rustls::rustls::{self, ServerConfig};
 use tokio_rustls::TlsAcceptor;
 
-use super::phase::{Tracked, Watched};
+use super::phase::Watched;
+use super::service::connection_service;
 use super::{GracefulShutdown, Parts, MAX_HEAD_BYTES};
+use crate::AppState;
 
 /// The acceptor of `--tls-cert` (PEM, the certificate first, then any
 /// intermediates) and `--tls-key` (PEM, PKCS#8, PKCS#1 or SEC1). A file
@@ -77,27 +82,18 @@ fn read_chain(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
     Ok(chain)
 }
 
+/// What a TLS connection's service is made of, once ALPN has chosen.
+pub(super) struct Routes {
+    pub app: Router,
+    pub cors: Option<AppState>,
+    pub body_timeout: Duration,
+    pub http1: http1::Builder,
+}
+
 /// Serves one accepted connection over TLS: the handshake, bounded by the
 /// head's deadline (a client that never finishes it is closed with no
 /// answer, as a slow head is), then HTTP/2 or HTTP/1.1 as ALPN chose.
-pub(super) async fn serve<S, F>(
-    acceptor: TlsAcceptor,
-    stream: TcpStream,
-    service: S,
-    http: http1::Builder,
-    parts: Parts,
-) where
-    S: hyper::service::Service<
-            hyper::Request<Incoming>,
-            Response = hyper::Response<Tracked>,
-            Error = std::convert::Infallible,
-            Future = F,
-        > + Send
-        + 'static,
-    F: std::future::Future<Output = Result<hyper::Response<Tracked>, std::convert::Infallible>>
-        + Send
-        + 'static,
-{
+pub(super) async fn serve(acceptor: TlsAcceptor, stream: TcpStream, routes: Routes, parts: Parts) {
     let handshake = acceptor.accept(stream);
     // A timer of its own that ends with the head's: the one in `parts`
     // goes on to bound the first request.
@@ -111,6 +107,13 @@ pub(super) async fn serve<S, F>(
         () = deadline => return,
     };
     let http2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
+    let Routes {
+        app,
+        cors,
+        body_timeout,
+        http1,
+    } = routes;
+    let service = connection_service(&app, cors, &parts.activity, body_timeout, http2);
     let activity = Arc::clone(&parts.activity);
     if http2 {
         let io = TokioIo::new(Watched::without_heads(tls, activity));
@@ -119,7 +122,7 @@ pub(super) async fn serve<S, F>(
         parts.serve(builder.serve_connection(io, service)).await;
     } else {
         let io = TokioIo::new(Watched::new(tls, activity));
-        parts.serve(http.serve_connection(io, service)).await;
+        parts.serve(http1.serve_connection(io, service)).await;
     }
 }
 
