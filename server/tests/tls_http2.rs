@@ -156,6 +156,10 @@ async fn a_client_that_offers_only_http1_is_served_http1_over_tls() {
     tokio::spawn(conn);
     for _ in 0..2 {
         // Twice: the connection is kept alive between requests.
+        sender
+            .ready()
+            .await
+            .expect("the connection serves another request");
         let res = sender
             .send_request(request("GET", "/v1/notifications", None))
             .await
@@ -169,6 +173,7 @@ async fn a_client_that_offers_only_http1_is_served_http1_over_tls() {
     refused
         .headers_mut()
         .insert("authorization", "Bearer nobody".parse().unwrap());
+    sender.ready().await.unwrap();
     let res = sender.send_request(refused).await.unwrap();
     assert_eq!(res.status(), 401);
     assert_eq!(res.headers()["connection"], "close");
