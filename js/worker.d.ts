@@ -129,6 +129,8 @@ export interface Job {
    * with the checkpoint it resolved to, or `failed`, and `run`'s error
    * rethrown. A step the plan does not have, a task without a plan and
    * a finished step's conflict reject with a `StepError`.
+   * `options.label` is sent with the `running` report: what a page shows
+   * while the step runs ("3/8: extracting key points").
    *
    * @example
    * const facts = await job.step("extract", async () => {
@@ -136,7 +138,7 @@ export interface Job {
    *   return { outputRef: ref.url, outputHash: ref.sha256, usage: { tokens: 812, costCents: 3, toolCalls: 1 } };
    * });
    */
-  step(step: string, run: () => Promise<StepOutput> | StepOutput): Promise<StepCheckpoint | undefined>;
+  step(step: string, run: () => Promise<StepOutput> | StepOutput, options?: { label?: string }): Promise<StepCheckpoint | undefined>;
   /**
    * The writer on the task's output stream `stream` (1 to 64 of `a-z`,
    * `0-9`, `-`, `_`; else a `TypeError` naming `stream`). The same name

@@ -78,10 +78,12 @@ export class Job {
    * a finished step answers its checkpoint without calling `run`;
    * otherwise it is reported `running`, `run()` is awaited, and the step
    * reported `succeeded` with the checkpoint `run` resolved to (or
-   * `failed`, and `run`'s error rethrown). See steps.js.
+   * `failed`, and `run`'s error rethrown). `options.label`: what a page
+   * shows while the step runs ("3/8: extracting key points"), sent with
+   * its `running` report. See steps.js.
    */
-  step(name, run) {
-    return runStep(this, this.#steps, (event) => this.#send(event), name, run);
+  step(name, run, options = {}) {
+    return runStep(this, this.#steps, (event) => this.#send(event), name, run, options);
   }
 
   /**

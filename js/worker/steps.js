@@ -81,9 +81,10 @@ function output(value) {
  * answering the server's `{next, reason, …}` (its `next` has already
  * fired the signal when it said to stop).
  */
-export async function runStep(job, done, send, name, run) {
+export async function runStep(job, done, send, name, run, { label } = {}) {
   stepName(name, "job.step");
   if (typeof run !== "function") throw new TypeError(`job.step: run: must be an async function returning {outputRef, outputHash, usage?}, got ${describe(run)}`);
+  if (label !== undefined && typeof label !== "string") throw new TypeError(`job.step: options.label: must be a string, got ${describe(label)}`);
   if (isStepDone(job.task, done, name)) return checkpointOf(job.task, done, name);
   const report = async (fields) => {
     const answer = await send({ type: "step", name, ...fields });
@@ -97,7 +98,7 @@ export async function runStep(job, done, send, name, run) {
   job.check();
   // Renews the lease, and asks the server whether the step is the plan's
   // before any of its work is done.
-  await report({ status: "running" });
+  await report(label === undefined ? { status: "running" } : { status: "running", label });
   let fields;
   try {
     fields = output(await run());

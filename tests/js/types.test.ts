@@ -395,6 +395,7 @@ async function workers(): Promise<void> {
       timeoutMs: 60_000,
     });
     const loaded: StepCheckpoint | undefined = await job.step("load", async (): Promise<StepOutput> => ({ outputRef: "r", outputHash: "h", usage: { tokens: 1, costCents: 0, toolCalls: 0 } }));
+    await job.step("load", () => ({ outputRef: "r", outputHash: "h" }), { label: "1/3: load" });
     const again: StepCheckpoint | undefined = job.stepCheckpoint("load");
     const finished: boolean = job.stepDone("load");
     const draft: Output = job.output("draft");
@@ -406,6 +407,8 @@ async function workers(): Promise<void> {
     await job.step("s", async () => ({ outputRef: "r" }));
     // @ts-expect-error: usage has all three counts
     await job.step("s", () => ({ outputRef: "r", outputHash: "h", usage: { tokens: 1 } }));
+    // @ts-expect-error: a label is text
+    await job.step("s", () => ({ outputRef: "r", outputHash: "h" }), { label: 3 });
     // @ts-expect-error: output writes text
     await draft.write(42);
     void attempt, leaseEnds, why, key, loaded, again, finished, held, stream;

@@ -25,10 +25,15 @@ test("a second attempt skips the steps the first finished and continues from the
   const k = kind("steps");
   const runs = { load: 0, classify: 0, publish: 0 };
   const seen = {};
-  const run = (job, name) => job.step(name, async () => {
-    runs[name]++;
-    return { ...checkpointOf(name), usage: { tokens: 100 + runs[name], costCents: 2, toolCalls: 1 } };
-  });
+  const run = (job, name) =>
+    job.step(
+      name,
+      async () => {
+        runs[name]++;
+        return { ...checkpointOf(name), usage: { tokens: 100 + runs[name], costCents: 2, toolCalls: 1 } };
+      },
+      { label: `${PLAN.steps.indexOf(name) + 1}/3: ${name}` },
+    );
   startWorker(t, server, {
     [k]: async (job) => {
       seen[job.attempt] = { doneBefore: PLAN.steps.map((s) => job.stepDone(s)), checkpoints: PLAN.steps.map((s) => job.stepCheckpoint(s)) };
@@ -59,6 +64,7 @@ test("a second attempt skips the steps the first finished and continues from the
     done.steps.map(({ name, status, attempt, outputRef, outputHash, usage }) => ({ name, status, attempt, outputRef, outputHash, usage })),
     PLAN.steps.map((name, i) => ({ name, status: "succeeded", attempt: i < 2 ? 1 : 2, ...checkpointOf(name), usage: { tokens: 101, costCents: 2, toolCalls: 1 } })),
   );
+  assert.deepEqual(done.steps.map((s) => s.label), ["1/3: load", "2/3: classify", "3/3: publish"], "each step keeps its running report's label");
   assert.equal(done.resultRef, "mem://publish");
   assert.equal(done.progress, 100);
 });
@@ -180,6 +186,7 @@ test("step names and run are checked, the error naming the field; checkpoint() i
     await assert.rejects(job.step(bad, async () => checkpointOf("x")), (e) => e instanceof TypeError && /^job\.step: step: /.test(e.message));
   }
   await assert.rejects(job.step("c", "not a function"), (e) => e instanceof TypeError && /^job\.step: run: /.test(e.message));
+  await assert.rejects(job.step("c", async () => checkpointOf("c"), { label: 3 }), (e) => e instanceof TypeError && /^job\.step: options\.label: /.test(e.message));
   assert.equal(job.checkpoint(), undefined, "the signal check, which passes");
   assert.deepEqual([job.stepCheckpoint("a"), job.stepCheckpoint("b"), job.stepCheckpoint("c")], [{ outputRef: "r", outputHash: "h" }, undefined, undefined]);
   assert.deepEqual(["a", "b", "c", "zz"].map((s) => job.stepDone(s)), [true, true, false, false]);

@@ -65,6 +65,25 @@ impl StepOutput {
     }
 }
 
+/// One step report's fields besides the step's name.
+struct Report<'a> {
+    status: StepStatus,
+    label: Option<&'a str>,
+    usage: Option<Usage>,
+    checkpoint: Option<Checkpoint>,
+}
+
+impl Default for Report<'_> {
+    fn default() -> Self {
+        Report {
+            status: StepStatus::Running,
+            label: None,
+            usage: None,
+            checkpoint: None,
+        }
+    }
+}
+
 impl Job {
     /// The checkpoint of step `name`, when an earlier attempt (or this
     /// one) finished it with one, as the claimed task says.
@@ -104,12 +123,44 @@ impl Job {
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<StepOutput, JobError>>,
     {
+        self.run_step(name, None, run).await
+    }
+
+    /// [`Job::step`], its `running` report carrying `label`: what a page
+    /// shows while the step runs ("3/8: extracting key points").
+    pub async fn step_labelled<F, Fut>(
+        &self,
+        name: &str,
+        label: &str,
+        run: F,
+    ) -> Result<Checkpoint, JobError>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<StepOutput, JobError>>,
+    {
+        self.run_step(name, Some(label), run).await
+    }
+
+    async fn run_step<F, Fut>(
+        &self,
+        name: &str,
+        label: Option<&str>,
+        run: F,
+    ) -> Result<Checkpoint, JobError>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<StepOutput, JobError>>,
+    {
         if let Some(done) = self.step_checkpoint(name) {
             return Ok(done.clone());
         }
         let name = NonBlank::new(name, "step").map_err(|e| JobError::fatal(e.message))?;
-        self.report_step(&name, StepStatus::Running, None, None)
-            .await?;
+        let running = Report {
+            status: StepStatus::Running,
+            label,
+            ..Report::default()
+        };
+        self.report_step(&name, running).await?;
         let ran = run().await.and_then(|output| {
             let checkpoint = Checkpoint {
                 output_ref: NonBlank::new(output.output_ref, "outputRef")
@@ -125,29 +176,31 @@ impl Job {
                 // Best effort: the attempt's own end (its `fail`) follows.
                 // A blank checkpoint fails the step too, never leaves it
                 // `running`.
-                let _ = self
-                    .report_step(&name, StepStatus::Failed, None, None)
-                    .await;
+                let failed = Report {
+                    status: StepStatus::Failed,
+                    ..Report::default()
+                };
+                let _ = self.report_step(&name, failed).await;
                 return Err(e);
             }
         };
-        self.report_step(
-            &name,
-            StepStatus::Succeeded,
-            Some(checkpoint.clone()),
+        let succeeded = Report {
+            status: StepStatus::Succeeded,
+            checkpoint: Some(checkpoint.clone()),
             usage,
-        )
-        .await?;
+            label: None,
+        };
+        self.report_step(&name, succeeded).await?;
         Ok(checkpoint)
     }
 
-    async fn report_step(
-        &self,
-        name: &NonBlank,
-        status: StepStatus,
-        checkpoint: Option<Checkpoint>,
-        usage: Option<Usage>,
-    ) -> Result<(), JobError> {
+    async fn report_step(&self, name: &NonBlank, report: Report<'_>) -> Result<(), JobError> {
+        let Report {
+            status,
+            label,
+            usage,
+            checkpoint,
+        } = report;
         let sent = self
             .reporter()
             .report(Kind::Renewing, |at_ms, attempt| {
@@ -156,7 +209,7 @@ impl Job {
                     report: StepReport {
                         name: name.clone(),
                         status,
-                        label: None,
+                        label: label.map(str::to_string),
                         usage,
                         checkpoint: checkpoint.clone(),
                     },

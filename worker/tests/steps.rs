@@ -26,9 +26,10 @@ async fn a_second_attempt_resumes_at_the_first_unfinished_step_and_runs_no_step_
             let seen = Arc::clone(&seen);
             async move {
                 let mut facts = Vec::new();
-                for name in STEPS {
+                for (n, name) in STEPS.into_iter().enumerate() {
+                    let label = format!("{}/3: {name}", n + 1);
                     let checkpoint = job
-                        .step(name, || async {
+                        .step_labelled(name, &label, || async {
                             *seen
                                 .lock()
                                 .unwrap()
@@ -87,6 +88,21 @@ async fn a_second_attempt_resumes_at_the_first_unfinished_step_and_runs_no_step_
         .iter()
         .map(|s| (s["name"].clone(), s["status"].clone(), s["attempt"].clone()))
         .collect();
+    let labels: Vec<_> = task["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["label"].clone())
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            json!("1/3: load"),
+            json!("2/3: classify"),
+            json!("3/3: publish")
+        ],
+        "each step keeps the label its running report gave"
+    );
     assert_eq!(
         attempts,
         [
