@@ -51,13 +51,32 @@ pub struct Job {
 struct Inner {
     task: Claimed,
     reporter: Arc<Reporter>,
+    /// The steps this attempt finished, with their checkpoints: the
+    /// claimed task says only what earlier attempts did, and a step run
+    /// twice in one attempt must not run twice (`Job::step`).
+    finished_steps: std::sync::Mutex<Vec<(String, taskwire_core::steps::Checkpoint)>>,
 }
 
 impl Job {
     pub(crate) fn new(task: Claimed, reporter: Arc<Reporter>) -> Self {
         Job {
-            inner: Arc::new(Inner { task, reporter }),
+            inner: Arc::new(Inner {
+                task,
+                reporter,
+                finished_steps: std::sync::Mutex::default(),
+            }),
         }
+    }
+
+    /// The steps this attempt finished (see `Inner::finished_steps`).
+    pub(crate) fn finished_steps(
+        &self,
+    ) -> std::sync::MutexGuard<'_, Vec<(String, taskwire_core::steps::Checkpoint)>> {
+        // A panic while held cannot leave the list half-written: one push.
+        self.inner
+            .finished_steps
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The task's id.

@@ -85,19 +85,28 @@ impl Default for Report<'_> {
 }
 
 impl Job {
-    /// The checkpoint of step `name`, when an earlier attempt (or this
-    /// one) finished it with one, as the claimed task says.
-    pub fn step_checkpoint(&self, name: &str) -> Option<&Checkpoint> {
+    /// The checkpoint of step `name`, when this attempt finished it, or
+    /// an earlier one did, as the claimed task says.
+    pub fn step_checkpoint(&self, name: &str) -> Option<Checkpoint> {
+        if let Some((_, done)) = self.finished_steps().iter().find(|(n, _)| n == name) {
+            return Some(done.clone());
+        }
         let plan = self.task().plan.as_ref()?;
-        plan.checkpoints().find(|(n, _)| *n == name).map(|(_, c)| c)
+        plan.checkpoints()
+            .find(|(n, _)| *n == name)
+            .map(|(_, c)| c.clone())
     }
 
-    /// True when the claimed task says step `name` is finished
-    /// (succeeded or skipped). [`Job::step`] runs neither again: a
+    /// True when this attempt finished step `name`, or the claimed task
+    /// says it is finished (succeeded or skipped). [`Job::step`] runs
+    /// neither again: a
     /// succeeded step answers its checkpoint, and a skipped one (it has
     /// none) is refused (`step-conflict`, [`StepRefused`]), so branch on
     /// this first where another executor may skip steps.
     pub fn step_done(&self, name: &str) -> bool {
+        if self.finished_steps().iter().any(|(n, _)| n == name) {
+            return true;
+        }
         self.task().plan.as_ref().is_some_and(|plan| {
             plan.steps
                 .iter()
@@ -152,7 +161,7 @@ impl Job {
         Fut: Future<Output = Result<StepOutput, JobError>>,
     {
         if let Some(done) = self.step_checkpoint(name) {
-            return Ok(done.clone());
+            return Ok(done);
         }
         let name = NonBlank::new(name, "step").map_err(|e| JobError::fatal(e.message))?;
         let running = Report {
@@ -191,6 +200,8 @@ impl Job {
             label: None,
         };
         self.report_step(&name, succeeded).await?;
+        self.finished_steps()
+            .push((name.as_str().to_string(), checkpoint.clone()));
         Ok(checkpoint)
     }
 

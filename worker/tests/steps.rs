@@ -249,3 +249,51 @@ async fn a_refused_step_is_never_run_and_its_reason_reaches_the_handler() {
     worker.shutdown(Duration::from_secs(1)).await;
     run.await.unwrap();
 }
+
+/// A step this attempt finished is finished: asked again in the same
+/// attempt, it answers its checkpoint without running (the claimed task
+/// only knows what earlier attempts did).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_asked_twice_in_one_attempt_runs_once() {
+    let server = Server::start(&[]);
+    let worker = server.worker("w-twice").build().unwrap();
+    let runs = Arc::new(Mutex::new(0u32));
+    let counted = Arc::clone(&runs);
+    worker
+        .handle("pack", move |job| {
+            let counted = Arc::clone(&counted);
+            async move {
+                let mut got = Vec::new();
+                for _ in 0..2 {
+                    let checkpoint = job
+                        .step("load", || async {
+                            *counted.lock().unwrap() += 1;
+                            Ok(StepOutput::new("blob://load", "sha256:load"))
+                        })
+                        .await?;
+                    got.push(checkpoint.output_ref.to_string());
+                }
+                assert!(job.step_done("load"));
+                assert_eq!(
+                    job.step_checkpoint("load")
+                        .map(|c| c.output_hash.to_string()),
+                    Some("sha256:load".to_string())
+                );
+                Ok(Done::result(got.join(","), "sha256:twice"))
+            }
+        })
+        .unwrap();
+    let run = spawn(&worker);
+    let id = server
+        .create(
+            "pack",
+            json!({}),
+            json!({"workflowVersion": "v1", "steps": STEPS}),
+        )
+        .await;
+    let task = server.wait_state(&id, "succeeded").await;
+    assert_eq!(task["resultRef"], "blob://load,blob://load");
+    assert_eq!(*runs.lock().unwrap(), 1, "the second ask did not run it");
+    worker.shutdown(Duration::from_secs(1)).await;
+    run.await.unwrap();
+}
