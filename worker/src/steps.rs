@@ -169,7 +169,7 @@ impl Job {
             label,
             ..Report::default()
         };
-        self.report_step(&name, running).await?;
+        self.report_step(&name, running, || ()).await?;
         let ran = run().await.and_then(|output| {
             let checkpoint = Checkpoint {
                 output_ref: NonBlank::new(output.output_ref, "outputRef")
@@ -189,7 +189,7 @@ impl Job {
                     status: StepStatus::Failed,
                     ..Report::default()
                 };
-                let _ = self.report_step(&name, failed).await;
+                let _ = self.report_step(&name, failed, || ()).await;
                 return Err(e);
             }
         };
@@ -199,13 +199,25 @@ impl Job {
             usage,
             label: None,
         };
-        self.report_step(&name, succeeded).await?;
-        self.finished_steps()
-            .push((name.as_str().to_string(), checkpoint.clone()));
+        self.report_step(&name, succeeded, || {
+            self.finished_steps()
+                .push((name.as_str().to_string(), checkpoint.clone()));
+        })
+        .await?;
         Ok(checkpoint)
     }
 
-    async fn report_step(&self, name: &NonBlank, report: Report<'_>) -> Result<(), JobError> {
+    /// Sends one step report. `Ok` when the job goes on; else the
+    /// cancellation, the refusal ([`StepRefused`]) or why it could not be
+    /// sent. `recorded` is called when the server holds the report, before
+    /// a cancel carried by the same answer is returned: a handler that goes
+    /// on after `cannot_cancel` must not run a recorded step again.
+    async fn report_step(
+        &self,
+        name: &NonBlank,
+        report: Report<'_>,
+        recorded: impl FnOnce(),
+    ) -> Result<(), JobError> {
         let Report {
             status,
             label,
@@ -239,7 +251,11 @@ impl Job {
                     reason,
                 }))
             }
-            Ok(_) | Err(ReportError::Ended) => self.check(),
+            Ok(_) => {
+                recorded();
+                self.check()
+            }
+            Err(ReportError::Ended) => self.check(),
             Err(e) => {
                 self.check()?;
                 Err(JobError::fatal(format!("step report: {e}")))

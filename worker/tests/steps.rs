@@ -297,3 +297,62 @@ async fn a_step_asked_twice_in_one_attempt_runs_once() {
     worker.shutdown(Duration::from_secs(1)).await;
     run.await.unwrap();
 }
+
+/// A cancel carried by the answer to a step's `succeeded` report: the step
+/// is recorded all the same, so a handler that goes on after
+/// `cannot_cancel` gets its checkpoint when it asks again, and the step
+/// does not run twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_recorded_with_a_cancel_in_its_answer_stays_finished() {
+    let server = Arc::new(Server::start(&[]));
+    let worker = server.worker("w-cancelled").build().unwrap();
+    let runs = Arc::new(Mutex::new(0u32));
+    let (counted, api) = (Arc::clone(&runs), Arc::clone(&server));
+    worker
+        .handle("pack", move |job| {
+            let (counted, api) = (Arc::clone(&counted), Arc::clone(&api));
+            async move {
+                let id = job.id().to_string();
+                let first = job
+                    .step("load", || async {
+                        *counted.lock().unwrap() += 1;
+                        // A person cancels while the step finishes: the
+                        // answer to its `succeeded` report says `cancel`.
+                        let (status, _) = api
+                            .call("POST", &format!("/v1/tasks/{id}/cancel"), Some(json!({})))
+                            .await;
+                        assert_eq!(status, 200);
+                        Ok(StepOutput::new("blob://load", "sha256:load"))
+                    })
+                    .await;
+                assert!(first.is_err(), "the cancel reaches the handler");
+                // The write cannot be undone: the work goes on.
+                job.cannot_cancel(Some("the summary was sent")).await?;
+                let again = job
+                    .step("load", || async {
+                        *counted.lock().unwrap() += 1;
+                        Ok(StepOutput::new("blob://other", "sha256:other"))
+                    })
+                    .await?;
+                Ok(Done::result(again.output_ref.to_string(), "sha256:done"))
+            }
+        })
+        .unwrap();
+    let run = spawn(&worker);
+    let id = server
+        .create(
+            "pack",
+            json!({}),
+            json!({"workflowVersion": "v1", "steps": STEPS}),
+        )
+        .await;
+    let task = server.wait_state(&id, "cancelled").await;
+    assert_eq!(
+        *runs.lock().unwrap(),
+        1,
+        "the recorded step did not run again"
+    );
+    assert_eq!(task["resultRef"], "blob://load", "{task}");
+    worker.shutdown(Duration::from_secs(1)).await;
+    run.await.unwrap();
+}
