@@ -40,6 +40,7 @@ pub mod keyring;
 pub mod limits;
 pub mod metrics;
 pub mod notify;
+pub mod pem;
 pub mod query;
 pub mod quotas;
 pub mod routes;

@@ -18,8 +18,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use tokio::net::TcpStream;
-use tokio_rustls::rustls::pki_types::pem::PemObject;
-use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName};
+use tokio_rustls::rustls::pki_types::ServerName;
 use tokio_rustls::rustls::{self, ClientConfig, RootCertStore};
 use tokio_rustls::TlsConnector;
 
@@ -36,7 +35,10 @@ pub fn connector(ca_file: Option<&Path>) -> Result<TlsConnector, String> {
         roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
     };
     if let Some(path) = ca_file {
-        for (i, cert) in ca_certificates(path)?.into_iter().enumerate() {
+        for (i, cert) in crate::pem::certificates(path, CA_FLAG)?
+            .into_iter()
+            .enumerate()
+        {
             roots
                 .add(cert)
                 .map_err(|e| format!("{CA_FLAG} {}: certificate {}: {e}", path.display(), i + 1))?;
@@ -52,23 +54,6 @@ pub fn connector(ca_file: Option<&Path>) -> Result<TlsConnector, String> {
     // would pick h2 by ALPN from doing so.
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(TlsConnector::from(Arc::new(config)))
-}
-
-/// The certificates of a PEM file (other blocks, such as a key, are
-/// skipped).
-fn ca_certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
-    let shown = path.display();
-    let pem = std::fs::read(path).map_err(|e| format!("{CA_FLAG} {shown}: {e}"))?;
-    let certs = CertificateDer::pem_slice_iter(&pem)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("{CA_FLAG} {shown}: not a PEM certificate file: {e}"))?;
-    if certs.is_empty() {
-        return Err(format!(
-            "{CA_FLAG} {shown}: no certificate in it (expected PEM \
-             \"-----BEGIN CERTIFICATE-----\" blocks)"
-        ));
-    }
-    Ok(certs)
 }
 
 /// Why a connection could not be had.

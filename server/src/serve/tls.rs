@@ -27,7 +27,7 @@ use hyper::server::conn::{http1, http2};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::net::TcpStream;
 use tokio_rustls::rustls::pki_types::pem::PemObject;
-use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use tokio_rustls::rustls::pki_types::PrivateKeyDer;
 use tokio_rustls::rustls::{self, ServerConfig};
 use tokio_rustls::TlsAcceptor;
 
@@ -41,7 +41,7 @@ use crate::AppState;
 /// that cannot be read or holds nothing usable is an error naming its
 /// flag and path; a key that does not match the certificate is one too.
 pub fn acceptor(cert: &Path, key: &Path) -> Result<TlsAcceptor, String> {
-    let chain = read_chain(cert)?;
+    let chain = crate::pem::certificates(cert, "--tls-cert")?;
     let key_pem = std::fs::read(key).map_err(|e| format!("--tls-key {}: {e}", key.display()))?;
     let key_der = PrivateKeyDer::from_pem_slice(&key_pem).map_err(|e| {
         format!(
@@ -65,21 +65,6 @@ pub fn acceptor(cert: &Path, key: &Path) -> Result<TlsAcceptor, String> {
     // HTTP/2 first: every browser that can, does.
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(TlsAcceptor::from(Arc::new(config)))
-}
-
-fn read_chain(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
-    let shown = path.display();
-    let pem = std::fs::read(path).map_err(|e| format!("--tls-cert {shown}: {e}"))?;
-    let chain = CertificateDer::pem_slice_iter(&pem)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("--tls-cert {shown}: not a PEM certificate file: {e}"))?;
-    if chain.is_empty() {
-        return Err(format!(
-            "--tls-cert {shown}: no certificate in it (expected PEM \
-             \"-----BEGIN CERTIFICATE-----\" blocks, the server's first)"
-        ));
-    }
-    Ok(chain)
 }
 
 /// What a TLS connection's service is made of, once ALPN has chosen.
