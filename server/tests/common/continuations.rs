@@ -7,7 +7,7 @@
 
 use serde_json::{json, Value};
 
-use super::lifecycle::{act, create_with, ev, start, task, wait_for};
+use super::lifecycle::{act, create_with, ev, start, succeed, task, wait_for};
 use super::Harness;
 
 fn progress(attempt: u64, p: u64) -> Value {
@@ -82,17 +82,7 @@ pub async fn approval_continues_scenario(h: &Harness) {
         "{lower}"
     );
     assert_eq!(task(h, &id).await["progress"], 89);
-    let done = h
-        .ok_callback(
-            &id,
-            "ok",
-            ev(
-                "succeed",
-                2,
-                json!({"resultRef": "blob://r", "resultHash": "sha256:r"}),
-            ),
-        )
-        .await;
+    let done = h.ok_callback(&id, "ok", succeed(2)).await;
     assert_eq!(done["state"], "succeeded", "{done}");
     let t = task(h, &id).await;
     assert_eq!(

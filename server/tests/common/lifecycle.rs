@@ -41,6 +41,15 @@ pub fn start(attempt: u64, lease_ms: u64) -> Value {
     )
 }
 
+/// The `succeed` of `attempt`, with a result (`blob://r`, `sha256:r`).
+pub fn succeed(attempt: u64) -> Value {
+    ev(
+        "succeed",
+        attempt,
+        json!({"resultRef": "blob://r", "resultHash": "sha256:r"}),
+    )
+}
+
 /// POSTs a person's request; must be answered 200.
 pub async fn act(h: &Harness, task: &str, what: &str, body: Value) -> Value {
     let r = h

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 use taskwire_core::OutputMirror;
 use taskwire_server::client::{self, Reply};
 
-use super::lifecycle::{create_with, ev, start, task};
+use super::lifecycle::{create_with, ev, start, succeed, task};
 use super::{assert_error, now_secs, secret, Harness, ReplyJson};
 
 static APPENDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -149,16 +149,7 @@ pub async fn append_rules_scenario(h: &Harness) {
     assert_eq!(out["complete"], false);
 
     // The task ends: the output is closed, a resend is still a duplicate.
-    h.ok_callback(
-        &id,
-        "ok2",
-        ev(
-            "succeed",
-            2,
-            json!({"resultRef": "blob://r", "resultHash": "sha256:r"}),
-        ),
-    )
-    .await;
+    h.ok_callback(&id, "ok2", succeed(2)).await;
     assert_error(
         &append(h, &id, 2, 7, "!").await,
         409,
@@ -354,16 +345,7 @@ pub async fn sse_scenario(h: &Harness) {
         at += word.len() as u64;
         tokio::time::sleep(Duration::from_millis(30)).await;
     }
-    h.ok_callback(
-        &id,
-        "ok",
-        ev(
-            "succeed",
-            1,
-            json!({"resultRef": "blob://r", "resultHash": "sha256:r"}),
-        ),
-    )
-    .await;
+    h.ok_callback(&id, "ok", succeed(1)).await;
     let r = tokio::time::timeout(Duration::from_secs(10), stream)
         .await
         .expect("the stream ends after the end")

@@ -7,7 +7,7 @@
 use serde_json::{json, Value};
 
 use super::json::ReplyJson;
-use super::lifecycle::{create_with, ev, start, task};
+use super::lifecycle::{create_with, ev, start, succeed, task};
 use super::{assert_error, now_secs, secret, Harness};
 
 static CLAIMS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -143,17 +143,7 @@ pub async fn checkpoints_scenario(h: &Harness, kind: &str) {
         step(2, "publish", "succeeded", checkpoint("publish")),
     )
     .await;
-    let end = h
-        .ok_callback(
-            &id,
-            "ok",
-            ev(
-                "succeed",
-                2,
-                json!({"resultRef": "blob://r", "resultHash": "sha256:r"}),
-            ),
-        )
-        .await;
+    let end = h.ok_callback(&id, "ok", succeed(2)).await;
     assert_eq!(end["state"], "succeeded", "{end}");
     let stored = task(h, &id).await;
     let attempts: Vec<&Value> = stored["steps"]
