@@ -85,15 +85,20 @@ async function open(taskId = "", batchId = "") {
   return { page, errors };
 }
 
-/** Waits until `read()` equals `want`, then checks it stays so for `holdMs` (no request left behind, none added later). */
+/**
+ * Waits until `read()` equals `want` and no watch request of the page has
+ * started or ended for `holdMs` (the page notes every change, so even a
+ * gap of a millisecond between an answered request and the next one
+ * counts): no request left behind, none added later.
+ */
 async function settlesAt(read, want, what, holdMs = 1_000) {
-  const deadline = Date.now() + 5_000;
-  while ((await read()) !== want) {
-    if (Date.now() > deadline) assert.fail(`${what}: ${await read()} instead of ${want}`);
+  const { page } = read;
+  const deadline = Date.now() + 5_000 + holdMs;
+  for (;;) {
+    const [now, quiet] = [await read(), await page.evaluate(() => window.page.quietForMs())];
+    if (now === want && quiet >= holdMs) return;
+    if (Date.now() > deadline) assert.fail(`${what}: ${now} instead of ${want}, quiet for ${Math.round(quiet)} ms`);
     await sleep(50);
-  }
-  for (const end = Date.now() + holdMs; Date.now() < end; await sleep(100)) {
-    assert.equal(await read(), want, what);
   }
 }
 
@@ -259,8 +264,9 @@ async function held(hook) {
   // until its answer is shown, the count may read 1 for that request and
   // then 0 for a moment before the held one is sent.
   await page.waitForSelector(hook.shown(id), { timeout: 5_000 });
-  const total = () => page.evaluate(() => window.page.inFlight());
-  const of = (id) => () => page.evaluate((id) => window.page.inFlightFor(id), id);
+  // Each reader carries its page, for settlesAt's quiet time.
+  const total = Object.assign(() => page.evaluate(() => window.page.inFlight()), { page });
+  const of = (id) => Object.assign(() => page.evaluate((id) => window.page.inFlightFor(id), id), { page });
   return { page, errors, id, total, of };
 }
 

@@ -14,6 +14,14 @@ const params = new URLSearchParams(location.search);
 // batch id, each batch request's query, and each create's idempotency
 // key and answer.
 const inFlight = new Map();
+// When the count of watch requests in flight last changed (any id): a
+// test waits until it has been quiet for a while, so that the gap between
+// an answered request and the next one is seen, however short.
+let lastChange = performance.now();
+function count(id, by) {
+  inFlight.set(id, (inFlight.get(id) ?? 0) + by);
+  lastChange = performance.now();
+}
 const batchRequests = [];
 const creates = [];
 function countingFetch(url, init) {
@@ -22,10 +30,10 @@ function countingFetch(url, init) {
   if (watched) {
     const id = watched[2];
     if (watched[1] === "batches") batchRequests.push({ id, query: new URL(url).search });
-    inFlight.set(id, (inFlight.get(id) ?? 0) + 1);
+    count(id, 1);
     sent.then(
-      () => inFlight.set(id, inFlight.get(id) - 1),
-      () => inFlight.set(id, inFlight.get(id) - 1),
+      () => count(id, -1),
+      () => count(id, -1),
     );
   } else if (init?.method === "POST" && /\/v1\/tasks$/.test(url)) {
     const entry = { key: new Headers(init.headers).get("idempotency-key"), id: undefined };
@@ -114,6 +122,7 @@ function App() {
     },
     inFlight: () => [...inFlight].reduce((sum, [, n]) => sum + n, 0),
     inFlightFor: (id) => inFlight.get(id) ?? 0,
+    quietForMs: () => performance.now() - lastChange,
     batchRequests: () => batchRequests,
     creates: () => creates,
     commits: () => commits,
