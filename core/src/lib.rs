@@ -172,6 +172,8 @@ mod hash;
 pub mod js;
 pub mod json;
 pub mod lease;
+#[cfg(feature = "steps")]
+pub mod ledger;
 pub mod mirror;
 #[cfg(feature = "output")]
 pub mod output;

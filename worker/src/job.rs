@@ -24,6 +24,10 @@ pub(crate) enum Ending {
         result_hash: String,
     },
     Held,
+    /// The budget ran out: `exhaust`, with the partial result if any.
+    Exhausted {
+        partial: Option<(String, String)>,
+    },
 }
 
 impl Done {
@@ -35,6 +39,14 @@ impl Done {
             result_ref: result_ref.into(),
             result_hash: result_hash.into(),
         })
+    }
+
+    /// The task's budget ran out (a [`crate::OverBudget`] refusal): the
+    /// task ends `failed` with the error `budget-exhausted`, keeping the
+    /// partial result named here, if any (PROTOCOL.md §Budgets and side
+    /// effects). Reported as `exhaust`.
+    pub fn budget_exhausted(partial: Option<(String, String)>) -> Self {
+        Done(Ending::Exhausted { partial })
     }
 }
 
@@ -263,6 +275,6 @@ impl Job {
 
 /// A report the server refused: a bad value from the handler, or a
 /// server that does not accept this worker. No attempt fixes either.
-fn report_error(what: &str, e: ReportError) -> JobError {
+pub(crate) fn report_error(what: &str, e: ReportError) -> JobError {
     JobError::fatal(format!("{what} report: {e}"))
 }

@@ -60,6 +60,7 @@
 //!
 //! [`CancellationToken`]: tokio_util::sync::CancellationToken
 
+mod budget;
 mod claim;
 mod clock;
 mod connect;
@@ -77,6 +78,7 @@ mod vendor;
 mod wire;
 mod worker;
 
+pub use budget::OverBudget;
 pub use claim::RunError;
 pub use clock::{system_clock, Clock};
 pub use error::{
@@ -86,6 +88,8 @@ pub use job::{Done, Job};
 pub use output::{Output, FLUSH_AFTER, FLUSH_UNITS};
 pub use report::StopReason;
 pub use steps::{StepOutput, StepRefused};
+/// What [`Job::spend`] reserves, and what a call used.
+pub use taskwire_core::{ledger::Amount, steps::Usage};
 pub use vendor::{Lookup, PollOptions, Status, SubmitError, Vendor};
 pub use worker::{Worker, WorkerBuilder};
 

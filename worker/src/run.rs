@@ -258,21 +258,10 @@ pub(crate) async fn last_word(reporter: &Reporter, outcome: Result<Done, JobErro
     reporter.flush_outputs().await;
     let sent = match (outcome, why) {
         (Ok(Done(Ending::Held)), _) => return,
-        (
-            Ok(Done(Ending::Result {
-                result_ref,
-                result_hash,
-            })),
-            _,
-        ) => {
+        (Ok(Done(ending)), _) => {
             let sent = reporter
                 .report(Kind::Last, |at_ms, attempt| {
-                    Ok(taskwire_core::Event::Succeed {
-                        at_ms,
-                        result_ref: NonBlank::new(result_ref.as_str(), "resultRef")?,
-                        result_hash: NonBlank::new(result_hash.as_str(), "resultHash")?,
-                        attempt: Some(attempt),
-                    })
+                    last_event(&ending, at_ms, attempt)
                 })
                 .await;
             match sent {
@@ -334,3 +323,50 @@ async fn wind_down(jobs: &mut JoinSet<()>, running: &Running, deadline: Instant)
     .await;
     jobs.abort_all();
 }
+
+/// The last report of a job that ended well (not held).
+fn last_event(
+    ending: &Ending,
+    at_ms: taskwire_core::Millis,
+    attempt: u64,
+) -> Result<taskwire_core::Event, taskwire_core::Error> {
+    let pair = |r: &str, h: &str, names: [&str; 2]| -> Result<_, taskwire_core::Error> {
+        Ok((NonBlank::new(r, names[0])?, NonBlank::new(h, names[1])?))
+    };
+    Ok(match ending {
+        Ending::Result {
+            result_ref,
+            result_hash,
+        } => {
+            let (result_ref, result_hash) = pair(result_ref, result_hash, RESULT)?;
+            taskwire_core::Event::Succeed {
+                at_ms,
+                result_ref,
+                result_hash,
+                attempt: Some(attempt),
+            }
+        }
+        Ending::Exhausted { partial } => taskwire_core::Event::Exhaust {
+            at_ms,
+            partial: match partial {
+                Some((r, h)) => {
+                    let (output_ref, output_hash) = pair(r, h, RESULT)?;
+                    Some(taskwire_core::steps::Checkpoint {
+                        output_ref,
+                        output_hash,
+                    })
+                }
+                None => None,
+            },
+            attempt: Some(attempt),
+        },
+        // Held returns before any last report is made.
+        Ending::Held => {
+            return Err(taskwire_core::Error::invalid(
+                "a held job sends no last report",
+            ))
+        }
+    })
+}
+
+const RESULT: [&str; 2] = ["resultRef", "resultHash"];

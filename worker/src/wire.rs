@@ -107,12 +107,13 @@ pub(crate) fn read_claim(text: &str) -> Result<ClaimAnswer, String> {
 /// whether the report was taken (`changed`, `duplicate`); `reason` only
 /// names a refusal, never decides.
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+#[serde(default, rename_all = "camelCase")]
 struct ReplyFields {
     next: Option<String>,
     changed: bool,
     duplicate: bool,
     reason: Option<String>,
+    resource_id: Option<String>,
 }
 
 /// A callback's answer, as the worker reads it.
@@ -123,6 +124,8 @@ pub(crate) struct Reply {
     /// The answer's `reason` when the report was refused
     /// ([`taskwire_core::work::report_taken`] says it was not taken).
     pub refused: Option<String>,
+    /// For an `effect`: the resource id recorded first under its key.
+    pub resource_id: Option<String>,
 }
 
 /// Reads a callback answer. An unknown or missing `next` is an error,
@@ -144,7 +147,11 @@ pub(crate) fn read_reply(text: &str) -> Result<Reply, String> {
         true => None,
         false => Some(f.reason.unwrap_or_default()),
     };
-    Ok(Reply { next, refused })
+    Ok(Reply {
+        next,
+        refused,
+        resource_id: f.resource_id,
+    })
 }
 
 /// A report's body: `taskId`, then the event's fields.
@@ -204,7 +211,8 @@ mod tests {
             read_reply(r#"{"next":"cancel","changed":true,"reason":"x"}"#).unwrap(),
             Reply {
                 next: Directive::Cancel,
-                refused: None
+                refused: None,
+                resource_id: None,
             }
         );
         assert_eq!(

@@ -47,6 +47,13 @@ impl Serialize for Event {
             }
             #[cfg(feature = "steps")]
             Event::Step { report, .. } => crate::steps::write_report(&mut st, report)?,
+            #[cfg(feature = "steps")]
+            Event::Reserve { .. }
+            | Event::Settle { .. }
+            | Event::Effect { .. }
+            | Event::Exhaust { .. } => {
+                crate::ledger::write_event(&mut st, self)?;
+            }
             Event::Progress {
                 progress, cursor, ..
             } => {
@@ -272,6 +279,34 @@ impl FromJson for Event {
             EventKind::Step => Event::Step {
                 at_ms,
                 report: crate::steps::read_report(&mut r),
+                attempt: attempt(&mut r),
+            },
+            #[cfg(feature = "steps")]
+            EventKind::Reserve => Event::Reserve {
+                at_ms,
+                reservation: crate::ledger::read_reserve(&mut r),
+                attempt: attempt(&mut r),
+            },
+            #[cfg(feature = "steps")]
+            EventKind::Settle => {
+                let (reservation, usage) = crate::ledger::read_settle(&mut r);
+                Event::Settle {
+                    at_ms,
+                    reservation,
+                    usage,
+                    attempt: attempt(&mut r),
+                }
+            }
+            #[cfg(feature = "steps")]
+            EventKind::Effect => Event::Effect {
+                at_ms,
+                effect: crate::ledger::read_effect(&mut r),
+                attempt: attempt(&mut r),
+            },
+            #[cfg(feature = "steps")]
+            EventKind::Exhaust => Event::Exhaust {
+                at_ms,
+                partial: crate::ledger::read_partial(&mut r),
                 attempt: attempt(&mut r),
             },
         };

@@ -4,7 +4,7 @@
 //! | from | events |
 //! |---|---|
 //! | executor (seed) | `start`, `progress`, `succeed`, `fail` |
-//! | executor (new) | `heartbeat`, `hold`, `ack_cancel`, `cannot_cancel`, `step` (feature `steps`) |
+//! | executor (new) | `heartbeat`, `hold`, `ack_cancel`, `cannot_cancel`; `step`, `reserve`, `settle`, `effect`, `exhaust` (feature `steps`) |
 //! | people | `cancel`, `decide` (`approve`, `request_changes`, `reject`) |
 //! | system (sweeper) | `expire` (seed), `lapse`, `abandon`, `timeout` |
 //!
@@ -167,6 +167,51 @@ pub enum Event {
         /// The attempt reporting.
         attempt: Option<u64>,
     },
+    /// The running attempt reserves budget before a call (PROTOCOL.md
+    /// §Budgets and side effects).
+    #[cfg(feature = "steps")]
+    Reserve {
+        /// When it happened.
+        at_ms: Millis,
+        /// The reservation: its id, step and amount.
+        reservation: crate::ledger::ReserveInput,
+        /// The attempt reporting.
+        attempt: Option<u64>,
+    },
+    /// The call a reservation was for finished (or failed): what it used.
+    #[cfg(feature = "steps")]
+    Settle {
+        /// When it happened.
+        at_ms: Millis,
+        /// The reservation's id.
+        reservation: NonBlank,
+        /// What the call used.
+        usage: crate::steps::Usage,
+        /// The attempt reporting.
+        attempt: Option<u64>,
+    },
+    /// The running attempt made an external write, recorded once under
+    /// `(step, action)`.
+    #[cfg(feature = "steps")]
+    Effect {
+        /// When it happened.
+        at_ms: Millis,
+        /// The step, the action and what was written.
+        effect: crate::ledger::EffectInput,
+        /// The attempt reporting.
+        attempt: Option<u64>,
+    },
+    /// The budget ran out: the task ends, `failed` with the error
+    /// `budget-exhausted`, keeping the partial result named here.
+    #[cfg(feature = "steps")]
+    Exhaust {
+        /// When it happened.
+        at_ms: Millis,
+        /// The partial result, if any: where it is and its hash.
+        partial: Option<crate::steps::Checkpoint>,
+        /// The attempt reporting.
+        attempt: Option<u64>,
+    },
     /// A person's decision on a held artifact.
     Decide {
         /// When it happened.
@@ -226,11 +271,19 @@ pub enum EventKind {
     Decide,
     #[cfg(feature = "steps")]
     Step,
+    #[cfg(feature = "steps")]
+    Reserve,
+    #[cfg(feature = "steps")]
+    Settle,
+    #[cfg(feature = "steps")]
+    Effect,
+    #[cfg(feature = "steps")]
+    Exhaust,
 }
 
-/// How many event kinds this build knows (`step` is the `steps`
-/// feature's).
-const KINDS: usize = if cfg!(feature = "steps") { 15 } else { 14 };
+/// How many event kinds this build knows (`step`, `reserve`, `settle`,
+/// `effect` and `exhaust` are the `steps` feature's).
+const KINDS: usize = if cfg!(feature = "steps") { 19 } else { 14 };
 
 impl EventKind {
     /// Every kind, in declaration order.
@@ -251,6 +304,14 @@ impl EventKind {
         EventKind::Decide,
         #[cfg(feature = "steps")]
         EventKind::Step,
+        #[cfg(feature = "steps")]
+        EventKind::Reserve,
+        #[cfg(feature = "steps")]
+        EventKind::Settle,
+        #[cfg(feature = "steps")]
+        EventKind::Effect,
+        #[cfg(feature = "steps")]
+        EventKind::Exhaust,
     ];
 
     /// The wire spelling.
@@ -272,6 +333,14 @@ impl EventKind {
             EventKind::Decide => "decide",
             #[cfg(feature = "steps")]
             EventKind::Step => "step",
+            #[cfg(feature = "steps")]
+            EventKind::Reserve => "reserve",
+            #[cfg(feature = "steps")]
+            EventKind::Settle => "settle",
+            #[cfg(feature = "steps")]
+            EventKind::Effect => "effect",
+            #[cfg(feature = "steps")]
+            EventKind::Exhaust => "exhaust",
         }
     }
 
@@ -310,7 +379,11 @@ impl Event {
             | Event::Cancel { at_ms, .. }
             | Event::Decide { at_ms, .. } => *at_ms,
             #[cfg(feature = "steps")]
-            Event::Step { at_ms, .. } => *at_ms,
+            Event::Step { at_ms, .. }
+            | Event::Reserve { at_ms, .. }
+            | Event::Settle { at_ms, .. }
+            | Event::Effect { at_ms, .. }
+            | Event::Exhaust { at_ms, .. } => *at_ms,
         }
     }
 
@@ -328,7 +401,11 @@ impl Event {
             | Event::CannotCancel { attempt, .. }
             | Event::Lapse { attempt, .. } => *attempt,
             #[cfg(feature = "steps")]
-            Event::Step { attempt, .. } => *attempt,
+            Event::Step { attempt, .. }
+            | Event::Reserve { attempt, .. }
+            | Event::Settle { attempt, .. }
+            | Event::Effect { attempt, .. }
+            | Event::Exhaust { attempt, .. } => *attempt,
             Event::Expire { .. }
             | Event::Abandon { .. }
             | Event::Timeout { .. }
@@ -356,6 +433,14 @@ impl Event {
             Event::Decide { .. } => EventKind::Decide,
             #[cfg(feature = "steps")]
             Event::Step { .. } => EventKind::Step,
+            #[cfg(feature = "steps")]
+            Event::Reserve { .. } => EventKind::Reserve,
+            #[cfg(feature = "steps")]
+            Event::Settle { .. } => EventKind::Settle,
+            #[cfg(feature = "steps")]
+            Event::Effect { .. } => EventKind::Effect,
+            #[cfg(feature = "steps")]
+            Event::Exhaust { .. } => EventKind::Exhaust,
         }
     }
 }

@@ -37,6 +37,12 @@ fn round_trips_every_kind() {
         r#"{"type":"start","atMs":1,"worker":"w","attempt":1,"leaseMs":30000,"workflowVersion":"v1","steps":["load","classify"]}"#,
         r#"{"type":"step","atMs":1,"name":"load","status":"running","label":"1/2: loading","attempt":1}"#,
         r#"{"type":"step","atMs":1,"name":"load","status":"succeeded","usage":{"tokens":5,"costCents":1,"toolCalls":0},"outputRef":"o","outputHash":"h"}"#,
+        r#"{"type":"reserve","atMs":1,"reservation":"1:draft","step":"load","tokens":800,"costCents":4,"attempt":1}"#,
+        r#"{"type":"reserve","atMs":1,"reservation":"r","tokens":0,"costCents":2}"#,
+        r#"{"type":"settle","atMs":1,"reservation":"1:draft","tokens":640,"costCents":3,"toolCalls":1,"attempt":1}"#,
+        r#"{"type":"effect","atMs":1,"step":"publish","action":"post-report","resourceId":"REP-7","attempt":1}"#,
+        r#"{"type":"exhaust","atMs":1,"resultRef":"s3://partial","resultHash":"h","attempt":1}"#,
+        r#"{"type":"exhaust","atMs":1}"#,
     ];
     #[cfg(not(feature = "steps"))]
     let steps: [&str; 0] = [];

@@ -67,6 +67,8 @@ impl TaskView {
         opt(s, "decisionReason", d.and_then(|d| d.reason.as_ref()))?;
         #[cfg(feature = "steps")]
         crate::steps::write_task_plan(s, self.plan.as_deref())?;
+        #[cfg(feature = "steps")]
+        crate::ledger::write_task_ledger(s, self.ledger.as_deref())?;
         Ok(())
     }
 }
@@ -140,6 +142,8 @@ impl FromJson for TaskView {
             },
             #[cfg(feature = "steps")]
             plan: crate::steps::read_task_plan(&mut g).map(Into::into),
+            #[cfg(feature = "steps")]
+            ledger: crate::ledger::read_task_ledger(&mut g).map(Into::into),
         };
         let view = g.finish(view)?;
         check(&view).map_err(|(field, why)| f.missing(field, &why))?;
@@ -248,6 +252,8 @@ impl FromJson for CreateTask {
             workflow_version: f.get("workflowVersion")?,
             #[cfg(feature = "steps")]
             steps: f.get("steps")?,
+            #[cfg(feature = "steps")]
+            budget: f.get("budget")?,
         })
     }
 }

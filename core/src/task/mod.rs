@@ -73,6 +73,12 @@ pub struct TaskView {
     /// and a plan inline would add 40 bytes to each of them.
     #[cfg(feature = "steps")]
     pub plan: Option<alloc::boxed::Box<crate::steps::Plan>>,
+    /// The task's budget, what it reserved and spent, and its side
+    /// effects (PROTOCOL.md §Budgets and side effects): from creation
+    /// when given a budget, else from the first `reserve` or `effect`.
+    /// Boxed, as the plan.
+    #[cfg(feature = "steps")]
+    pub ledger: Option<alloc::boxed::Box<crate::ledger::Ledger>>,
 }
 
 /// A person's decision as the task keeps it: what the next attempt
@@ -138,6 +144,9 @@ pub struct CreateTask {
     /// The plan's step names, in order (with `workflow_version`).
     #[cfg(feature = "steps")]
     pub steps: Option<Vec<String>>,
+    /// What the task may spend (PROTOCOL.md §Budgets and side effects).
+    #[cfg(feature = "steps")]
+    pub budget: Option<crate::ledger::Budget>,
 }
 
 impl CreateTask {
@@ -155,6 +164,8 @@ impl CreateTask {
             workflow_version: None,
             #[cfg(feature = "steps")]
             steps: None,
+            #[cfg(feature = "steps")]
+            budget: None,
         }
     }
 }
@@ -237,6 +248,10 @@ pub fn create_task(input: &CreateTask) -> Result<Task, Error> {
             decision: None,
             #[cfg(feature = "steps")]
             plan: plan.as_ref().map(|p| p.to_plan().into()),
+            #[cfg(feature = "steps")]
+            ledger: input
+                .budget
+                .map(|b| crate::ledger::Ledger::with_budget(b).into()),
         },
         history: Vec::new(),
         lease: None,
@@ -322,6 +337,12 @@ impl TaskView {
             // known a version early: the same plan, never another).
             #[cfg(feature = "steps")]
             plan: self.plan.as_ref().map(|p| p.restarted().into()),
+            #[cfg(feature = "steps")]
+            ledger: self
+                .ledger
+                .as_ref()
+                .and_then(|l| l.restarted())
+                .map(Into::into),
         }
     }
 }

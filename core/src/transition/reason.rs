@@ -125,10 +125,47 @@ pub enum Reason {
     /// the start is refused.
     #[cfg(feature = "steps")]
     PlanConflict,
+    /// `reserve` that would take spent + reserved past a limit: refused, nothing changes.
+    #[cfg(feature = "steps")]
+    OverBudget,
+    /// `reserve` granted.
+    #[cfg(feature = "steps")]
+    BudgetReserved,
+    /// `reserve` of a reservation already made, the same (a duplicate: still granted).
+    #[cfg(feature = "steps")]
+    DuplicateReservation,
+    /// `reserve` reusing a reservation id with another amount or step, or `settle` of a settled reservation with other usage.
+    #[cfg(feature = "steps")]
+    ReservationConflict,
+    /// `settle` of a reservation the task never granted.
+    #[cfg(feature = "steps")]
+    UnknownReservation,
+    /// `settle`: the call's usage recorded, the rest of its reservation released.
+    #[cfg(feature = "steps")]
+    BudgetSettled,
+    /// `settle` above its reservation that took what was spent past a limit: recorded, because it happened.
+    #[cfg(feature = "steps")]
+    BudgetOverrun,
+    /// `settle` saying what the reservation's settlement already says (a duplicate).
+    #[cfg(feature = "steps")]
+    DuplicateSettlement,
+    /// `effect`: an external write recorded under its key.
+    #[cfg(feature = "steps")]
+    EffectRecorded,
+    /// `effect` under a key already recorded: the first record stands (a duplicate; the answer names the first resource id).
+    #[cfg(feature = "steps")]
+    DuplicateEffect,
+    /// `reserve` or `effect` past the most a task keeps (`MAX_RESERVATIONS`, `MAX_EFFECTS`).
+    #[cfg(feature = "steps")]
+    LedgerFull,
+    /// `exhaust`: the task failed for want of budget, keeping its partial result.
+    #[cfg(feature = "steps")]
+    BudgetExhausted,
 }
 
-/// How many reasons this build knows (six are the `steps` feature's).
-const REASONS: usize = if cfg!(feature = "steps") { 45 } else { 39 };
+/// How many reasons this build knows (eighteen are the `steps`
+/// feature's).
+const REASONS: usize = if cfg!(feature = "steps") { 57 } else { 39 };
 
 impl Reason {
     /// Every reason, in declaration order.
@@ -186,6 +223,30 @@ impl Reason {
             NoPlan,
             #[cfg(feature = "steps")]
             PlanConflict,
+            #[cfg(feature = "steps")]
+            OverBudget,
+            #[cfg(feature = "steps")]
+            BudgetReserved,
+            #[cfg(feature = "steps")]
+            DuplicateReservation,
+            #[cfg(feature = "steps")]
+            ReservationConflict,
+            #[cfg(feature = "steps")]
+            UnknownReservation,
+            #[cfg(feature = "steps")]
+            BudgetSettled,
+            #[cfg(feature = "steps")]
+            BudgetOverrun,
+            #[cfg(feature = "steps")]
+            DuplicateSettlement,
+            #[cfg(feature = "steps")]
+            EffectRecorded,
+            #[cfg(feature = "steps")]
+            DuplicateEffect,
+            #[cfg(feature = "steps")]
+            LedgerFull,
+            #[cfg(feature = "steps")]
+            BudgetExhausted,
         ]
     };
 
@@ -243,6 +304,30 @@ impl Reason {
             Reason::NoPlan => "no-plan",
             #[cfg(feature = "steps")]
             Reason::PlanConflict => "plan-conflict",
+            #[cfg(feature = "steps")]
+            Reason::OverBudget => "over-budget",
+            #[cfg(feature = "steps")]
+            Reason::BudgetReserved => "budget-reserved",
+            #[cfg(feature = "steps")]
+            Reason::DuplicateReservation => "duplicate-reservation",
+            #[cfg(feature = "steps")]
+            Reason::ReservationConflict => "reservation-conflict",
+            #[cfg(feature = "steps")]
+            Reason::UnknownReservation => "unknown-reservation",
+            #[cfg(feature = "steps")]
+            Reason::BudgetSettled => "budget-settled",
+            #[cfg(feature = "steps")]
+            Reason::BudgetOverrun => "budget-overrun",
+            #[cfg(feature = "steps")]
+            Reason::DuplicateSettlement => "duplicate-settlement",
+            #[cfg(feature = "steps")]
+            Reason::EffectRecorded => "effect-recorded",
+            #[cfg(feature = "steps")]
+            Reason::DuplicateEffect => "duplicate-effect",
+            #[cfg(feature = "steps")]
+            Reason::LedgerFull => "ledger-full",
+            #[cfg(feature = "steps")]
+            Reason::BudgetExhausted => "budget-exhausted",
         }
     }
 }

@@ -58,8 +58,11 @@ impl TaskView {
             }
         }
         let outcome = self.start();
-        if outcome.changed && self.plan.is_none() {
-            self.plan = plan.map(|p| p.to_plan().into());
+        if outcome.changed {
+            if self.plan.is_none() {
+                self.plan = plan.map(|p| p.to_plan().into());
+            }
+            self.charge_dead_attempts();
         }
         outcome
     }

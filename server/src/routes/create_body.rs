@@ -32,6 +32,7 @@ struct CreateBody {
     auto_requeue: Option<bool>,
     workflow_version: Option<String>,
     steps: Option<Vec<String>>,
+    budget: Option<taskwire_core::ledger::Budget>,
 }
 
 /// The optional lifecycle fields of a create (PROTOCOL.md, "Create a
@@ -48,6 +49,8 @@ pub struct LifecycleOptions {
     pub workflow_version: Option<String>,
     /// The plan's step names, in order.
     pub steps: Option<Vec<String>>,
+    /// What the task may spend (PROTOCOL.md §Budgets and side effects).
+    pub budget: Option<taskwire_core::ledger::Budget>,
 }
 
 /// A create body, read and checked (PROTOCOL.md, "Create a task"): what
@@ -98,6 +101,7 @@ pub fn parse_create(raw: &[u8], field: &str) -> Result<ParsedCreate, ApiError> {
             auto_requeue: req.auto_requeue,
             workflow_version: req.workflow_version,
             steps: req.steps,
+            budget: req.budget,
         },
         kind: req.kind,
         input: exact.input,

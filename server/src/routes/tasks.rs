@@ -205,6 +205,7 @@ pub fn new_task_view(
         auto_requeue,
         workflow_version: lifecycle.workflow_version,
         steps: lifecycle.steps,
+        budget: lifecycle.budget,
         ..CreateTask::new(new_task_id()?, now_ms(), ttl_ms, max_attempts)
     })
     .map_err(|e| ApiError::invalid(format!("{field}.{}", e.message)))?;

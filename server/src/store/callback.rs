@@ -89,17 +89,22 @@ pub struct CallbackAnswer {
     pub next: Directive,
     /// The task's current attempt: a fenced executor learns which.
     pub attempt: u64,
+    /// For an `effect`: the resource id recorded first under its key,
+    /// which may be another write's (core's `recorded_resource`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resource_id: Option<String>,
 }
 
 impl CallbackAnswer {
-    /// Builds the answer from core's outcome, for an event of `attempt`
-    /// (its `attempt` field; `None` for a person's request).
+    /// Builds the answer from core's outcome, for `event` (an
+    /// executor's; `None` for a person's request).
     pub fn new(
         outcome: Outcome,
         duplicate_callback: bool,
         view: &TaskView,
-        attempt: Option<u64>,
+        event: Option<&Event>,
     ) -> Self {
+        let attempt = event.and_then(Event::attempt);
         CallbackAnswer {
             changed: outcome.changed,
             duplicate: outcome.duplicate,
@@ -111,6 +116,9 @@ impl CallbackAnswer {
             cancel_requested: view.state == taskwire_core::State::Cancelling,
             next: Directive::after(attempt, &outcome, view),
             attempt: view.attempts,
+            resource_id: event
+                .and_then(|e| taskwire_core::ledger::recorded_resource(view, e))
+                .map(Into::into),
         }
     }
 }

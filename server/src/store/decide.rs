@@ -117,7 +117,7 @@ pub(crate) fn judge_callback(
             outcome,
             duplicate_callback,
             &record.view,
-            callback.event.attempt(),
+            Some(&callback.event),
         )));
     }
     if owned_elsewhere()? {
@@ -132,12 +132,7 @@ pub(crate) fn judge_callback(
         .first()
         .map(|first| CallbackRef::of(&callback.event, &first.entry));
     let remember_request = remember.is_none();
-    let answer = CallbackAnswer::new(
-        judged.outcome,
-        false,
-        &record.view,
-        callback.event.attempt(),
-    );
+    let answer = CallbackAnswer::new(judged.outcome, false, &record.view, Some(&callback.event));
     Ok(CallbackStep::Judged(JudgedCallback {
         judged,
         remember,

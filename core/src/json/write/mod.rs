@@ -8,6 +8,8 @@
 //! event it sees both ways).
 
 #[cfg(feature = "steps")]
+mod ledger;
+#[cfg(feature = "steps")]
 mod steps;
 
 use crate::event::Event;
@@ -204,6 +206,8 @@ impl ToJson for TaskView {
         }
         #[cfg(feature = "steps")]
         steps::task_plan(w, self.plan.as_deref());
+        #[cfg(feature = "steps")]
+        ledger::task_ledger(w, self.ledger.as_deref());
         w.close();
     }
 }
@@ -231,6 +235,13 @@ impl ToJson for Event {
             }
             #[cfg(feature = "steps")]
             Event::Step { report, .. } => steps::report(w, report),
+            #[cfg(feature = "steps")]
+            Event::Reserve { .. }
+            | Event::Settle { .. }
+            | Event::Effect { .. }
+            | Event::Exhaust { .. } => {
+                ledger::event(w, self);
+            }
             Event::Progress {
                 progress, cursor, ..
             } => {
