@@ -103,6 +103,11 @@ pub struct Applied<'a> {
     pub next: Directive,
     /// The task's current attempt (a stale executor learns which).
     pub attempt: u64,
+    /// For an `effect`: the resource id recorded first under its key
+    /// ([`crate::ledger::recorded_resource`]).
+    #[cfg(feature = "steps")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resource_id: Option<&'a str>,
 }
 
 /// One task and the callback ids applied to it. Ids are scoped to their
@@ -285,7 +290,10 @@ impl Book {
             notify: false,
             reason: Reason::DuplicateCallback,
         };
-        Ok(Applied::new(&entry.task, event.attempt(), outcome, true))
+        let applied = Applied::new(&entry.task, event.attempt(), outcome, true);
+        #[cfg(feature = "steps")]
+        let applied = applied.naming(event);
+        Ok(applied)
     }
 
     fn apply_received(
@@ -305,13 +313,17 @@ impl Book {
         let seen = callback_id.and_then(|id| entry.callbacks.get(id));
         if let Some(outcome) = check_callback(seen, &event) {
             let duplicate_callback = outcome.reason == Reason::DuplicateCallback;
-            return Ok(Applied::new(
-                &entry.task,
-                event.attempt(),
-                outcome,
-                duplicate_callback,
-            ));
+            let applied = Applied::new(&entry.task, event.attempt(), outcome, duplicate_callback);
+            #[cfg(feature = "steps")]
+            let applied = applied.naming(&event);
+            return Ok(applied);
         }
+        // The effect's key outlives the event, which the task takes.
+        #[cfg(feature = "steps")]
+        let effect = match &event {
+            Event::Effect { .. } => Some(event.clone()),
+            _ => None,
+        };
         let at_ms = event.at_ms().get();
         let attempt = event.attempt();
         let remembered = callback_id.map(|id| (id.to_string(), event.clone()));
@@ -332,7 +344,13 @@ impl Book {
         if outcome.changed || entry.task.lease().copied() != lease_before {
             sweep::schedule(&mut self.due, entry, task_id);
         }
-        Ok(Applied::new(&entry.task, attempt, outcome, false))
+        let applied = Applied::new(&entry.task, attempt, outcome, false);
+        #[cfg(feature = "steps")]
+        let applied = match &effect {
+            Some(effect) => applied.naming(effect),
+            None => applied,
+        };
+        Ok(applied)
     }
 
     /// Answers a client that last saw version `cursor` of a task: O(k) in
@@ -418,6 +436,16 @@ impl<'a> Applied<'a> {
             reason: o.reason,
             duplicate_callback,
             lease: task.lease(),
+            #[cfg(feature = "steps")]
+            resource_id: None,
         }
+    }
+
+    /// The answer to `event` names what core says it names (the first
+    /// resource id of an `effect`).
+    #[cfg(feature = "steps")]
+    fn naming(mut self, event: &Event) -> Self {
+        self.resource_id = crate::ledger::recorded_resource(self.task, event);
+        self
     }
 }

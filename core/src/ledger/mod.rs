@@ -261,8 +261,9 @@ fn add(a: Usage, b: Usage) -> Usage {
 /// first recorded under its key on `view` (after the event was judged),
 /// whoever recorded it. An executor that made a write again, after a
 /// crash between the write and its record, learns the first write's id
-/// and uses it (001 §5). `None` for other events, and for an effect the
-/// task refused.
+/// and uses it (001 §5). Named whatever the outcome (a fenced attempt
+/// learns it too); `None` for other events, and while nothing is
+/// recorded under the key.
 pub fn recorded_resource<'a>(view: &'a crate::TaskView, event: &crate::Event) -> Option<&'a str> {
     let crate::Event::Effect { effect, .. } = event else {
         return None;
