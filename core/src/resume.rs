@@ -86,8 +86,10 @@ impl ResumePlan {
     /// them, the hub takes them from memory and fails when memory lacks
     /// some. Its error is the answer's.
     ///
-    /// A task with a plan (PROTOCOL.md §Steps) gets a snapshot instead of
-    /// a delta: the browser page's build does not know the `step` event
+    /// A task with a plan (PROTOCOL.md §Steps), a ledger or an `exhaust`
+    /// (§Budgets and side effects) gets a snapshot instead of a delta:
+    /// the browser page's build does not know the `step` event, nor
+    /// `reserve`, `settle`, `effect` or `exhaust`
     /// (its 40 KB gate has no room for the rules), and a delta it cannot
     /// read would stop it, while a snapshot's `steps` it ignores. A
     /// snapshot of a task is small (its view, O(steps)), so a client that
@@ -99,7 +101,7 @@ impl ResumePlan {
     ) -> Result<ResumeAnswer, E> {
         #[cfg(feature = "steps")]
         let self_ = match self {
-            ResumePlan::Delta if view.plan.is_some() => ResumePlan::Snapshot,
+            ResumePlan::Delta if view.followed_by_snapshots() => ResumePlan::Snapshot,
             other => other,
         };
         #[cfg(not(feature = "steps"))]

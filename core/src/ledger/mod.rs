@@ -257,6 +257,18 @@ fn add(a: Usage, b: Usage) -> Usage {
     }
 }
 
+impl crate::TaskView {
+    /// True when the task's history may hold an event the page's build
+    /// cannot read (`step`, `reserve`, `settle`, `effect`, `exhaust`): it
+    /// has a plan or a ledger, or `exhaust` ended it (its error says so).
+    /// Such a task is followed by snapshots ([`crate::ResumePlan::answer`]).
+    pub fn followed_by_snapshots(&self) -> bool {
+        self.plan.is_some()
+            || self.ledger.is_some()
+            || self.error.as_deref() == Some(crate::transition::BUDGET_EXHAUSTED)
+    }
+}
+
 /// The resource id an answer to `event` names: for an `effect`, the one
 /// first recorded under its key on `view` (after the event was judged),
 /// whoever recorded it. An executor that made a write again, after a

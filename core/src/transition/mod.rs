@@ -63,6 +63,8 @@ mod terminal;
 mod time;
 mod work;
 
+#[cfg(feature = "steps")]
+pub use ledger::BUDGET_EXHAUSTED;
 pub use reason::Reason;
 
 use serde::Serialize;

@@ -2,6 +2,7 @@
 //! SQLite file in a temp dir, driven over real HTTP.
 #![allow(dead_code)]
 
+pub mod budgets;
 pub mod continuations;
 pub mod json;
 pub mod judge;
