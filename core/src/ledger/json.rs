@@ -42,16 +42,7 @@ impl FromJson for Budget {
 
 json::impl_deserialize!(Budget);
 
-fn opt<S: SerializeStruct, T: Serialize>(
-    s: &mut S,
-    name: &'static str,
-    value: Option<T>,
-) -> Result<(), S::Error> {
-    match value {
-        Some(v) => s.serialize_field(name, &v),
-        None => s.skip_field(name),
-    }
-}
+use crate::steps::write_opt as opt;
 
 impl Serialize for Budget {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -167,23 +158,7 @@ pub(crate) fn read_effect(g: &mut Gather<'_, '_, '_, '_>) -> EffectInput {
 /// An `exhaust` event's partial result: `resultRef` and `resultHash`,
 /// both or neither.
 pub(crate) fn read_partial(g: &mut Gather<'_, '_, '_, '_>) -> Option<Checkpoint> {
-    let output_ref: Option<NonBlank> = g.opt("resultRef");
-    let output_hash: Option<NonBlank> = g.opt("resultHash");
-    match (output_ref, output_hash) {
-        (Some(output_ref), Some(output_hash)) => Some(Checkpoint {
-            output_ref,
-            output_hash,
-        }),
-        (Some(_), None) => {
-            g.fail("resultHash", "required with resultRef");
-            None
-        }
-        (None, Some(_)) => {
-            g.fail("resultRef", "required with resultHash");
-            None
-        }
-        (None, None) => None,
-    }
+    crate::steps::ref_and_hash(g, ["resultRef", "resultHash"])
 }
 
 /// Writes the own fields of `reserve`, `settle`, `effect` and `exhaust`

@@ -64,7 +64,8 @@ impl Serialize for Usage {
     }
 }
 
-fn opt<S: SerializeStruct, T: Serialize>(
+/// Writes `value` under `name`, or skips the field when it is `None`.
+pub(crate) fn opt<S: SerializeStruct, T: Serialize>(
     s: &mut S,
     name: &'static str,
     value: Option<T>,
@@ -93,19 +94,29 @@ impl Serialize for StepRecord {
 /// The checkpoint fields of a step (in the view) or a `succeeded` report:
 /// both or neither.
 fn checkpoint(g: &mut Gather<'_, '_, '_, '_>) -> Option<Checkpoint> {
-    let output_ref: Option<NonBlank> = g.opt("outputRef");
-    let output_hash: Option<NonBlank> = g.opt("outputHash");
+    ref_and_hash(g, ["outputRef", "outputHash"])
+}
+
+/// A reference and its content hash under `keys` (`outputRef` +
+/// `outputHash`, or an `exhaust`'s `resultRef` + `resultHash`): both or
+/// neither, the error naming the missing one.
+pub(crate) fn ref_and_hash(
+    g: &mut Gather<'_, '_, '_, '_>,
+    [ref_key, hash_key]: [&str; 2],
+) -> Option<Checkpoint> {
+    let output_ref: Option<NonBlank> = g.opt(ref_key);
+    let output_hash: Option<NonBlank> = g.opt(hash_key);
     match (output_ref, output_hash) {
         (Some(output_ref), Some(output_hash)) => Some(Checkpoint {
             output_ref,
             output_hash,
         }),
         (Some(_), None) => {
-            g.fail("outputHash", "required with outputRef");
+            g.fail(hash_key, &crate::text::join(&["required with ", ref_key]));
             None
         }
         (None, Some(_)) => {
-            g.fail("outputRef", "required with outputHash");
+            g.fail(ref_key, &crate::text::join(&["required with ", hash_key]));
             None
         }
         (None, None) => None,

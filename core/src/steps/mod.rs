@@ -35,7 +35,8 @@ mod json;
 mod tests;
 
 pub(crate) use json::{
-    read_plan, read_report, read_task_plan, write_plan, write_report, write_task_plan,
+    opt as write_opt, read_plan, read_report, read_task_plan, ref_and_hash, write_plan,
+    write_report, write_task_plan,
 };
 
 use crate::value::NonBlank;

@@ -2,9 +2,10 @@
 //! side effects; [`crate::ledger`] states the rules).
 //!
 //! Like a step report, each is judged only while an attempt holds the
-//! task and after fencing, and one from the current attempt is a sign of
-//! life: it brings an `unknown` task back to `running` and clears an
-//! error an earlier attempt left. A `reserve` is refused once a cancel
+//! task and after fencing, and one taken is a sign of life: it renews
+//! the lease (`liveness.rs`), brings an `unknown` task back to `running`
+//! and, from the current attempt, clears an error an earlier attempt
+//! left. A `reserve` is refused once a cancel
 //! was asked: a worker checks before each call (001 §10), and the server
 //! makes sure.
 

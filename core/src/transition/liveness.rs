@@ -130,6 +130,13 @@ impl TaskView {
             (Event::Step { .. }, StepRecorded | DuplicateStep) => {
                 Lease::extended(before, self.attempts, at, None).or(before.copied())
             }
+            // So is a taken reservation, settlement or side effect.
+            #[cfg(feature = "steps")]
+            (
+                Event::Reserve { .. } | Event::Settle { .. } | Event::Effect { .. },
+                BudgetReserved | DuplicateReservation | BudgetSettled | BudgetOverrun
+                | DuplicateSettlement | EffectRecorded | DuplicateEffect,
+            ) => Lease::extended(before, self.attempts, at, None).or(before.copied()),
             _ => return LeaseChange::Keep,
         };
         LeaseChange::between(before, after)
