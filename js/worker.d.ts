@@ -33,12 +33,50 @@ export interface JobResult {
   resultHash: string;
 }
 
+/** An amount of budget: a reservation's estimate, or what is reserved now. */
+export interface BudgetAmount {
+  tokens: number;
+  costCents: number;
+}
+
+/** An external write the task records (PROTOCOL.md §Budgets and side effects): once under `(step, action)`. */
+export interface RecordedEffect {
+  step: string;
+  action: string;
+  /** The id of what the write made, recorded first under its key. */
+  resourceId: string;
+  /** The attempt that recorded it. */
+  attempt: number;
+}
+
 /** A claimed task as the server sent it: its view, `kind`, `input` and the lease of this attempt. */
 export type ClaimedTask = TaskView & {
   kind?: string;
   input?: unknown;
   lease: { attempt: number; expiresAtMs: number; leaseMs: number };
+  /** The task's limits, when created with a `budget`. */
+  budget?: { maxTokens?: number; maxCostCents?: number } | null;
+  /** What settled calls used, charged open reservations of dead attempts included. */
+  used?: StepUsage | null;
+  /** What open reservations hold now. */
+  reserved?: BudgetAmount | null;
+  /** The external writes recorded so far: `job.effect` does not make these again. */
+  effects?: RecordedEffect[];
 };
+
+/** What `job.spend`'s call resolves to: its value, and what it used (each an integer ≥ 0; absent counts 0). */
+export interface SpendAnswer<T> {
+  value: T;
+  usage: Partial<StepUsage>;
+}
+
+/**
+ * How a job ends when its budget ran out; made by `budgetExhausted`, and
+ * returned by the handler.
+ */
+export interface BudgetExhausted {
+  readonly partial: JobResult | undefined;
+}
 
 /** Why a job's signal fired. */
 export type CancelCode = "cancel" | "stop" | "lease-lost" | "shutdown";
@@ -140,6 +178,42 @@ export interface Job {
    */
   step(step: string, run: () => Promise<StepOutput> | StepOutput, options?: { label?: string }): Promise<StepCheckpoint | undefined>;
   /**
+   * Runs one paid call within the task's budget (PROTOCOL.md §Budgets and
+   * side effects): reserves `estimate` (the call's ceiling: give the model
+   * the same max tokens; absent fields count 0), awaits `call()`, settles
+   * the `usage` it resolves with (releasing the rest of the reservation)
+   * and resolves to its `value`. A call that throws settles nothing used,
+   * releasing the whole reservation, and its error is rethrown. `name`
+   * names the call within the attempt (`"draft"`, `"draft-retry-1"`): the
+   * reservation's id is `"<attempt>:<name>"`, so a resent report is a
+   * duplicate and a new attempt reserves afresh. A refused reservation
+   * rejects with `OverBudget`, and the call is not made. `options.step`
+   * charges the reservation to a step of the plan.
+   *
+   * @example
+   * const draft = await job.spend("draft", { tokens: 4000, costCents: 8 }, async () => {
+   *   const r = await llm.complete(prompt, { maxTokens: 4000, signal: job.signal });
+   *   return { value: r.text, usage: { tokens: r.usage.total, costCents: price(r.usage), toolCalls: 1 } };
+   * }, { step: "draft" });
+   */
+  spend<T>(name: string, estimate: Partial<BudgetAmount>, call: () => Promise<SpendAnswer<T>> | SpendAnswer<T>, options?: { step?: string }): Promise<T>;
+  /**
+   * Makes one external write at most once for the task: `write(key)` gets
+   * `key(step, action)` (the same in every attempt: pass it to the outside
+   * system, which must deduplicate by it) and resolves to the id of what
+   * it wrote. The write is then recorded under `(step, action)`, and the
+   * id recorded first is the answer: a write made again after a crash
+   * between the write and its record answers with the first one's id. A
+   * write the claimed task already records is not made again. A record
+   * the server refuses rejects with a `FatalError` naming its reason.
+   *
+   * @example
+   * const ticketId = await job.effect("publish", "create-ticket", (key) => tracker.create({ title, idempotencyKey: key }).then((t) => t.id));
+   */
+  effect(step: string, action: string, write: (key: string) => Promise<string> | string): Promise<string>;
+  /** The resource id the claimed task records under `(step, action)`, if any: what `job.effect` would answer without writing. */
+  recordedEffect(step: string, action: string): string | undefined;
+  /**
    * The writer on the task's output stream `stream` (1 to 64 of `a-z`,
    * `0-9`, `-`, `_`; else a `TypeError` naming `stream`). The same name
    * gives the same writer.
@@ -177,11 +251,26 @@ export interface Job {
 }
 
 /**
- * A handler: resolves to the result (the task succeeds), or throws
- * (`RetryableError`, `FatalError`, or anything, classified by
- * `classifyError`). After `job.hold(…)` its return value is ignored.
+ * A handler: resolves to the result (the task succeeds) or to
+ * `budgetExhausted(…)` (the task fails `budget-exhausted`, keeping the
+ * partial result), or throws (`RetryableError`, `FatalError`, or
+ * anything, classified by `classifyError`). After `job.hold(…)` its
+ * return value is ignored.
  */
-export type Handler = (job: Job) => Promise<JobResult | void> | JobResult | void;
+export type Handler = (job: Job) => Promise<JobResult | BudgetExhausted | void> | JobResult | BudgetExhausted | void;
+
+/**
+ * What a handler returns when the budget ran out: reported as `exhaust`,
+ * the attempt's last report. The task ends `failed` with the error
+ * `budget-exhausted` (`cancelled` after a cancel), keeping `partial`
+ * (both fields or none; a blank one is a `TypeError` naming it) as its
+ * result, so the work done is not lost.
+ *
+ * @example
+ * try { summary = await job.spend("summary", { tokens: 2000 }, summarise); }
+ * catch (e) { if (e instanceof OverBudget) return budgetExhausted({ resultRef: draftRef, resultHash: draftHash }); throw e; }
+ */
+export declare function budgetExhausted(partial?: JobResult): BudgetExhausted;
 
 export declare class Worker {
   constructor(options: WorkerOptions);
@@ -209,7 +298,7 @@ export declare class RetryableError extends Error {
 
 /** Thrown by a handler: another attempt would fail the same way; the task fails. */
 export declare class FatalError extends Error {
-  /** `fatal`, or a subclass's: `submit-unknown`, a `StepError`'s reason, an `OutputError`'s server code. */
+  /** `fatal`, or a subclass's: `submit-unknown`, a `StepError`'s reason, an `OutputError`'s server code, an `OverBudget`'s reason. */
   readonly code: string;
 }
 
@@ -221,6 +310,20 @@ export declare class StepError extends FatalError {
   constructor(code: StepRefusal, step: string, message: string);
   readonly code: StepRefusal;
   readonly step: string;
+}
+
+/**
+ * `job.spend`'s refused reservation; the call was not made. `code` and
+ * `reason` are the server's reason: `over-budget` (the budget cannot
+ * cover it), or `not-running` (a cancel was asked), `reservation-conflict`,
+ * `unknown-step`, `ledger-full`, `stale-attempt`. Final.
+ */
+export declare class OverBudget extends FatalError {
+  constructor(reservation: string, reason: string);
+  readonly code: string;
+  readonly reason: string;
+  /** The reservation's id, `"<attempt>:<name>"`. */
+  readonly reservation: string;
 }
 
 /** A chunk of output the server refused for good (`chunk-conflict`, `output-gap`, a 400, …); `code` is the server's. Final. */

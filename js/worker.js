@@ -13,7 +13,8 @@ import { Job } from "./worker/job.js";
 import { Clock, Wire, describe, secretKey, sleep } from "./worker/wire.js";
 import { WorkerError } from "./worker/errors.js";
 
-export { CancelledError, FatalError, OutputError, RetryableError, StepError, SubmitUnknownError, WorkerError, classifyError } from "./worker/errors.js";
+export { CancelledError, FatalError, OutputError, OverBudget, RetryableError, StepError, SubmitUnknownError, WorkerError, classifyError } from "./worker/errors.js";
+export { budgetExhausted } from "./worker/budget.js";
 export { isOutcomeUnknown } from "./worker/vendor.js";
 
 const CLAIM_BACKOFF_FIRST_MS = 500;

@@ -63,5 +63,8 @@ export async function callback({ req, res, rawId, store, config }) {
     next: t.next,
     attempt: t.task.attempts,
     epoch: store.epoch,
+    // An effect's answer names the resource id recorded first under its
+    // key (core's, in the book's answer), which may not be the one sent.
+    ...(typeof t.resourceId === "string" ? { resourceId: t.resourceId } : {}),
   });
 }

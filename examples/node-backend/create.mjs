@@ -116,13 +116,14 @@ export function legacyCreateRequest({ ttlMs, maxAttempts, kind, input }) {
 }
 
 /** A create's fields as its record keeps them (absent ones left out; `input` as `inputJson`, its exact text). */
-export function taskRecord({ id, ttlMs, maxAttempts, deadlineMs, unknownGraceMs, autoRequeue, workflowVersion, steps, kind, input }) {
+export function taskRecord({ id, ttlMs, maxAttempts, deadlineMs, unknownGraceMs, autoRequeue, workflowVersion, steps, budget, kind, input }) {
   const record = { id, ttlMs, maxAttempts };
   if (deadlineMs !== undefined) record.deadlineMs = deadlineMs;
   if (unknownGraceMs !== undefined) record.unknownGraceMs = unknownGraceMs;
   if (autoRequeue !== undefined) record.autoRequeue = autoRequeue;
   if (workflowVersion !== undefined) record.workflowVersion = workflowVersion;
   if (steps !== undefined) record.steps = steps;
+  if (budget !== undefined) record.budget = budget;
   if (kind !== undefined) record.kind = kind;
   if (input !== undefined) record.inputJson = input;
   return record;

@@ -12,8 +12,8 @@ import { HttpError, invalid, parseJson, quoted } from "./http.mjs";
 const TERMINAL = new Set(["succeeded", "failed", "expired", "cancelled", "timed_out"]);
 export const isTerminal = (state) => TERMINAL.has(state);
 
-/** The optional create fields of the lifecycle and the plan (PROTOCOL.md §Steps), in the order they are compared. */
-export const LIFECYCLE_CREATE_FIELDS = ["autoRequeue", "deadlineMs", "steps", "unknownGraceMs", "workflowVersion"];
+/** The optional create fields of the lifecycle, the plan (PROTOCOL.md §Steps) and the budget (§Budgets and side effects), in the order they are compared. */
+export const LIFECYCLE_CREATE_FIELDS = ["autoRequeue", "budget", "deadlineMs", "steps", "unknownGraceMs", "workflowVersion"];
 
 /**
  * The lifecycle fields of a create body, for `book.create`: `deadlineMs`,
@@ -30,8 +30,8 @@ export function lifecycleFields(body, defaultGraceMs) {
   if (deadlineMs !== undefined) fields.deadlineMs = deadlineMs;
   if (unknownGraceMs !== undefined) fields.unknownGraceMs = unknownGraceMs;
   if (autoRequeue !== undefined) fields.autoRequeue = autoRequeue;
-  // The plan (PROTOCOL.md §Steps), checked by the core.
-  for (const name of ["workflowVersion", "steps"]) {
+  // The plan (PROTOCOL.md §Steps) and the budget, checked by the core.
+  for (const name of ["workflowVersion", "steps", "budget"]) {
     if (given(name) !== undefined) fields[name] = given(name);
   }
   return fields;

@@ -189,10 +189,10 @@ export class Store {
    * {key, request, legacyRequest} (see create.mjs) or undefined. Returns
    * {task (JSON text), created}.
    */
-  create(tenant, { id, nowMs, ttlMs, maxAttempts, deadlineMs, unknownGraceMs, autoRequeue, workflowVersion, steps, kind, input }, idem) {
+  create(tenant, { id, nowMs, ttlMs, maxAttempts, deadlineMs, unknownGraceMs, autoRequeue, workflowVersion, steps, budget, kind, input }, idem) {
     const known = this.#createKeys.replayOf(tenant, idem, "task");
     if (known) return { task: this.taskJson(known.taskId), created: false };
-    const fields = { id, ttlMs, maxAttempts, deadlineMs, unknownGraceMs, autoRequeue, workflowVersion, steps, kind, input };
+    const fields = { id, ttlMs, maxAttempts, deadlineMs, unknownGraceMs, autoRequeue, workflowVersion, steps, budget, kind, input };
     this.#commit({ op: "create", id, tenant, nowMs, ...taskRecord(fields), ...keyRecord(idem) });
     return { task: this.taskJson(id), created: true };
   }
@@ -391,8 +391,8 @@ export class Store {
 
   /** One task of a `create` record, or an item of a `batch` record. */
   #createTask(fields, tenant, nowMs, batchId) {
-    const { id, ttlMs, maxAttempts, deadlineMs, unknownGraceMs, autoRequeue, workflowVersion, steps, kind } = fields;
-    this.#book.create({ id, nowMs, ttlMs, maxAttempts, deadlineMs, unknownGraceMs, autoRequeue, workflowVersion, steps });
+    const { id, ttlMs, maxAttempts, deadlineMs, unknownGraceMs, autoRequeue, workflowVersion, steps, budget, kind } = fields;
+    this.#book.create({ id, nowMs, ttlMs, maxAttempts, deadlineMs, unknownGraceMs, autoRequeue, workflowVersion, steps, budget });
     // Old journals kept `input` as a parsed value: its text is all that is left.
     const input = fields.inputJson ?? (fields.input === undefined ? undefined : JSON.stringify(fields.input));
     this.#tasks.set(id, { tenant, kind, input, batchId });

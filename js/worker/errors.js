@@ -64,6 +64,27 @@ export class StepError extends FatalError {
 }
 
 /**
+ * A reservation the server refused (PROTOCOL.md §Budgets and side
+ * effects): the task's budget cannot cover it (`over-budget`), or another
+ * `reason` (`not-running` once a cancel was asked, `reservation-conflict`,
+ * `unknown-step`, `ledger-full`, `stale-attempt`). `job.spend` did not
+ * make the call. `code` and `reason` are the server's reason,
+ * `reservation` the reservation's id. Final: the handler may degrade (a
+ * smaller context, an optional step skipped) or end the task with what it
+ * has (`return budgetExhausted(partial)`); rethrown, another attempt would
+ * meet the same budget.
+ */
+export class OverBudget extends FatalError {
+  constructor(reservation, reason) {
+    super(`reservation ${JSON.stringify(reservation)} refused: ${reason}`);
+    this.name = "OverBudget";
+    this.code = reason;
+    this.reason = reason;
+    this.reservation = reservation;
+  }
+}
+
+/**
  * A chunk of live output the server refused for a reason no resend
  * changes (PROTOCOL.md §Live output): `code` is the server's
  * (`chunk-conflict`, `output-gap`, `invalid-request`, …), `stream` the

@@ -12,6 +12,7 @@ import { describe } from "./wire.js";
 import { submitOnceThenPoll } from "./vendor.js";
 import { Output, flushAll, streamName } from "./output.js";
 import { checkpointOf, isStepDone, runStep } from "./steps.js";
+import { Exhausted, effect, exhaustEvent, recordedEffect, spend } from "./budget.js";
 
 /** The work of one attempt of one task, as a handler sees it. */
 export class Job {
@@ -84,6 +85,38 @@ export class Job {
    */
   step(name, run, options = {}) {
     return runStep(this, this.#steps, (event) => this.#send(event), name, run, options);
+  }
+
+  /**
+   * Runs one paid call within the task's budget: reserves `estimate`
+   * (`{tokens?, costCents?}`, the call's ceiling: give the model the same
+   * max tokens), awaits `call()` (answering `{value, usage}`), settles the
+   * `usage` it reports (releasing the rest) and answers `value`. A call
+   * that throws settles nothing used, releasing the whole reservation,
+   * and its error is rethrown. The reservation's id is
+   * `"<attempt>:<name>"`: a resent report is a duplicate, and a new
+   * attempt reserves afresh. A refused reservation throws `OverBudget`
+   * and the call is not made. See budget.js.
+   */
+  spend(name, estimate, call, options = {}) {
+    return spend(this, (event) => this.#send(event), name, estimate, call, options);
+  }
+
+  /**
+   * Makes one external write at most once for the task: `write(key)` gets
+   * `key(step, action)` (the same in every attempt: pass it to the outside
+   * system, which must deduplicate by it) and answers the id of what it
+   * wrote; the write is then recorded under `(step, action)`, and the id
+   * recorded first is answered. A write the claimed task already records
+   * is not made again. A record the server refuses throws a FatalError.
+   */
+  effect(step, action, write) {
+    return effect(this, (event) => this.#send(event), step, action, write);
+  }
+
+  /** The resource id the claimed task records under `(step, action)`, if any. */
+  recordedEffect(step, action) {
+    return recordedEffect(this.task, step, action);
   }
 
   /**
@@ -255,6 +288,8 @@ export class Job {
       return;
     }
     if (why === "shutdown") return this.#finish({ type: "fail", error: "worker shut down", retryable: true });
+    // After a cancel too: the server ends the task cancelled, keeping the partial result.
+    if (ok && result instanceof Exhausted) return this.#finish(exhaustEvent(result));
     if (ok) {
       const bad = ["resultRef", "resultHash"].find((f) => typeof result?.[f] !== "string" || result[f].trim() === "");
       // After a cancel a result is still reported: the task ends

@@ -10,14 +10,8 @@
 // step the plan does not have is still answered `next: "continue"`, and a
 // worker that read only `next` would run the step and believe it recorded.
 import { FatalError, StepError } from "./errors.js";
-import { describe } from "./wire.js";
+import { describe, taken } from "./wire.js";
 
-/**
- * Whether a report was taken: it changed the task, or repeated what the
- * task says already (`duplicate`, a resend included). One that is
- * neither was refused, and its `reason` says why.
- */
-const taken = (answer) => answer.changed === true || answer.duplicate === true;
 const FINAL = new Set(["succeeded", "skipped"]);
 
 function stepName(name, what) {

@@ -55,6 +55,14 @@ export function secretKey(secret) {
   return Buffer.from(b64, "base64");
 }
 
+/**
+ * Whether a report was taken: it changed the task, or repeated what the
+ * task says already (`duplicate`, a resend included). One that is
+ * neither was refused, and its `reason` says why (core's
+ * `work::report_taken`): `next` speaks of the attempt, not of the report.
+ */
+export const taken = (answer) => answer.changed === true || answer.duplicate === true;
+
 /** A value as an error message shows it: strings quoted and cut, numbers as written, other things by type. */
 export function describe(v) {
   if (typeof v === "number") return String(v);
@@ -168,7 +176,9 @@ export class Wire {
 
   /**
    * Sends one report (an event of a claimed task) until it is judged, and
-   * answers the server's `{next, attempt, …}`. `build(atMs)` makes the
+   * answers the server's `{next, attempt, changed, duplicate, reason, …}`
+   * as sent (an `effect`'s answer also names `resourceId`, the id recorded
+   * first under its key; `taken(answer)` says whether it was taken). `build(atMs)` makes the
    * event. `giveUpAt()` is the local time past which the lease cannot be
    * alive: then it throws `WorkerError` `lease-lost`.
    */

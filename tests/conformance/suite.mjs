@@ -31,6 +31,7 @@ import lifecycle from './checks/lifecycle.mjs';
 import continuations from './checks/continuations.mjs';
 import output from './checks/output.mjs';
 import steps from './checks/steps.mjs';
+import budgets from './checks/budgets.mjs';
 import vectors from './checks/vectors.mjs';
 import cors from './checks/cors.mjs';
 import precedence from './checks/precedence.mjs';
@@ -89,6 +90,7 @@ export const SECTIONS = [
   continuations,
   output,
   steps,
+  budgets,
   work,
   reports,
   cors,

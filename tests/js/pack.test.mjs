@@ -38,7 +38,7 @@ test("npm pack ships only the whitelisted files", () => {
     "dist/wire.d.ts",
     "dist/worker.d.ts",
     "dist/worker.js",
-    ...["errors.js", "job.js", "output.js", "steps.js", "vendor.js", "wire.js"].map((f) => `dist/worker/${f}`),
+    ...["budget.js", "errors.js", "job.js", "output.js", "steps.js", "vendor.js", "wire.js"].map((f) => `dist/worker/${f}`),
     "package.json",
   ]);
 });

@@ -52,12 +52,15 @@ import {
   FatalError,
   RetryableError,
   OutputError,
+  OverBudget,
   StepError,
   SubmitUnknownError,
   Worker,
+  budgetExhausted,
   classifyError,
   createWorker,
   isOutcomeUnknown,
+  type BudgetExhausted,
   type CancelCode,
   type ClaimedTask,
   type Handler,
@@ -376,7 +379,7 @@ async function batchHook(): Promise<void> {
 async function workers(): Promise<void> {
   const options: WorkerOptions = { url: "http://127.0.0.1:8080", tenant: "acme", secret: "whsec_AAAA", concurrency: 2, leaseMs: 30_000, now: () => Date.now() };
   const worker: Worker = createWorker(options);
-  const summarise: Handler = async (job: Job): Promise<JobResult | void> => {
+  const summarise: Handler = async (job: Job): Promise<JobResult | BudgetExhausted | void> => {
     const attempt: number = job.attempt;
     const task: ClaimedTask = job.task;
     const decision: "approve" | "request_changes" | "reject" | undefined = task.decision;
@@ -411,7 +414,17 @@ async function workers(): Promise<void> {
     await job.step("s", () => ({ outputRef: "r", outputHash: "h" }), { label: 3 });
     // @ts-expect-error: output writes text
     await draft.write(42);
-    void attempt, leaseEnds, why, key, loaded, again, finished, held, stream;
+    const words: number = await job.spend("draft", { tokens: 100, costCents: 2 }, async () => ({ value: 3, usage: { tokens: 80, toolCalls: 1 } }), { step: "draft" });
+    const ticket: string = await job.effect("publish", "ticket", async (k: string) => `T-${k}`);
+    const known: string | undefined = job.recordedEffect("publish", "ticket");
+    const usedTokens: number | undefined = task.used?.tokens;
+    const effectIds: string[] | undefined = task.effects?.map((e) => e.resourceId);
+    // @ts-expect-error: spend's call answers { value, usage }
+    await job.spend("draft", { tokens: 1 }, async () => 3);
+    // @ts-expect-error: write answers the resource id
+    await job.effect("publish", "ticket", async () => 42);
+    if (words > 1000) return budgetExhausted({ resultRef: "s3://partial", resultHash: "sha256:p" });
+    void attempt, leaseEnds, why, key, loaded, again, finished, held, stream, ticket, known, usedTokens, effectIds;
     return { resultRef: text, resultHash: "sha256:1" };
   };
   worker.handle("summary", summarise).handle("", () => ({ resultRef: "r", resultHash: "h" }));
@@ -426,6 +439,11 @@ async function workers(): Promise<void> {
   const stepName: string = new StepError("no-plan", "load", "refused").step;
   const outputErr: OutputError = new OutputError("output-gap", "draft", "refused", 409);
   const fatal: FatalError = outputErr;
+  const over: FatalError = new OverBudget("1:draft", "over-budget");
+  const overId: string = new OverBudget("1:draft", "over-budget").reservation;
+  const nothingLeft: BudgetExhausted = budgetExhausted();
+  // @ts-expect-error: a partial result needs both fields
+  budgetExhausted({ resultRef: "r" });
   // @ts-expect-error: a step's refusals are a closed union
   const badStep: StepRefusal = "not-running";
   // @ts-expect-error: the secret is required
@@ -438,7 +456,7 @@ async function workers(): Promise<void> {
   worker.handle("k", async (job) => void (await job.vendor({ step: "s", submit: () => 1, poll: () => "done" })));
   // @ts-expect-error: the signal's reasons are a closed union
   const badWhy: CancelCode = "timeout";
-  void cls, unknown, code, reason, badWhy, stepCode, stepName, fatal, badStep;
+  void cls, unknown, code, reason, badWhy, stepCode, stepName, fatal, badStep, over, overId, nothingLeft;
 }
 function liveOutput(): void {
   checkStreamName("draft", "output");

@@ -5,7 +5,8 @@ retries of lost answers, the clock offset, cancellation); a job is a plain
 async function of a `Job`. See the README for the whole picture.
 """
 
-from .attempt import Result
+from .attempt import Exhausted, Result
+from .budget import Amount, OverBudget, budget_exhausted
 from .clock import ServerClock
 from .errors import (
     Cancelled,
@@ -25,14 +26,17 @@ from .worker import Handler, Worker
 
 __all__ = [
     "PENDING",
+    "Amount",
     "Cancelled",
     "Checkpoint",
     "ConfigError",
+    "Exhausted",
     "FatalError",
     "Handler",
     "Held",
     "Job",
     "Output",
+    "OverBudget",
     "ReportError",
     "Result",
     "RetryableError",
@@ -43,6 +47,7 @@ __all__ = [
     "Usage",
     "VendorTimeoutError",
     "Worker",
+    "budget_exhausted",
     "classify",
     "outcome_unknown",
     "submit_once_then_poll",

@@ -30,7 +30,7 @@ import httpx
 from .errors import ReportError, classify, describe
 from .transport import Answer, GaveUp, Transport
 
-__all__ = ["Attempt", "Result", "final_event", "signal_for"]
+__all__ = ["Attempt", "Exhausted", "Result", "final_event", "signal_for"]
 
 log = logging.getLogger("taskwire_worker")
 
@@ -40,7 +40,9 @@ REASONS = ("shutdown", "cancel", "lease-lost", "stop")
 SILENT = frozenset({"stop", "lease-lost"})
 SHUTDOWN_ERROR = "worker shut down"
 # Reports after which the attempt goes on, so an answer's `stop` stops it.
-GOING_ON = frozenset({"progress", "heartbeat", "start", "cannot_cancel", "step"})
+GOING_ON = frozenset(
+    {"progress", "heartbeat", "start", "cannot_cancel", "step", "reserve", "settle", "effect"}
+)
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,15 @@ class Result:
 
     result_ref: str
     result_hash: str
+
+
+@dataclass(frozen=True)
+class Exhausted:
+    """What a handler returns when the task's budget ran out (made by
+    `budget_exhausted`): reported as `exhaust`, so the task ends `failed`
+    with the error `budget-exhausted`, keeping `partial` as its result."""
+
+    partial: Result | None = None
 
 
 def _result_fields(value: Any) -> tuple[str, str] | str:
@@ -84,6 +95,15 @@ def final_event(
     """
     if held or cancelled in SILENT:
         return None
+    if error is None and isinstance(returned, Exhausted):
+        # After a cancel too: the server ends the task cancelled, keeping
+        # the partial result, as it does a result.
+        if returned.partial is None:
+            return {"type": "exhaust"}
+        partial = _result_fields(returned.partial)
+        if isinstance(partial, str):
+            return {"type": "fail", "error": partial, "retryable": False}
+        return {"type": "exhaust", "resultRef": partial[0], "resultHash": partial[1]}
     if error is None:
         fields = _result_fields(returned)
         if isinstance(fields, str):
@@ -111,7 +131,8 @@ def signal_for(next_: str, event_type: str) -> str | None:
     report (a hold, a result, a fail, an `ack_cancel`), for which `stop` is
     the expected answer (after a `cannot_cancel` the job goes on, so a
     `stop` there stops it; a `step` report renews the lease as `progress`
-    does). Only `next` is read, never `reason`.
+    does; after a `reserve`, `settle` or `effect` the job goes on too).
+    Only `next` is read, never `reason`.
     """
     if next_ == "cancel":
         return "cancel"

@@ -14,9 +14,10 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, NoReturn, TypeVar
 
 from .attempt import Attempt
+from .budget import Amount, effect, recorded_effect, spend
 from .errors import Cancelled, ConfigError
 from .output import Output, flush_all
-from .steps import Checkpoint, StepOutput, Steps, run_step
+from .steps import Checkpoint, StepOutput, Steps, Usage, run_step
 
 __all__ = ["Held", "Job"]
 
@@ -148,6 +149,49 @@ class Job:
         `reason` is `"unknown-step"`, `"no-plan"` or `"step-conflict"`.
         """
         return await run_step(self._attempt, self._steps, self.check, name, run, label)
+
+    async def spend(
+        self,
+        name: str,
+        estimate: Amount,
+        call: Callable[[], Awaitable[tuple[T, Usage]]],
+        *,
+        step: str | None = None,
+    ) -> T:
+        """Runs one paid call within the task's budget (PROTOCOL.md §Budgets
+        and side effects): reserves `estimate` (the call's ceiling: give the
+        model the same max tokens), awaits `call()`, which returns
+        `(value, Usage)`, settles that usage (releasing the rest of the
+        reservation) and returns the value. A call that raises settles
+        nothing used, releasing the whole reservation, and its error is
+        re-raised.
+
+        `name` names the call within the attempt (`"draft"`,
+        `"draft-retry-1"`): the reservation's id is `"<attempt>:<name>"`, so
+        a resent report is a duplicate and a new attempt reserves afresh.
+        `step` charges it to a step of the plan. A refused reservation
+        raises `OverBudget` (final) and the call is not made.
+        """
+        return await spend(self._attempt, self.check, name, estimate, call, step)
+
+    async def effect(self, step: str, action: str, write: Callable[[str], Awaitable[str]]) -> str:
+        """Makes one external write at most once for the task: `write(key)`
+        gets `key(step, action)` (the same in every attempt: pass it to the
+        outside system, which must deduplicate by it) and returns the id of
+        what it wrote. The write is then recorded under `(step, action)`, and
+        the id recorded first is returned: a write made again after a crash
+        between the write and its record answers with the first one's id.
+
+        A write the claimed task already records is not made again. A record
+        the server refuses raises `FatalError` naming its reason.
+        """
+        key = self.key(step, action)
+        return await effect(self._attempt, self.check, self.task, key, step, action, write)
+
+    def recorded_effect(self, step: str, action: str) -> str | None:
+        """The resource id the claimed task records under `(step, action)`:
+        what `effect` returns without writing."""
+        return recorded_effect(self.task, step, action)
 
     async def progress(self, percent: int, cursor: str = "") -> None:
         """Reports progress (an integer 0-100, only upward) and a cursor.

@@ -67,6 +67,9 @@ class Answer:
     duplicate: bool
     state: str
     body: Mapping[str, Any] = field(repr=False)
+    # For an `effect`: the resource id recorded first under its key (core's
+    # answer), which may not be the one this report sent.
+    resource_id: str | None = None
 
     @property
     def taken(self) -> bool:
@@ -100,6 +103,7 @@ class Answer:
             duplicate=bool(body.get("duplicate", False)),
             state=str(body.get("state", "")),
             body=body,
+            resource_id=resource if isinstance(resource := body.get("resourceId"), str) else None,
         )
 
 

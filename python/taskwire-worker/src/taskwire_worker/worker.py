@@ -31,7 +31,7 @@ from typing import Any
 
 import httpx
 
-from .attempt import Attempt, Result, final_event
+from .attempt import Attempt, Exhausted, Result, final_event
 from .clock import ServerClock, system_now_ms
 from .errors import ConfigError, ReportError
 from .job import Held, Job
@@ -42,7 +42,7 @@ __all__ = ["Handler", "Worker"]
 
 log = logging.getLogger("taskwire_worker")
 
-Handler = Callable[[Job], Awaitable[Result | Mapping[str, Any]]]
+Handler = Callable[[Job], Awaitable[Result | Exhausted | Mapping[str, Any]]]
 
 
 def _int_in(name: str, value: object, low: int, high: int) -> int:
