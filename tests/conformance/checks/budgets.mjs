@@ -7,9 +7,7 @@
 // `budget-01` and `effects-01` pin the rules in core; these check a
 // backend passes the budget through at create, stores the ledger, shows
 // it in the task and answers `resourceId`. Each names the misreading it
-// catches. PROTOCOL.md has no heading of its own for them yet: they are
-// step reports' siblings (they need the `steps` build of core), so the
-// section points at §Lifecycle › Steps.
+// catches.
 
 import assert from 'node:assert/strict';
 import { assertMatches } from '../lib/match.mjs';
@@ -27,7 +25,7 @@ const nothing = (value) => value === undefined || value === null;
 
 export default {
   section: 'Budgets and side effects',
-  protocol: 'Lifecycle › Steps',
+  protocol: 'Lifecycle › Budgets and side effects',
   checks: [
     {
       name: 'a budget given at create is shown; a reserve within it is granted (budget-reserved, one version) and one past it is over-budget, changing nothing',
