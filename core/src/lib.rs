@@ -182,6 +182,8 @@ pub mod resume;
 pub mod steps;
 pub mod task;
 pub mod text;
+#[cfg(feature = "steps")]
+pub mod timeline;
 pub mod transition;
 pub mod value;
 pub mod work;

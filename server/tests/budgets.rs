@@ -14,6 +14,7 @@ async fn reservations_sent_at_once_never_grant_past_the_budget_on_sqlite() {
     let h = harness(|_| {}).await;
     concurrent_reservations_scenario(&[&h], 40).await;
     ledger_scenario(&h).await;
+    cancel_report_scenario(&h).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -25,4 +26,5 @@ async fn reservations_sent_at_once_to_two_servers_never_grant_past_the_budget_on
     let two = harness(|c| c.data = url.clone().into()).await;
     concurrent_reservations_scenario(&[&one, &two], 40).await;
     ledger_scenario(&one).await;
+    cancel_report_scenario(&two).await;
 }

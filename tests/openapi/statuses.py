@@ -194,6 +194,13 @@ def recipes():
             "403": lambda: get(f"/v1/tasks/{running}", headers=no_watch),
             "404": lambda: get("/v1/tasks/no-such-task"),
         },
+        "getTaskTimeline": {
+            "200": lambda: get(f"/v1/tasks/{done}/timeline"),
+            "400": lambda: get(f"/v1/tasks/{'t' * 256}/timeline"),
+            "401": lambda: requests.get(f"{BASE}/v1/tasks/{done}/timeline", timeout=10),
+            "403": lambda: get(f"/v1/tasks/{running}/timeline", headers=no_watch),
+            "404": lambda: get("/v1/tasks/no-such-task/timeline"),
+        },
         "resumeTask": {
             "200": lambda: get(f"/v1/tasks/{running}/resume?cursor=0"),
             "400": lambda: get(f"/v1/tasks/{running}/resume?cursor=3.0"),

@@ -35,6 +35,8 @@ pub use path::Path;
 pub use read::{deserialize_via_from_json, expected, invalid, variant, Fields, FromJson};
 pub(crate) use read::{impl_deserialize, Gather, Placeholder};
 pub use tree::Value;
+#[cfg(feature = "steps")]
+pub use write::timeline_answer;
 pub use write::{object, write, write_string, ToJson, ToJsonDyn, Writer};
 
 /// Reads a tree as one of the wire types; `what` names the value in

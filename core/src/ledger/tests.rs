@@ -86,3 +86,75 @@ fn a_replay_starts_from_the_budget_alone() {
     }
     assert_eq!(&replay, task.view());
 }
+
+#[test]
+fn the_timeline_reads_each_change_with_its_step_attempt_duration_and_usage() {
+    let mut events = RUN.to_vec();
+    events.push(r#"{"type":"step","atMs":7,"name":"publish","status":"running","attempt":1}"#);
+    events.push(r#"{"type":"fail","atMs":8,"error":"vendor 503","retryable":true,"attempt":1}"#);
+    events.push(r#"{"type":"start","atMs":10,"worker":"w2","attempt":2}"#);
+    events.push(r#"{"type":"step","atMs":11,"name":"publish","status":"running","attempt":2}"#);
+    events.push(r#"{"type":"step","atMs":15,"name":"publish","status":"succeeded","attempt":2}"#);
+    events.push(r#"{"type":"cancel","atMs":16}"#);
+    events.push(r#"{"type":"ack_cancel","atMs":18,"attempt":2}"#);
+    let task = task_with(&events);
+    let lines = crate::timeline::timeline(task.view(), task.history());
+    let kinds: Vec<&str> = lines.iter().map(|l| l.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            "attempt.started",
+            "step.completed",
+            "budget.reserved",
+            "model.completed",
+            "budget.reserved",
+            "side_effect.completed",
+            "step.started",
+            "retry.scheduled",
+            "attempt.started",
+            "step.started",
+            "step.completed",
+            "cancel.requested",
+            "job.cancelled",
+        ]
+    );
+    let settled = &lines[3];
+    assert_eq!(
+        (settled.duration_ms, settled.usage.map(|u| u.tokens)),
+        (Some(1.0), Some(120)),
+        "the call's time is from its reservation"
+    );
+    let publish = &lines[10];
+    assert_eq!(
+        (publish.step, publish.attempt, publish.duration_ms),
+        (Some("publish"), Some(2), Some(4.0)),
+        "a step's end counts from its start in the same attempt"
+    );
+    assert_eq!(lines[7].detail, Some("vendor 503"));
+    assert_eq!(lines[7].duration_ms, Some(7.0), "attempt 1 ran from 1 to 8");
+    assert_eq!(
+        lines[12].duration_ms,
+        Some(8.0),
+        "attempt 2 ran from 10 to 18"
+    );
+
+    let answer = crate::json::timeline_answer(task.view(), task.history());
+    assert!(answer.starts_with(r#"{"taskId":"t","state":"cancelled","version":13,"entries":[{"version":1,"atMs":1,"kind":"attempt.started","attempt":1},"#), "{answer}");
+    assert!(
+        answer.ends_with(concat!(
+            r#""cancelReport":{"finished":["draft","publish"],"interrupted":[],"notRun":["notify"],"#,
+            r#""effects":[{"step":"publish","action":"post","resourceId":"REP-7","attempt":1}],"#,
+            r#""kept":[{"step":"draft","outputRef":"s3://d","outputHash":"hd"}]}}"#
+        )),
+        "{answer}"
+    );
+}
+
+#[test]
+fn a_timeline_stops_where_the_history_has_a_gap() {
+    let task = task_with(&RUN);
+    let history = task.history();
+    let with_gap: Vec<_> = history.iter().filter(|e| e.version != 3).cloned().collect();
+    let lines = crate::timeline::timeline(task.view(), &with_gap);
+    assert_eq!(lines.len(), 2, "versions 1 and 2, then the gap");
+}

@@ -15,6 +15,7 @@ mod output;
 mod output_watch;
 mod resume;
 pub(crate) mod tasks;
+mod timeline;
 pub mod work;
 
 use axum::body::{Body, Bytes};
@@ -48,6 +49,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/tasks/{id}", get(tasks::get))
         .route("/v1/tasks/{id}/resume", get(resume::resume))
         .route("/v1/tasks/{id}/events", get(events::events))
+        .route("/v1/tasks/{id}/timeline", get(timeline::timeline))
         .route("/v1/tasks/{id}/callbacks", post(callbacks::callback))
         .route("/v1/tasks/{id}/output/{stream}", post(output::append))
         .route("/v1/work/claim", post(work::claim))

@@ -58,7 +58,7 @@ pub use output::{OutputAppend, OutputWanted};
 pub use quarantine::Quarantined;
 pub use sweep::{PendingWebhooks, Swept, TenantScope, WebhookClaim};
 pub use task::{Created, Idempotency, NewTask, TaskRecord, EXACT_REQUEST};
-use taskwire_core::{Delivery, ResumeAnswer};
+use taskwire_core::{Delivery, HistoryEntry, ResumeAnswer, TaskView};
 pub use work::{Claim, Claimed, KindLimit, KindLimits, QueueDepth};
 pub(crate) use write_done::WriteDone;
 
@@ -151,6 +151,12 @@ pub trait Store: Send + Sync + 'static {
         cursor: u64,
         force_snapshot: bool,
     ) -> StoreFuture<'_, ResumeAnswer>;
+
+    /// The tenant's task with its whole history, oldest first, read
+    /// consistently: what its timeline is made of (PROTOCOL.md
+    /// §Timeline).
+    fn history(&self, tenant: String, id: String)
+        -> StoreFuture<'_, (TaskView, Vec<HistoryEntry>)>;
 
     /// The tenant that owns task `id`, if it exists: callbacks read it
     /// before their body, to know which secrets to check.

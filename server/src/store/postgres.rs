@@ -85,7 +85,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
-use taskwire_core::{Delivery, ResumeAnswer};
+use taskwire_core::{Delivery, HistoryEntry, ResumeAnswer, TaskView};
 use tokio::sync::{mpsc, oneshot, Mutex as AsyncMutex};
 use tokio::task::JoinHandle;
 use tokio_postgres::NoTls;
@@ -357,6 +357,14 @@ impl Store for PostgresStore {
         force_snapshot: bool,
     ) -> StoreFuture<'_, ResumeAnswer> {
         Box::pin(read::resume(self, tenant, id, cursor, force_snapshot))
+    }
+
+    fn history(
+        &self,
+        tenant: String,
+        id: String,
+    ) -> StoreFuture<'_, (TaskView, Vec<HistoryEntry>)> {
+        Box::pin(read::history(self, tenant, id))
     }
 
     fn task_tenant(&self, id: String) -> StoreFuture<'_, Option<String>> {

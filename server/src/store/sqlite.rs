@@ -41,7 +41,7 @@ use std::sync::mpsc::{self, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 
 use rusqlite::{params, Connection, OptionalExtension};
-use taskwire_core::{Delivery, ResumeAnswer};
+use taskwire_core::{Delivery, HistoryEntry, ResumeAnswer, TaskView};
 use tokio::sync::{oneshot, Semaphore};
 
 use super::decide::resume_plan;
@@ -242,6 +242,20 @@ impl Store for SqliteStore {
                 .view;
             resume_plan(view.version, cursor, retention, force_snapshot)
                 .answer(view, || history_after(&tx, &id, cursor))
+        })
+    }
+
+    fn history(
+        &self,
+        tenant: String,
+        id: String,
+    ) -> StoreFuture<'_, (TaskView, Vec<HistoryEntry>)> {
+        self.read(move |conn| {
+            let tx = conn.transaction()?;
+            let view = load_own_task(&tx, &tenant, &id)?
+                .ok_or_else(|| StoreError::NotFound(id.clone()))?
+                .view;
+            Ok((view, history_after(&tx, &id, 0)?))
         })
     }
 

@@ -168,4 +168,89 @@ pub async fn ledger_scenario(h: &Harness) {
         (&json!("budget-exhausted"), &json!("blob://partial"))
     );
     assert_eq!(view["effects"][0]["resourceId"], "REP-7");
+
+    // The timeline reads the whole history, as the state machine judged it.
+    let r = h.get("demo", &format!("/v1/tasks/{id}/timeline")).await;
+    assert_eq!(r.status, 200, "{:?}", r.json());
+    let answer = r.json();
+    let kinds: Vec<&str> = answer["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "attempt.started",
+            "budget.reserved",
+            "model.completed",
+            "budget.reserved",
+            "retry.scheduled",
+            "attempt.started",
+            "side_effect.completed",
+            "progress",
+            "budget.exhausted",
+        ]
+    );
+    assert_eq!(answer["entries"][2]["usage"]["tokens"], 250);
+    assert_eq!(answer["entries"][6]["detail"], "REP-7");
+    assert_eq!(answer["state"], "failed");
+    assert!(answer.get("cancelReport").is_none(), "{answer}");
+    let missing = h.get("demo", "/v1/tasks/tsk_missing/timeline").await;
+    assert_error(&missing, 404, "not-found", "tsk_missing");
+}
+
+/// A cancelled task's timeline carries what the cancel did.
+pub async fn cancel_report_scenario(h: &Harness) {
+    let id = create_with(
+        h,
+        json!({"workflowVersion": "v1", "steps": ["draft", "publish", "notify"]}),
+    )
+    .await;
+    h.ok_callback(&id, "s1", start(1, 60_000)).await;
+    let step = |name: &str, status: &str, extra: Value| {
+        let mut e = ev("step", 1, json!({"name": name, "status": status}));
+        for (k, v) in extra.as_object().unwrap() {
+            e[k] = v.clone();
+        }
+        e
+    };
+    h.ok_callback(
+        &id,
+        "d",
+        step(
+            "draft",
+            "succeeded",
+            json!({"outputRef": "blob://draft", "outputHash": "sha256:d"}),
+        ),
+    )
+    .await;
+    h.ok_callback(&id, "p", step("publish", "running", json!({})))
+        .await;
+    h.ok_callback(
+        &id,
+        "e",
+        ev(
+            "effect",
+            1,
+            json!({"step": "publish", "action": "post", "resourceId": "REP-1"}),
+        ),
+    )
+    .await;
+    super::lifecycle::act(h, &id, "cancel", json!({})).await;
+    h.ok_callback(&id, "ack", ev("ack_cancel", 1, json!({})))
+        .await;
+    let r = h.get("demo", &format!("/v1/tasks/{id}/timeline")).await;
+    assert_eq!(r.status, 200, "{:?}", r.json());
+    assert_eq!(
+        r.json()["cancelReport"],
+        json!({
+            "finished": ["draft"],
+            "interrupted": ["publish"],
+            "notRun": ["notify"],
+            "effects": [{"step": "publish", "action": "post", "resourceId": "REP-1", "attempt": 1}],
+            "kept": [{"step": "draft", "outputRef": "blob://draft", "outputHash": "sha256:d"}]
+        })
+    );
 }

@@ -11,6 +11,10 @@
 mod ledger;
 #[cfg(feature = "steps")]
 mod steps;
+#[cfg(feature = "steps")]
+mod timeline;
+#[cfg(feature = "steps")]
+pub use timeline::timeline_answer;
 
 use crate::event::Event;
 use crate::js::write_f64;

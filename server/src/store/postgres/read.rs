@@ -107,6 +107,29 @@ pub(super) async fn resume(
     resume_plan(view.version, cursor, retention, force_snapshot).answer(view, || entries(&rows, 2))
 }
 
+/// The tenant's task and its whole history, read in one statement
+/// ([`crate::store::Store::history`]).
+pub(super) async fn history(
+    store: &PostgresStore,
+    tenant: String,
+    id: String,
+) -> Result<(TaskView, Vec<HistoryEntry>), StoreError> {
+    let client = store.conn().await?;
+    let stmt = client
+        .prepare_cached(
+            "SELECT t.tenant, t.view, h.version, h.event FROM tasks t
+             LEFT JOIN history h ON h.task_id = t.id
+             WHERE t.id = $1 AND t.tenant = $2 ORDER BY h.version",
+        )
+        .await?;
+    let rows = client.query(&stmt, &[&id, &tenant]).await?;
+    let Some(first) = rows.first() else {
+        return Err(StoreError::NotFound(id));
+    };
+    let view = parse_view(&first.try_get::<_, String>(1)?)?;
+    Ok((view, entries(&rows, 2)?))
+}
+
 /// The tenant that owns task `id`, if it exists.
 pub(super) async fn task_tenant(
     store: &PostgresStore,
