@@ -170,6 +170,14 @@ export class TaskBook {
     return json === "null" ? undefined : parse(json);
   }
 
+  /** The task's timeline answer as JSON text (PROTOCOL.md §Timeline), or undefined. */
+  timelineJson(taskId) {
+    str(taskId, "taskId");
+    const book = this.#book();
+    const json = call(() => book.timeline(taskId));
+    return json === "null" ? undefined : json;
+  }
+
   apply(taskId, event, callbackId) {
     str(taskId, "taskId");
     const json = text(event, "event");

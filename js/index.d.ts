@@ -354,6 +354,11 @@ export class TaskBook {
   resume(taskId: string, cursor: number): ResumeAnswer;
   /** The same answer as JSON text, ready to send over HTTP. */
   resumeJson(taskId: string, cursor: number): string;
+  /**
+   * The task's timeline (PROTOCOL.md §Timeline) as JSON text, written by
+   * core: one entry per change, and a cancelled task's cancel report.
+   */
+  timelineJson(taskId: string): string | undefined;
   /** Hands a result over, at most once per key. */
   deliverResult(taskId: string, key: string, nowMs: number): Delivery;
   /** Expires every live task whose TTL has passed; returns their ids. */

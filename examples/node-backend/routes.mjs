@@ -47,6 +47,7 @@ export function createApp(store, config) {
     { path: ["v1", "tasks", ":id"], methods: { GET: getTask } },
     { path: ["v1", "tasks", ":id", "resume"], methods: { GET: resume } },
     { path: ["v1", "tasks", ":id", "events"], methods: { GET: events } },
+    { path: ["v1", "tasks", ":id", "timeline"], methods: { GET: timeline } },
     { path: ["v1", "tasks", ":id", "callbacks"], methods: { POST: callback } },
     { path: ["v1", "tasks", ":id", "deliveries"], methods: { POST: deliver } },
     { path: ["v1", "tasks", ":id", "output", ":stream"], methods: { POST: appendOutput } },
@@ -162,6 +163,13 @@ function ownTask(store, tenant, rawId) {
 async function getTask({ req, res, rawId, store, config }) {
   const id = taskFor(await callerOf(req, config), "watch", store, rawId);
   sendJson(res, 200, store.taskJson(id));
+}
+
+// ---- GET /v1/tasks/{id}/timeline ----------------------------------------------
+
+async function timeline({ req, res, rawId, store, config }) {
+  const id = taskFor(await callerOf(req, config), "watch", store, rawId);
+  sendJson(res, 200, store.timelineJson(id));
 }
 
 // ---- GET /v1/tasks/{id}/resume ------------------------------------------------

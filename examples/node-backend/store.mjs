@@ -137,6 +137,11 @@ export class Store {
     return { ...this.#book.resume(taskId, cursor), epoch: this.epoch };
   }
 
+  /** The task's timeline as JSON text, written by core (PROTOCOL.md §Timeline). */
+  timelineJson(taskId) {
+    return this.#book.timelineJson(taskId);
+  }
+
   /** Up to `limit` of the tenant's notifications with `seq > after`. */
   notifications(tenant, after, limit) {
     return this.#feeds.page(tenant, after, limit);

@@ -32,6 +32,7 @@ import continuations from './checks/continuations.mjs';
 import output from './checks/output.mjs';
 import steps from './checks/steps.mjs';
 import budgets from './checks/budgets.mjs';
+import timeline from './checks/timeline.mjs';
 import vectors from './checks/vectors.mjs';
 import cors from './checks/cors.mjs';
 import precedence from './checks/precedence.mjs';
@@ -91,6 +92,7 @@ export const SECTIONS = [
   output,
   steps,
   budgets,
+  timeline,
   work,
   reports,
   cors,

@@ -37,6 +37,15 @@ impl BookHandle {
         }
     }
 
+    /// The task's timeline answer (PROTOCOL.md §Timeline), written by
+    /// core, or `null`.
+    pub fn timeline(&self, id: &str) -> String {
+        match self.book.get(id) {
+            Some(task) => tw::json::timeline_answer(task.view(), task.history()),
+            None => String::from("null"),
+        }
+    }
+
     /// `{task, changed, duplicate, notify, reason, duplicateCallback,
     /// lease?}`; the task without its history (O(1) per call).
     pub fn apply(
