@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import os
 import signal
 import time
@@ -188,6 +189,8 @@ async def approval(job: Job) -> Result:
 
 
 async def main() -> None:
+    # The library's own account (its last report and the answer) goes to the log.
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     worker = Worker(
         url=ENV["FW_URL"],
         tenant=ENV["FW_TENANT"],

@@ -162,6 +162,9 @@ class WorkerProc:
             stderr=subprocess.STDOUT,
         )
 
+    def log_text(self) -> str:
+        return self.log.read_text()
+
     def events(self, event: str | None = None) -> list[dict[str, Any]]:
         if not self.notes.exists():
             return []
@@ -251,16 +254,3 @@ def within_budget(task: dict[str, Any]) -> bool:
         if limit in budget and used.get(field, 0) + reserved.get(field, 0) > budget[limit]:
             return False
     return True
-
-
-async def history_types(server: Server, task_id: str) -> list[str]:
-    """The types of the events the task's history records, in order."""
-    history = await server.history(task_id)
-    return [entry.get("type", "") for entry in _entries(history)]
-
-
-def _entries(history: dict[str, Any]) -> list[dict[str, Any]]:
-    for key in ("history", "events", "entries"):
-        if isinstance(history.get(key), list):
-            return [e.get("event", e) if isinstance(e, dict) else {} for e in history[key]]
-    return []
