@@ -191,6 +191,7 @@ async def approval(job: Job) -> Result:
 async def main() -> None:
     # The library's own account (its last report and the answer) goes to the log.
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     worker = Worker(
         url=ENV["FW_URL"],
         tenant=ENV["FW_TENANT"],
