@@ -17,6 +17,8 @@ Configured by the environment (faults_support.WorkerProc sets it):
   external write returned, its record not yet sent).
 - FW_SLOW: steps whose model call takes 30 s (a call to cancel midway).
 - FW_CALL_MS: how long each model call takes (default 0).
+- FW_NEW_STEP: "new code" of the `approval` kind, whose plan has one more
+  step of that name, run after the approval and before `publish`.
 
 Kinds: `pipeline` (every step of the task's plan is a model call through
 `job.spend`; `notify` and `publish` also make an external write through
@@ -59,6 +61,7 @@ EXTERNAL = DIR / "external.sqlite3"
 PAUSES = {p for p in ENV.get("FW_PAUSE", "").split(",") if p}
 SLOW = {s for s in ENV.get("FW_SLOW", "").split(",") if s}
 CALL_MS = int(ENV.get("FW_CALL_MS", "0"))
+NEW_STEP = ENV.get("FW_NEW_STEP", "")
 SKEW_MS = float(ENV.get("FW_SKEW_MS", "0"))
 EFFECT_STEPS = {"notify", "publish"}
 # Each call reserves 150 tokens and uses 100: a dead attempt's open
@@ -178,6 +181,13 @@ async def approval(job: Job) -> Result:
         note("hold", attempt=job.attempt, artifact=artifact, source=source)
         await job.hold(f"mem://{job.id}/artifact/{artifact}", artifact, "Publish this?")
     approved = str(job.task["artifactHash"])
+    if NEW_STEP:
+
+        async def new_step() -> StepOutput:
+            note("new-step", attempt=job.attempt)
+            return StepOutput(f"mem://{job.id}/{NEW_STEP}", digest(NEW_STEP))
+
+        await job.step(NEW_STEP, new_step)
 
     async def publish() -> StepOutput:
         resource = await external_write(job, "publish", approved)

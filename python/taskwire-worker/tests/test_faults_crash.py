@@ -9,10 +9,13 @@ budget never exceeded, and the task going on after the failure.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+
 import fake_external
 import pytest
 from conftest import Server
-from faults_support import create, report, steps_of, within_budget
+from faults_support import WorkerProc, create, report, steps_of, within_budget
 
 STEPS = ["load", "notify", "classify", "publish"]
 BUDGET = {"maxTokens": 700, "maxCostCents": 100}
@@ -20,7 +23,7 @@ BUDGET = {"maxTokens": 700, "maxCostCents": 100}
 
 @pytest.mark.parametrize("point", ["after-spend", "in-call"])
 async def test_1_worker_dies_after_a_model_call_and_the_step_runs_again(
-    store_server: Server, workers, tmp_path, point: str
+    store_server: Server, workers: Callable[..., WorkerProc], tmp_path: Path, point: str
 ) -> None:
     server = store_server
     task = await create(server, "pipeline", STEPS, budget=BUDGET)
@@ -64,7 +67,7 @@ async def test_1_worker_dies_after_a_model_call_and_the_step_runs_again(
 
 
 async def test_2_connection_lost_after_an_external_write_before_its_record(
-    store_server: Server, workers, tmp_path
+    store_server: Server, workers: Callable[..., WorkerProc], tmp_path: Path
 ) -> None:
     server = store_server
     task = await create(server, "pipeline", STEPS, budget=BUDGET)
@@ -96,7 +99,7 @@ async def test_2_connection_lost_after_an_external_write_before_its_record(
 
 
 async def test_3_a_zombie_attempt_is_fenced_while_the_redelivered_one_finishes(
-    store_server: Server, workers, tmp_path
+    store_server: Server, workers: Callable[..., WorkerProc], tmp_path: Path
 ) -> None:
     server = store_server
     task = await create(server, "pipeline", STEPS, budget=BUDGET)
