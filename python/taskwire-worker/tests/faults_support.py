@@ -16,6 +16,7 @@ import itertools
 import json
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -30,7 +31,23 @@ import pytest
 from conftest import REPO, TENANT, TOKEN, Server, _drain, server_binary
 
 WORKER_SCRIPT = Path(__file__).resolve().parent / "fault_worker.py"
-PG_BIN = Path("/usr/lib/postgresql/15/bin")
+
+
+def _pg_bin() -> Path | None:
+    """$PG_BIN, else the newest /usr/lib/postgresql/*/bin, else initdb's on PATH."""
+    if os.environ.get("PG_BIN"):
+        return Path(os.environ["PG_BIN"])
+    found = sorted(
+        Path("/usr/lib/postgresql").glob("*/bin/initdb"),
+        key=lambda p: int(p.parts[-3]) if p.parts[-3].isdigit() else 0,
+    )
+    if found:
+        return found[-1].parent
+    initdb = shutil.which("initdb")
+    return Path(initdb).parent if initdb else None
+
+
+PG_BIN = _pg_bin()
 # Short leases: a dead worker's task is taken over within ~1.5 s.
 LEASE_MS = 1000
 GRACE_MS = 100
@@ -46,10 +63,10 @@ def _free_port() -> int:
 @pytest.fixture(scope="session")
 def pg_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str | None]:
     """`postgres://postgres@127.0.0.1:PORT` of a throwaway cluster, or None."""
-    if not (PG_BIN / "initdb").exists() and not os.environ.get("PG_BIN"):
+    if PG_BIN is None or not (PG_BIN / "initdb").exists():
         yield None
         return
-    env = {**os.environ, "PG_BIN": os.environ.get("PG_BIN", str(PG_BIN))}
+    env = {**os.environ, "PG_BIN": str(PG_BIN)}
     # Not under tmp_path: as root, pg.sh hands the directory to `postgres`.
     data = Path("/tmp") / f"taskwire-faults-pg-{os.getpid()}-{secrets.token_hex(3)}"
     proc = subprocess.Popen(
@@ -80,6 +97,7 @@ def pg_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str | None]
 
 
 def _database(base: str) -> str:
+    assert PG_BIN is not None
     name = f"tw_faults_{next(_databases)}"
     host, port = base.removeprefix("postgres://postgres@").split(":")
     subprocess.run(
@@ -97,7 +115,11 @@ async def store_server(
     """The real server on a fresh SQLite directory or PostgreSQL database."""
     if request.param == "postgres":
         if pg_cluster is None:
-            pytest.skip(f"PostgreSQL binaries not found in {PG_BIN} (or $PG_BIN)")
+            if os.environ.get("TASKWIRE_PG_REQUIRED") == "1":
+                pytest.fail(f"no PostgreSQL binaries (PG_BIN={PG_BIN}; TASKWIRE_PG_REQUIRED=1)")
+            pytest.skip(
+                f"no PostgreSQL binaries (PG_BIN={PG_BIN}): scripts/setup.sh postgres installs them"
+            )
         data = _database(pg_cluster)
     else:
         (tmp_path / "data").mkdir()
