@@ -3,7 +3,14 @@
 # start the real server binary given as $1 (default: the debug build).
 #
 #   cargo build -p taskwire-server --bin taskwire-server
-#   bash scripts/test-python.sh [path/to/taskwire-server]
+#   bash scripts/test-python.sh [path/to/taskwire-server [pytest args...]]
+#
+# The tests include the fault-injection suite (tests/test_faults_*.py, seed
+# 001 §12): real worker processes killed and paused, on SQLite and on a
+# throwaway PostgreSQL (scripts/pg.sh); without PostgreSQL binaries its
+# PostgreSQL half is skipped, or fails with TASKWIRE_PG_REQUIRED=1. Only it:
+#
+#   bash scripts/test-python.sh <server> tests/test_faults_*.py
 #
 # The venv (~/.cache/taskwire/venv-worker) is made only when missing, and
 # the package (editable, with its dev extras) installed only when its
@@ -43,4 +50,4 @@ cd "$pkg"
 "$venv/bin/ruff" check .
 "$venv/bin/ruff" format --check .
 "$venv/bin/mypy"
-TASKWIRE_SERVER_BIN="$server" "$venv/bin/pytest" -q
+TASKWIRE_SERVER_BIN="$server" "$venv/bin/pytest" -q "${@:2}"

@@ -191,3 +191,7 @@ async def running(worker: Worker, grace_ms: int = 0) -> AsyncIterator[asyncio.Ta
         RUNS.remove(task)
         await asyncio.wait_for(worker.shutdown(grace_ms), timeout=60)
         await task
+
+
+# The fault-injection suite's fixtures (test_faults_*.py), registered here.
+from faults_support import pg_cluster, store_server, workers  # noqa: E402, F401
