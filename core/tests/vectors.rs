@@ -106,6 +106,14 @@ impl Run {
                 };
                 serde_json::to_value(applied).unwrap()
             }
+            "timeline" => match self.book.get(&s("taskId")) {
+                Some(task) => serde_json::from_str(&taskwire_core::json::timeline_answer(
+                    task.view(),
+                    task.history(),
+                ))
+                .unwrap(),
+                None => Value::Null,
+            },
             "resume" => {
                 let cursor = step["cursor"].as_u64().expect("cursor");
                 serde_json::to_value(self.book.resume(&s("taskId"), cursor)?).unwrap()

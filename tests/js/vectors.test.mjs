@@ -44,6 +44,7 @@ function runStep(state, step) {
       if (step.nowMs !== undefined) return book.applyAt(step.taskId, step.event, step.callbackId, step.nowMs);
       return book.apply(step.taskId, step.event, step.callbackId);
     case "resume": return book.resume(step.taskId, step.cursor);
+    case "timeline": { const text = book.timelineJson(step.taskId); return text === undefined ? null : JSON.parse(text); }
     case "worthHolding": return { hold: worthHolding(step) };
     case "planBatch": return { mode: planBatch(step.seq, step.cursor, step.snapshot) };
     case "deliver": return book.deliverResult(step.taskId, step.key, step.nowMs);
