@@ -25,6 +25,8 @@ const CLIENT_PREFIX = "taskwire:";
 const LABELS = {
   summary: ["Long-document summary", "summary"],
   long: ["Long job, 40 progress steps", "long"],
+  report: ["Report: 4 steps within a budget", "report"],
+  "report-tight": ["Report on a tight budget", "tight"],
   "quota-then-success": ["Moderation: quota error, then success", "quota"],
   "invalid-input": ["Moderation: invalid input", "invalid"],
   expires: ["Moderation: goes silent, expires", "expires"],
@@ -129,6 +131,16 @@ class App {
     return token;
   }
 
+  /** The task's timeline and cancel report (PROTOCOL.md §Timeline), read with a browser token for it. */
+  async timeline(taskId) {
+    const token = await this.#mint(taskId);
+    const response = await this.net.fetch(`${location.origin}/v1/tasks/${encodeURIComponent(taskId)}/timeline`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    if (!response.ok) throw new Error(`HTTP ${response.status}`);
+    return response.json();
+  }
+
   /** Calls a demo endpoint through the page's network (no credential: the demo acts for its tenant). */
   async api(method, path, body) {
     const response = await this.net.fetch(location.origin + path, {
@@ -145,7 +157,9 @@ class App {
     if (workload === "batch") return this.#startBatch(speed);
     let answer;
     try {
-      answer = await this.api("POST", `/v1/demo/workloads/${workload}`, { speed });
+      // The tight report is the report's workload with a smaller budget.
+      const [path, extra] = workload === "report-tight" ? ["report", { tight: true }] : [workload, {}];
+      answer = await this.api("POST", `/v1/demo/workloads/${path}`, { speed, ...extra });
     } catch (e) {
       this.log.add("error", `could not start ${workload}: ${e.message}`);
       return;

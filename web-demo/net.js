@@ -23,6 +23,8 @@ export class DemoNetwork {
   #inFlight = new Set();
   /** taskId → (version → event), from delta answers. */
   #events = new Map();
+  /** taskId → the newest task view an answer carried, every field kept. */
+  #views = new Map();
   #onChange;
 
   /** `onChange(cut: boolean)` is called when a cut starts and ends. */
@@ -48,6 +50,16 @@ export class DemoNetwork {
   /** The event that produced `version` of a task, if an answer carried it. */
   eventAt(taskId, version) {
     return this.#events.get(taskId)?.get(version);
+  }
+
+  /**
+   * The newest view of a task as the server sent it, with the fields the
+   * client does not carry (steps, budget, effects: PROTOCOL.md §Steps,
+   * §Budgets and side effects). A task with them is followed by
+   * snapshots, so every answer brings them whole.
+   */
+  viewOf(taskId) {
+    return this.#views.get(taskId);
   }
 
   /** A `fetch` with the same contract as the global one. */
@@ -109,6 +121,10 @@ export class DemoNetwork {
       answer = JSON.parse(text);
     } catch {
       return; // the client will judge (and refuse) it
+    }
+    const task = answer?.task;
+    if (task && Number.isSafeInteger(task.version) && !(this.#views.get(taskId)?.version > task.version)) {
+      this.#views.set(taskId, task);
     }
     if (answer?.mode !== "delta" || !Array.isArray(answer.events)) return;
     let known = this.#events.get(taskId);

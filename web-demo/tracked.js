@@ -5,6 +5,7 @@
 // refusals from `onReject`.
 
 import { TaskCard, describe, isTerminal, kindOf, kindOfView } from "./card.js";
+import { showInside, showTimeline } from "./inside.js";
 
 const range = (versions) =>
   versions.length === 1 ? `v${versions[0]}` : `v${versions[0]}–v${versions[versions.length - 1]}`;
@@ -24,6 +25,8 @@ export class Tracked {
   #outageLogged = false;
   /** The log line of the current run of live updates. */
   #liveLine = undefined;
+  /** The timeline was asked for (once the task with steps ended). */
+  #timelineAsked = false;
   #app;
 
   constructor(app, entry) {
@@ -95,6 +98,23 @@ export class Tracked {
     this.card.showTask(task);
     this.card.showTimeline(task.version, this.entry.seen);
     this.#showDrafts(task);
+    this.#showInside(task);
+  }
+
+  /** Steps, budget and effects from the server's view; the timeline once it ended. */
+  #showInside(task) {
+    const raw = this.#app.net.viewOf(this.id);
+    if (!raw?.steps) return;
+    showInside(this.card, raw);
+    if (!isTerminal(task) || this.#timelineAsked) return;
+    this.#timelineAsked = true;
+    this.#app.timeline(this.id).then(
+      (answer) => showTimeline(this.card, answer),
+      (e) => {
+        this.#timelineAsked = false;
+        this.#app.log.add("error", `timeline: ${e.message}`, { taskId: this.id, label: this.tag });
+      },
+    );
   }
 
   /**

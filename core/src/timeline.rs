@@ -10,7 +10,8 @@
 //! `retry.scheduled` or `job.failed` as the state machine judged it,
 //! never by guessing from the event.
 //!
-//! Durations: a step's end counts from that step's start in the same
+//! A settlement (`model.completed`) carries the step its reservation
+//! named. Durations: a step's end counts from that step's start in the same
 //! attempt; `model.completed` (a settlement) from its reservation, which
 //! is the call's time; an attempt's end from its start; a decision from
 //! its hold. Sensitive bodies stay out: events carry references and
@@ -63,6 +64,15 @@ pub fn timeline<'a>(view: &TaskView, history: &'a [HistoryEntry]) -> Vec<Timelin
         line.version = entry.version;
         line.attempt = line.attempt.or(Some(replay.attempts).filter(|a| *a > 0));
         line.duration_ms = since(&out, &line).map(|start| line.at_ms - start);
+        if line.kind == "model.completed" {
+            // A settlement names its reservation; the step is the one
+            // the reservation was for.
+            line.step = out
+                .iter()
+                .rev()
+                .find(|e| e.kind == "budget.reserved" && e.detail == line.detail)
+                .and_then(|e| e.step);
+        }
         out.push(line);
     }
     out

@@ -54,7 +54,7 @@ pub fn grace_ms(speed: f64) -> f64 {
 /// How long a claim waits for work.
 const WAIT_MS: u64 = 10_000;
 /// The kinds the demo's workloads make.
-pub const KINDS: [&str; 3] = ["summary", "long", "moderation"];
+pub const KINDS: [&str; 4] = ["summary", "long", "moderation", "report"];
 
 /// Every tenant's workers.
 #[derive(Default)]

@@ -32,6 +32,7 @@ pub mod link;
 pub mod made;
 pub mod plans;
 pub mod play;
+pub mod report;
 pub mod scripts;
 pub mod tokens;
 pub mod workers;
@@ -68,6 +69,7 @@ pub fn routes(app: Router<AppState>) -> Router<AppState> {
     app.route("/v1/demo/workloads/summary", limited(post(summary)))
         .route("/v1/demo/workloads/batch", limited(post(batch)))
         .route("/v1/demo/workloads/long", limited(post(long)))
+        .route("/v1/demo/workloads/report", limited(post(report)))
         .route("/v1/demo/tasks/{id}/kill-worker", post(kill_worker))
         .route("/v1/demo/drop-connections", post(drop_connections))
         .route("/v1/demo/stats", get(stats))
@@ -83,6 +85,9 @@ struct Options {
     approval: Option<bool>,
     /// The batch's size (`workloads/batch` only).
     items: Option<f64>,
+    /// A budget too small for the report's third call (`workloads/report`
+    /// only).
+    tight: Option<bool>,
 }
 
 /// The body's options (optional; an empty body is speed 1), and its speed.
@@ -126,6 +131,13 @@ struct Scripted {
 struct SummaryInput {
     approval: bool,
     doc: &'static str,
+    workload: &'static str,
+}
+
+/// The report's input.
+#[derive(Serialize)]
+struct ReportInput {
+    tight: bool,
     workload: &'static str,
 }
 
@@ -212,7 +224,11 @@ async fn start_workload(
         let input = RawJson::parse(task.input)
             .map_err(|e| ApiError::internal(format!("demo input: {e}")))?;
         let kind = Some(task.kind.to_string());
-        let view = new_task_view(state, "body", (task.ttl_ms, 3), lifecycle.clone(), &kind)?;
+        let options = match task.workload {
+            Workload::Report { tight } => report::lifecycle(tight, &lifecycle),
+            _ => lifecycle.clone(),
+        };
+        let view = new_task_view(state, "body", (task.ttl_ms, 3), options, &kind)?;
         // The script first: a held claim may take the task the moment it
         // is stored.
         let id = view.id.clone();
@@ -253,6 +269,28 @@ async fn summary(
             workload: "summary",
         }),
         workload: Workload::Summary { approval },
+    };
+    let ids = start_workload(&state, tenant, speed, vec![task]).await?;
+    Ok(created(TaskIds { task_ids: ids }))
+}
+
+/// The report of steps within a budget ([`report`]): `{"speed",
+/// "tight"}`, `tight` for a budget its third call does not fit.
+async fn report(
+    State(state): State<AppState>,
+    DemoCaller(tenant): DemoCaller,
+    raw: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let (options, speed) = options(raw)?;
+    let tight = options.tight.unwrap_or(false);
+    let task = Scripted {
+        kind: "report",
+        ttl_ms: 3_600_000.0,
+        input: to_json(&ReportInput {
+            tight,
+            workload: "report",
+        }),
+        workload: Workload::Report { tight },
     };
     let ids = start_workload(&state, tenant, speed, vec![task]).await?;
     Ok(created(TaskIds { task_ids: ids }))

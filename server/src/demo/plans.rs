@@ -69,6 +69,12 @@ pub enum Workload {
     Long,
     /// Item `index` (from 0) of the moderation batch.
     Item(usize),
+    /// The report of steps within a budget ([`super::report`]), played by
+    /// the worker library's steps, not by a plan of reports.
+    Report {
+        /// A budget too small for its third call.
+        tight: bool,
+    },
 }
 
 fn step(at: u64, action: Action) -> Step {
@@ -136,6 +142,7 @@ impl Workload {
             Workload::Summary { approval } => summary_plan(approval),
             Workload::Long => rest_of(long_plan(), checkpoint.max(task.progress)),
             Workload::Item(index) => item_plan(index, task.attempts),
+            Workload::Report { .. } => Vec::new(),
         }
     }
 
@@ -145,6 +152,7 @@ impl Workload {
         match self {
             Workload::Summary { .. } => duration(&summary_plan(false)),
             Workload::Long => duration(&long_plan()),
+            Workload::Report { .. } => super::report::longest(),
             // An item whose first attempt fails retryably runs a second.
             Workload::Item(index) => {
                 let first = item_plan(index, 1);

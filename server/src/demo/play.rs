@@ -21,7 +21,7 @@ use taskwire_worker::{Done, ErrorClass, Job, JobError, StopReason};
 use tokio::time::Instant;
 
 use super::link::Link;
-use super::plans::{draft_hash, draft_ref, Action, Step, LONG_CANNOT_CANCEL};
+use super::plans::{draft_hash, draft_ref, Action, Step, Workload, LONG_CANNOT_CANCEL};
 use super::scripts::{Script, Scripts};
 use super::workers::Workers;
 
@@ -44,6 +44,15 @@ pub async fn run(ctx: Arc<Ctx>, worker: String, job: Job) -> Result<Done, JobErr
         ));
     };
     let attempt = job.attempt();
+    if let Workload::Report { .. } = script.workload {
+        script.control.hold(attempt, &worker);
+        let outcome = super::report::play(&job, script.speed).await;
+        script.control.release(attempt);
+        if outcome.is_ok() || job.stop_reason() == Some(StopReason::Cancel) {
+            ctx.scripts.remove(job.id());
+        }
+        return outcome;
+    }
     script.control.hold(attempt, &worker);
     if let Some((dead_attempt, dead)) = script.control.take_killed() {
         let text = format!(
