@@ -10,6 +10,7 @@
 //! makes sure.
 
 use super::{Outcome, Reason};
+use crate::event::Event;
 use crate::ledger::{
     Effect, EffectInput, Ledger, Reservation, ReserveInput, MAX_EFFECTS, MAX_RESERVATIONS,
 };
@@ -17,6 +18,27 @@ use crate::steps::Usage;
 use crate::task::{State, TaskView};
 
 impl TaskView {
+    /// `reserve`, `settle`, `effect` or `exhaust`, by its own rule (after
+    /// fencing, terminal states and time, which `judge` applies to every
+    /// event).
+    pub(super) fn judge_ledger(&mut self, event: &Event) -> Outcome {
+        let current = event.attempt().is_some();
+        match event {
+            Event::Reserve { reservation, .. } => self.reserve(reservation, current),
+            Event::Settle {
+                reservation, usage, ..
+            } => self.settle(reservation, *usage, current),
+            Event::Effect { effect, .. } => self.record_effect(effect, current),
+            Event::Exhaust { partial, .. } => self.exhaust(
+                partial
+                    .as_ref()
+                    .map(|p| (p.output_ref.as_str(), p.output_hash.as_str())),
+            ),
+            // `judge` sends only the four above here.
+            _ => Outcome::unchanged(Reason::NotDue, false),
+        }
+    }
+
     fn ledger_mut(&mut self) -> &mut Ledger {
         self.ledger.get_or_insert_with(Default::default)
     }

@@ -360,28 +360,10 @@ impl TaskView {
                 report, attempt, ..
             } => self.step_report(report, attempt.is_some()),
             #[cfg(feature = "steps")]
-            Event::Reserve {
-                reservation,
-                attempt,
-                ..
-            } => self.reserve(reservation, attempt.is_some()),
-            #[cfg(feature = "steps")]
-            Event::Settle {
-                reservation,
-                usage,
-                attempt,
-                ..
-            } => self.settle(reservation, *usage, attempt.is_some()),
-            #[cfg(feature = "steps")]
-            Event::Effect {
-                effect, attempt, ..
-            } => self.record_effect(effect, attempt.is_some()),
-            #[cfg(feature = "steps")]
-            Event::Exhaust { partial, .. } => self.exhaust(
-                partial
-                    .as_ref()
-                    .map(|p| (p.output_ref.as_str(), p.output_hash.as_str())),
-            ),
+            Event::Reserve { .. }
+            | Event::Settle { .. }
+            | Event::Effect { .. }
+            | Event::Exhaust { .. } => self.judge_ledger(event),
             Event::Progress {
                 progress, attempt, ..
             } => self.report(Some(progress.get()), attempt.is_some()),

@@ -69,7 +69,7 @@ pub fn routes(app: Router<AppState>) -> Router<AppState> {
     app.route("/v1/demo/workloads/summary", limited(post(summary)))
         .route("/v1/demo/workloads/batch", limited(post(batch)))
         .route("/v1/demo/workloads/long", limited(post(long)))
-        .route("/v1/demo/workloads/report", limited(post(report)))
+        .route("/v1/demo/workloads/report", limited(post(report::start)))
         .route("/v1/demo/tasks/{id}/kill-worker", post(kill_worker))
         .route("/v1/demo/drop-connections", post(drop_connections))
         .route("/v1/demo/stats", get(stats))
@@ -131,13 +131,6 @@ struct Scripted {
 struct SummaryInput {
     approval: bool,
     doc: &'static str,
-    workload: &'static str,
-}
-
-/// The report's input.
-#[derive(Serialize)]
-struct ReportInput {
-    tight: bool,
     workload: &'static str,
 }
 
@@ -269,28 +262,6 @@ async fn summary(
             workload: "summary",
         }),
         workload: Workload::Summary { approval },
-    };
-    let ids = start_workload(&state, tenant, speed, vec![task]).await?;
-    Ok(created(TaskIds { task_ids: ids }))
-}
-
-/// The report of steps within a budget ([`report`]): `{"speed",
-/// "tight"}`, `tight` for a budget its third call does not fit.
-async fn report(
-    State(state): State<AppState>,
-    DemoCaller(tenant): DemoCaller,
-    raw: Result<Bytes, BytesRejection>,
-) -> Result<Response, ApiError> {
-    let (options, speed) = options(raw)?;
-    let tight = options.tight.unwrap_or(false);
-    let task = Scripted {
-        kind: "report",
-        ttl_ms: 3_600_000.0,
-        input: to_json(&ReportInput {
-            tight,
-            workload: "report",
-        }),
-        workload: Workload::Report { tight },
     };
     let ids = start_workload(&state, tenant, speed, vec![task]).await?;
     Ok(created(TaskIds { task_ids: ids }))

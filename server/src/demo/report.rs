@@ -14,9 +14,49 @@
 
 use std::time::Duration;
 
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::State;
+use axum::response::Response;
+use serde::Serialize;
+use taskwire_wire::to_json;
 use taskwire_worker::{Amount, Done, Job, JobError, OverBudget, StepOutput, Usage};
 
+use super::plans::Workload;
+use super::tokens::DemoCaller;
+use super::{created, options, start_workload, Scripted, TaskIds};
+use crate::error::ApiError;
 use crate::routes::tasks::LifecycleOptions;
+use crate::AppState;
+
+/// The report's input.
+#[derive(Serialize)]
+struct ReportInput {
+    tight: bool,
+    workload: &'static str,
+}
+
+/// `POST /v1/demo/workloads/report`: `{"speed", "tight"?}`, `tight` for
+/// a budget its third call does not fit.
+pub async fn start(
+    State(state): State<AppState>,
+    DemoCaller(tenant): DemoCaller,
+    raw: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let (options, speed) = options(raw)?;
+    let tight = options.tight.unwrap_or(false);
+    let task = Scripted {
+        kind: "report",
+        ttl_ms: 3_600_000.0,
+        input: to_json(&ReportInput {
+            tight,
+            workload: "report",
+        }),
+        workload: Workload::Report { tight },
+    };
+    let ids = start_workload(&state, tenant, speed, vec![task]).await?;
+    Ok(created(TaskIds { task_ids: ids }))
+}
 
 /// The report's workflow version: its plan is fixed for its life.
 pub const WORKFLOW: &str = "demo-report-2026-12";
