@@ -136,8 +136,10 @@ def _drain(stream: Any, sink: Path) -> None:
             out.flush()
 
 
-@pytest.fixture
-async def server(tmp_path: Path) -> AsyncIterator[Server]:
+@asynccontextmanager
+async def running_server(data: str, tmp_path: Path) -> AsyncIterator[Server]:
+    """The real server on `data` (a directory or a PostgreSQL URL), its
+    stderr in `tmp_path/server.log`; killed on exit."""
     binary = server_binary()
     if not binary.exists():
         pytest.fail(
@@ -145,8 +147,6 @@ async def server(tmp_path: Path) -> AsyncIterator[Server]:
             "--bin taskwire-server` or set TASKWIRE_SERVER_BIN"
         )
     secret = "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
-    data = tmp_path / "data"
-    data.mkdir()
     log = tmp_path / "server.log"
     proc = subprocess.Popen(
         [
@@ -154,7 +154,7 @@ async def server(tmp_path: Path) -> AsyncIterator[Server]:
             "--listen",
             "127.0.0.1:0",
             "--data",
-            str(data),
+            data,
             "--token",
             f"{TOKEN}={TENANT}",
             "--callback-secret",
@@ -178,6 +178,14 @@ async def server(tmp_path: Path) -> AsyncIterator[Server]:
         await srv.api.aclose()
         proc.kill()
         proc.wait()
+
+
+@pytest.fixture
+async def server(tmp_path: Path) -> AsyncIterator[Server]:
+    data = tmp_path / "data"
+    data.mkdir()
+    async with running_server(str(data), tmp_path) as srv:
+        yield srv
 
 
 @asynccontextmanager

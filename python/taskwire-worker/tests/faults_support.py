@@ -11,7 +11,6 @@ skipped, saying why, only when the PostgreSQL binaries are missing.
 from __future__ import annotations
 
 import asyncio
-import base64
 import itertools
 import json
 import os
@@ -21,14 +20,13 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, TENANT, TOKEN, Server, _drain, server_binary
+from conftest import REPO, TOKEN, Server, running_server
 
 WORKER_SCRIPT = Path(__file__).resolve().parent / "fault_worker.py"
 
@@ -124,38 +122,8 @@ async def store_server(
     else:
         (tmp_path / "data").mkdir()
         data = str(tmp_path / "data")
-    secret = "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
-    log = tmp_path / "server.log"
-    proc = subprocess.Popen(
-        [
-            str(server_binary()),
-            "--listen",
-            "127.0.0.1:0",
-            "--data",
-            data,
-            "--token",
-            f"{TOKEN}={TENANT}",
-            "--callback-secret",
-            f"{TENANT}={secret}",
-            "--sweep-ms",
-            "50",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=log.open("wb"),
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline().decode()
-    if "listening on " not in line:
-        proc.kill()
-        pytest.fail(f"the server did not start: {line!r}\n{log.read_text()}")
-    threading.Thread(target=_drain, args=(proc.stdout, log), daemon=True).start()
-    srv = Server(proc, line.split("listening on ", 1)[1].strip(), secret)
-    try:
+    async with running_server(data, tmp_path) as srv:
         yield srv
-    finally:
-        await srv.api.aclose()
-        proc.kill()
-        proc.wait()
 
 
 class WorkerProc:
