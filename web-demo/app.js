@@ -141,6 +141,20 @@ class App {
     return response.json();
   }
 
+  /**
+   * The held draft's text: the task's `draft` output (PROTOCOL.md §Live
+   * output › Following), read once with a browser token; the package's
+   * client does not carry output yet.
+   */
+  async draftText(taskId, version) {
+    const token = await this.#mint(taskId);
+    const response = await this.net.fetch(`${location.origin}/v1/tasks/${encodeURIComponent(taskId)}/resume?cursor=${version}&output=draft`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    if (!response.ok) throw new Error(`HTTP ${response.status}`);
+    return (await response.json()).output?.text ?? "";
+  }
+
   /** Calls a demo endpoint through the page's network (no credential: the demo acts for its tenant). */
   async api(method, path, body) {
     const response = await this.net.fetch(location.origin + path, {

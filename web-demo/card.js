@@ -185,6 +185,7 @@ export class TaskCard {
       approval: q("approval"),
       question: q("question"),
       draft: q("draft"),
+      draftText: q("draft-text"),
       staleApprove: q("stale-approve"),
       refusal: q("refusal"),
     };
@@ -237,6 +238,14 @@ export class TaskCard {
       p.draft.textContent = `${task.artifactRef} (${task.artifactHash})`;
       p.approval.dataset.artifactHash = task.artifactHash ?? "";
     }
+  }
+
+  /** Shows the text of the held draft `hash`, as its worker wrote it (the task's `draft` output). */
+  showDraftText(hash, text) {
+    const box = this.#parts.draftText;
+    box.textContent = text;
+    box.dataset.artifactHash = hash;
+    box.hidden = !text;
   }
 
   /** Offers "Approve the replaced draft" while an earlier draft exists. */

@@ -27,6 +27,8 @@ export class Tracked {
   #liveLine = undefined;
   /** The timeline was asked for (once the task with steps ended). */
   #timelineAsked = false;
+  /** The held draft whose text was asked for. */
+  #draftRead = undefined;
   #app;
 
   constructor(app, entry) {
@@ -129,6 +131,17 @@ export class Tracked {
     }
     const replaced = task.state === "waiting_approval" ? drafts.filter((d) => d.artifactHash !== task.artifactHash).at(-1) : undefined;
     this.card.showReplacedDraft(replaced);
+    // A reviewer reads what they approve: the draft's text, once per draft.
+    const hash = task.artifactHash;
+    if (task.state !== "waiting_approval" || !hash || this.#draftRead === hash) return;
+    this.#draftRead = hash;
+    this.#app.draftText(this.id, task.version).then(
+      (text) => this.entry.task.artifactHash === hash && this.card.showDraftText(hash, text),
+      (e) => {
+        this.#draftRead = undefined;
+        this.#app.log.add("error", `draft text: ${e.message}`, { taskId: this.id, label: this.tag });
+      },
+    );
   }
 
   /** The draft a revision replaced, if any (for "Approve the replaced draft"). */

@@ -21,7 +21,7 @@ const SUCCEEDED = [
   "job.completed",
 ];
 
-describe("the report on the demo page: steps, a budget, a write and a timeline, in Chromium", { timeout: 120 * SECOND }, () => {
+describe("inside a task on the demo page: a report's steps, budget, write and timeline, and a draft to approve, in Chromium", { timeout: 120 * SECOND }, () => {
   let server, browser, page, card, cardData, waitCard, start;
   const pageErrors = [];
 
@@ -88,6 +88,20 @@ describe("the report on the demo page: steps, a budget, a write and a timeline, 
     );
     const report = await page.$eval(`${card(id)} .cancel-report`, (n) => n.textContent);
     assert.match(report, /finishedread.*never rundraft, publish/);
+  });
+
+  it("the summary's approval shows the draft's text, character for character as its worker wrote it", async () => {
+    const [id] = await start("summary", 10);
+    await waitCard(id, (d) => d.state === "waiting_approval", 30 * SECOND);
+    await page.waitForSelector(`${card(id)} [data-part="draft-text"]:not([hidden])`, { timeout: 10 * SECOND });
+    const shown = await page.$eval(`${card(id)} [data-part="draft-text"]`, (n) => ({ text: n.textContent, hash: n.dataset.artifactHash }));
+    assert.equal(
+      shown.text,
+      "Draft 1 of the summary of doc-1. The change adds a state column to invoices and a worker that fills it; " +
+        "billing-api and invoice-worker are affected. Run the migration dry-run and the rollback test before release.",
+    );
+    const held = await page.$eval(`${card(id)} [data-part="approval"]`, (n) => n.dataset.artifactHash);
+    assert.equal(shown.hash, held, "the text of the draft the decision names");
   });
 
   it("raised no page error", () => {

@@ -90,6 +90,16 @@ pub async fn run(ctx: Arc<Ctx>, worker: String, job: Job) -> Result<Done, JobErr
     outcome
 }
 
+/// The text of draft `n` of the summary: what the reviewer approves.
+pub fn draft_text(n: u32) -> String {
+    let tone = if n == 1 { "" } else { ", shorter, as asked" };
+    format!(
+        "Draft {n} of the summary of doc-1{tone}. The change adds a state column to \
+         invoices and a worker that fills it; billing-api and invoice-worker are \
+         affected. Run the migration dry-run and the rollback test before release."
+    )
+}
+
 struct Player<'a> {
     ctx: &'a Ctx,
     script: &'a Script,
@@ -125,6 +135,12 @@ impl Player<'_> {
                     }
                 }
                 Action::Hold(n) => {
+                    // The draft itself, for the reviewer to read (live
+                    // output: it bumps no version, so the seed's timeline
+                    // keeps its versions); whole before the hold.
+                    let draft = self.job.output("draft")?;
+                    draft.write(&draft_text(*n)).await?;
+                    draft.flush().await?;
                     let question = format!("Publish draft {n} of the summary?");
                     return self
                         .job
