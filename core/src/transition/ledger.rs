@@ -5,9 +5,8 @@
 //! task and after fencing, and one taken is a sign of life: it renews
 //! the lease (`liveness.rs`), brings an `unknown` task back to `running`
 //! and, from the current attempt, clears an error an earlier attempt
-//! left. A `reserve` is refused once a cancel
-//! was asked: a worker checks before each call (001 §10), and the server
-//! makes sure.
+//! left. A `reserve` is refused once a cancel was asked: a worker checks
+//! before each call (001 §10), and the server makes sure.
 
 use super::{Outcome, Reason};
 use crate::event::Event;
