@@ -19,6 +19,13 @@ export interface WorkerOptions {
   leaseMs?: number;
   /** How long a claim is held while there is no work, 0 to 30,000 ms. Default 25,000. */
   waitMs?: number;
+  /**
+   * The workflow versions this code runs (at most 16, each non-blank): its
+   * claims leave the tasks planned for other versions to their own
+   * workers, so new code never takes over an older task (PROTOCOL.md
+   * §Workers › Claim work). Default: any.
+   */
+  workflowVersions?: string[];
   /** The local clock in ms since the epoch (for tests). The worker keeps its own offset to the server's clock. Default `Date.now`. */
   now?: () => number;
   /** The `fetch` to use. Default Node's global `fetch`. */

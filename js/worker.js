@@ -67,10 +67,25 @@ function configure(options) {
     concurrency: integer(options, "concurrency", 1, 1, 100),
     leaseMs: integer(options, "leaseMs", 30_000, 1_000, 3_600_000),
     waitMs: integer(options, "waitMs", 25_000, 0, 30_000),
+    workflowVersions: versions(options.workflowVersions),
     now,
     fetch: options.fetch,
     onWarning,
   };
+}
+
+/**
+ * The workflow versions the worker's code runs (PROTOCOL.md §Workers ›
+ * Claim work): its claims leave the tasks planned for other versions to
+ * their own workers. Absent: any.
+ */
+function versions(list) {
+  if (list === undefined) return [];
+  if (!Array.isArray(list) || list.length > 16) throw new TypeError(`taskwire/worker: workflowVersions: must be an array of at most 16 versions, got ${describe(list)}`);
+  return list.map((v, i) => {
+    if (typeof v !== "string" || v.trim() === "" || Buffer.byteLength(v) > 255) throw new TypeError(`taskwire/worker: workflowVersions[${i}]: must be a non-blank string of at most 255 bytes, got ${describe(v)}`);
+    return v;
+  });
 }
 
 /** Claims tasks of the registered kinds and runs them; see worker.d.ts. */
@@ -126,7 +141,14 @@ export class Worker {
       let answer;
       try {
         answer = await this.#wire.claim(
-          { worker: this.#config.name, kinds, max: free, waitMs: this.#config.waitMs, leaseMs: this.#config.leaseMs },
+          {
+            worker: this.#config.name,
+            kinds,
+            max: free,
+            waitMs: this.#config.waitMs,
+            leaseMs: this.#config.leaseMs,
+            ...(this.#config.workflowVersions.length > 0 && { workflowVersions: this.#config.workflowVersions }),
+          },
           this.#claimAbort.signal,
         );
         failures = 0;

@@ -210,4 +210,6 @@ pub use resume::{
 pub use task::{create_task, CreateTask, Decision, HistoryEntry, State, Task, TaskView};
 pub use transition::{apply_event, expire_task, Outcome, Reason, Step, Transition};
 pub use value::{Millis, NonBlank, Percent, MAX_SAFE_INTEGER};
-pub use work::{check_report_clock, claim_start, claimable, ClaimRequest, Directive};
+pub use work::{
+    check_report_clock, claim_start, claimable, runs_workflow, ClaimRequest, Directive,
+};

@@ -141,6 +141,10 @@ pub struct ClaimRequest {
     pub wait_ms: u64,
     /// The lease of each attempt it opens.
     pub lease_ms: Millis,
+    /// The workflow versions it runs (`workflowVersions`); empty: any. A
+    /// task whose plan names another is not claimed by it (see
+    /// [`runs_workflow`]).
+    pub workflow_versions: Vec<String>,
 }
 
 impl ClaimRequest {
@@ -158,6 +162,23 @@ impl ClaimRequest {
     pub const LEASE_RANGE_MS: (u64, u64) = (1_000, 3_600_000);
     /// A worker name is at most this many bytes, as an id.
     pub const MAX_WORKER_BYTES: usize = 255;
+    /// At most this many workflow versions in one claim.
+    pub const MAX_WORKFLOW_VERSIONS: usize = 16;
+}
+
+/// Whether a worker running `versions` (empty: any) may take `task`: the
+/// task has no plan yet, or its plan's workflow version is one of them.
+/// A plan is fixed for the task's life (PROTOCOL.md §Steps), so a worker
+/// running newer code must not take over an older task: its claim names
+/// the versions it runs, and tasks of others wait for their workers
+/// (001 §3: 「部署新代码不能悄悄改变正在运行的旧任务」).
+pub fn runs_workflow(task: &TaskView, versions: &[String]) -> bool {
+    #[cfg(feature = "steps")]
+    if let Some(plan) = task.plan.as_deref() {
+        return versions.is_empty() || versions.contains(&plan.workflow_version);
+    }
+    let _ = (task, versions);
+    true
 }
 
 fn in_range(
@@ -196,6 +217,16 @@ impl FromJson for ClaimRequest {
         if kinds.iter().any(|k| k.len() > Self::MAX_KIND_BYTES) {
             return Err(f.missing("kinds", "each kind must be at most 64 bytes"));
         }
+        let workflow_versions: Vec<NonBlank> = f.get("workflowVersions")?.unwrap_or_default();
+        if workflow_versions.len() > Self::MAX_WORKFLOW_VERSIONS {
+            return Err(f.missing("workflowVersions", "must list at most 16 versions"));
+        }
+        if workflow_versions
+            .iter()
+            .any(|v| v.as_str().len() > Self::MAX_WORKER_BYTES)
+        {
+            return Err(f.missing("workflowVersions", "each version must be at most 255 bytes"));
+        }
         let (low, high) = Self::LEASE_RANGE_MS;
         let lease_ms = in_range(&f, "leaseMs", Self::DEFAULT_LEASE_MS, low, high)?;
         Ok(ClaimRequest {
@@ -205,6 +236,10 @@ impl FromJson for ClaimRequest {
             wait_ms: in_range(&f, "waitMs", 0, 0, Self::MAX_WAIT_MS)?,
             // An integer of at most 3.6e6 is always a valid duration.
             lease_ms: Millis::new(lease_ms as f64, "leaseMs").unwrap_or_default(),
+            workflow_versions: workflow_versions
+                .into_iter()
+                .map(NonBlank::into_string)
+                .collect(),
         })
     }
 }

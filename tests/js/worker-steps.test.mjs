@@ -194,3 +194,23 @@ test("step names and run are checked, the error naming the field; checkpoint() i
   assert.deepEqual(await job.step("a", () => assert.fail("ran")), { outputRef: "r", outputHash: "h" });
   assert.equal(await job.step("b", () => assert.fail("ran")), undefined, "skipped: finished without a checkpoint");
 });
+
+test("a worker naming its workflow versions leaves a task planned for another to that version's worker", async (t) => {
+  const k = kind("versions");
+  const ran = [];
+  const handler = (who) => async (job) => {
+    ran.push([who, job.task.workflowVersion ?? null]);
+    return { resultRef: "mem://r", resultHash: `sha256:${who}` };
+  };
+  const v1 = await createTask(server, { kind: k, workflowVersion: "v1", steps: ["a"] });
+  const v2 = await createTask(server, { kind: k, workflowVersion: "v2", steps: ["a"] });
+  startWorker(t, server, { [k]: handler("new") }, { workflowVersions: ["v2"] });
+  await waitForTask(server, v2.id, (x) => x.state === "succeeded", "succeeded");
+  assert.deepEqual(ran, [["new", "v2"]], "the new code did not take the v1 task");
+  const waiting = await waitForTask(server, v1.id, (x) => x.state === "queued", "queued");
+  assert.equal(waiting.attempts, 0);
+  startWorker(t, server, { [k]: handler("old") }, { workflowVersions: ["v1"] });
+  await waitForTask(server, v1.id, (x) => x.state === "succeeded", "succeeded");
+  assert.deepEqual(ran, [["new", "v2"], ["old", "v1"]]);
+  assert.throws(() => startWorker(t, server, {}, { workflowVersions: [" "] }), /workflowVersions\[0\]/);
+});

@@ -77,6 +77,7 @@ pub(crate) async fn claim(
         max,
         wait_ms: inner.wait_ms,
         lease_ms: inner.lease.as_millis() as u64,
+        workflow_versions: &inner.workflow_versions,
     });
     // One try per claim id: a claim lost to the network may have claimed
     // tasks, which lapse and are re-queued; the loop claims afresh.

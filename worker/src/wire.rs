@@ -22,6 +22,8 @@ pub(crate) struct ClaimRequest<'a> {
     pub(crate) max: usize,
     pub(crate) wait_ms: u64,
     pub(crate) lease_ms: u64,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    pub(crate) workflow_versions: &'a [String],
 }
 
 /// One claimed task.
@@ -170,6 +172,28 @@ pub(crate) fn callback_body(task_id: &str, event: &Event) -> String {
 mod tests {
     use super::*;
     use taskwire_core::{Millis, Percent};
+
+    #[test]
+    fn a_claim_names_its_workflow_versions_only_when_it_has_some() {
+        let kinds = ["summary".to_string()];
+        let claim = |versions: &[String]| {
+            taskwire_wire::to_json(&ClaimRequest {
+                worker: "w",
+                kinds: &kinds,
+                max: 1,
+                wait_ms: 0,
+                lease_ms: 30_000,
+                workflow_versions: versions,
+            })
+        };
+        assert_eq!(
+            claim(&[]),
+            r#"{"worker":"w","kinds":["summary"],"max":1,"waitMs":0,"leaseMs":30000}"#
+        );
+        assert!(
+            claim(&["v2".to_string()]).ends_with(r#""leaseMs":30000,"workflowVersions":["v2"]}"#)
+        );
+    }
 
     #[test]
     fn a_report_is_task_id_then_the_event() {

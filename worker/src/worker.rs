@@ -32,9 +32,22 @@ pub struct WorkerBuilder {
     wait_ms: u64,
     clock: Clock,
     roots_pem: Option<Vec<u8>>,
+    workflow_versions: Vec<String>,
 }
 
 impl WorkerBuilder {
+    /// The workflow versions this code runs (default: any). Its claims
+    /// leave the tasks planned for other versions to their own workers,
+    /// so new code never takes over an older task (PROTOCOL.md §Workers ›
+    /// Claim work). At most 16, each non-blank and at most 255 bytes.
+    pub fn workflow_versions<I: IntoIterator<Item = S>, S: Into<String>>(
+        mut self,
+        versions: I,
+    ) -> Self {
+        self.workflow_versions = versions.into_iter().map(Into::into).collect();
+        self
+    }
+
     /// The worker's name, recorded as each `start`'s `worker` (default
     /// `<hostname>-<pid>`): non-blank, at most 255 bytes.
     pub fn name(mut self, name: impl Into<String>) -> Self {
@@ -137,6 +150,17 @@ impl WorkerBuilder {
                 format!("must be from 0 to 30000, got {}", self.wait_ms),
             ));
         }
+        if self.workflow_versions.len() > 16
+            || self
+                .workflow_versions
+                .iter()
+                .any(|v| v.trim().is_empty() || v.len() > 255)
+        {
+            return Err(ConfigError::new(
+                "workflowVersions",
+                "must list at most 16 versions, each non-blank and at most 255 bytes",
+            ));
+        }
         let clock = Arc::new(ServerClock::new(self.clock));
         let transport = Arc::new(Transport::new(
             base,
@@ -153,6 +177,7 @@ impl WorkerBuilder {
                 concurrency: self.concurrency,
                 lease: Duration::from_millis(self.lease_ms),
                 wait_ms: self.wait_ms,
+                workflow_versions: self.workflow_versions,
                 handlers: Mutex::new(BTreeMap::new()),
                 stop,
                 running: Mutex::new(false),
@@ -201,6 +226,7 @@ pub(crate) struct Inner {
     pub(crate) concurrency: usize,
     pub(crate) lease: Duration,
     pub(crate) wait_ms: u64,
+    pub(crate) workflow_versions: Vec<String>,
     pub(crate) handlers: Mutex<BTreeMap<String, Handler>>,
     /// `Some(grace)` once a shutdown was asked for.
     pub(crate) stop: watch::Sender<Option<Duration>>,
@@ -227,6 +253,7 @@ impl Worker {
             wait_ms: 25_000,
             clock: system_clock(),
             roots_pem: None,
+            workflow_versions: Vec::new(),
         }
     }
 

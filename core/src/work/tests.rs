@@ -190,9 +190,62 @@ fn claim_bodies_are_validated_field_by_field() {
         (r#"{"worker":"w","kinds":["a"],"waitMs":30001}"#, "waitMs"),
         (r#"{"worker":"w","kinds":["a"],"leaseMs":999}"#, "leaseMs"),
         (r#"{"worker":"w","kinds":["a"],"leaseMs":1.5}"#, "leaseMs"),
+        (
+            r#"{"worker":"w","kinds":["a"],"workflowVersions":[" "]}"#,
+            "workflowVersions[0]",
+        ),
+        (
+            r#"{"worker":"w","kinds":["a"],"workflowVersions":"v1"}"#,
+            "workflowVersions",
+        ),
     ] {
         let err = read(body).unwrap_err();
         let named = alloc::format!("claim.{field}");
         assert!(err.message.starts_with(&named), "{body}: {}", err.message);
     }
+}
+
+#[test]
+fn a_worker_naming_its_workflow_versions_runs_only_theirs_and_tasks_without_a_plan() {
+    let read = |text: &str| from_json::<ClaimRequest>(text, "claim");
+    let named = read(r#"{"worker":"w","kinds":["a"],"workflowVersions":["v2","v3"]}"#).unwrap();
+    assert_eq!(named.workflow_versions, ["v2", "v3"]);
+    assert!(read(r#"{"worker":"w","kinds":["a"]}"#)
+        .unwrap()
+        .workflow_versions
+        .is_empty());
+    let many = alloc::format!(
+        r#"{{"worker":"w","kinds":["a"],"workflowVersions":[{}]}}"#,
+        (0..17)
+            .map(|i| alloc::format!("\"v{i}\""))
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    assert!(read(&many)
+        .unwrap_err()
+        .message
+        .starts_with("claim.workflowVersions"));
+    let planned = |version: &str| {
+        create_task(&CreateTask {
+            workflow_version: Some(version.into()),
+            steps: Some(alloc::vec!["a".into()]),
+            ..CreateTask::new("t", 0.0, 1e6, 1)
+        })
+        .unwrap()
+    };
+    let versions = ["v2".to_string(), "v3".to_string()];
+    assert!(runs_workflow(planned("v2").view(), &versions));
+    assert!(
+        !runs_workflow(planned("v1").view(), &versions),
+        "an older task waits for its own workers"
+    );
+    assert!(
+        runs_workflow(planned("v1").view(), &[]),
+        "a worker that names none runs any"
+    );
+    let bare = create_task(&CreateTask::new("t", 0.0, 1e6, 1)).unwrap();
+    assert!(
+        runs_workflow(bare.view(), &versions),
+        "a task without a plan is anyone's"
+    );
 }

@@ -19,6 +19,8 @@ Configured by the environment (faults_support.WorkerProc sets it):
 - FW_CALL_MS: how long each model call takes (default 0).
 - FW_NEW_STEP: "new code" of the `approval` kind, whose plan has one more
   step of that name, run after the approval and before `publish`.
+- FW_VERSIONS: comma-separated workflow versions the worker runs (its
+  claims leave tasks planned for others); unset: any.
 
 Kinds: `pipeline` (every step of the task's plan is a model call through
 `job.spend`; `notify` and `publish` also make an external write through
@@ -210,6 +212,7 @@ async def main() -> None:
         lease_ms=int(ENV.get("FW_LEASE_MS", "1000")),
         wait_ms=int(ENV.get("FW_WAIT_MS", "500")),
         now=lambda: time.time() * 1000 + SKEW_MS,
+        workflow_versions=[v for v in ENV.get("FW_VERSIONS", "").split(",") if v],
     )
     worker.handle("pipeline", pipeline)
     worker.handle("approval", approval)

@@ -14,7 +14,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import fake_external
-import pytest
 from conftest import Server
 from faults_support import WorkerProc, create, report, steps_of
 
@@ -63,13 +62,6 @@ async def test_4_a_new_workflow_version_cannot_take_over_a_task_held_under_the_o
     assert [(e["step"], e["attempt"]) for e in done["effects"]] == [("publish", 2)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="gap: a claim's start names no plan (PROTOCOL.md §Steps), and the Python "
-    "Worker has no option to declare one, so a worker running v2 code claims the v1 "
-    "task, its v2 step is refused (unknown-step, a fatal StepError) and the task "
-    "FAILS; plan-conflict protects only executors that send their own start",
-)
 async def test_4b_a_claiming_worker_of_the_new_version_does_not_take_the_old_task(
     store_server: Server, workers: Callable[..., WorkerProc]
 ) -> None:
@@ -79,7 +71,9 @@ async def test_4b_a_claiming_worker_of_the_new_version_does_not_take_the_old_tas
     held = await server.wait_state(task["id"], "waiting_approval", "failed")
     old.stop()
     await server.decide(task["id"], "approve", held["artifactHash"], held["version"])
-    new = workers("v2", FW_NEW_STEP="review")
+    # The new code names the version it runs (Worker(workflow_versions=)):
+    # its claims leave the v1 task to a v1 worker.
+    new = workers("v2", FW_NEW_STEP="review", FW_VERSIONS="report-v2")
     # Up to 3 s for the new code to claim it (it would within ~0.5 s).
     for _ in range(60):
         if new.events("claimed"):
@@ -88,6 +82,11 @@ async def test_4b_a_claiming_worker_of_the_new_version_does_not_take_the_old_tas
     seen = await server.get(task["id"])
     assert new.events("claimed") == [], f"the v2 worker took the v1 task: {seen}"
     assert seen["state"] == "queued"
+    # A worker of the old code finishes it under its own plan.
+    workers("v1-after", FW_VERSIONS="report-v1")
+    done = await server.wait_state(task["id"], "succeeded", "failed")
+    assert done["state"] == "succeeded", done
+    assert done["workflowVersion"] == "report-v1"
 
 
 async def test_7_an_approval_of_the_old_artifact_does_not_apply_to_the_changed_one(

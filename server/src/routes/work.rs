@@ -86,6 +86,7 @@ pub async fn claim(
             },
         )),
         limits: state.config.kind_limits(),
+        workflow_versions: request.workflow_versions,
     };
     let claimed = hold(&state, &mut claim, request.wait_ms).await?;
     Ok(answer(&state, claimed))

@@ -18,7 +18,7 @@
 
 use std::collections::BTreeMap;
 
-use taskwire_core::{claim_start, claimable, Millis, NonBlank, Reason};
+use taskwire_core::{claim_start, claimable, runs_workflow, Millis, NonBlank, Reason};
 
 use super::lifecycle::{judge_event, Judged};
 use super::{SignedRequest, StoreError, TaskRecord};
@@ -46,6 +46,11 @@ pub struct Claim {
     pub signed: Option<(String, SignedRequest)>,
     /// Limits per kind.
     pub limits: KindLimits,
+    /// The workflow versions the worker runs (empty: any): a task whose
+    /// plan names another is left for its own workers (core's
+    /// `runs_workflow`; the stores' candidate queries skip them too, so
+    /// they never stand in the way of the claim's own tasks).
+    pub workflow_versions: Vec<String>,
 }
 
 /// The `callback_replays.tenant` of a claim's signed request: a claim is
@@ -228,7 +233,7 @@ pub(crate) fn judge_claim(
     claim: &Claim,
 ) -> Result<Option<Judged>, StoreError> {
     let now = Millis::new(claim.now_ms, "nowMs").map_err(StoreError::Invalid)?;
-    if !claimable(&record.view, now) {
+    if !claimable(&record.view, now) || !runs_workflow(&record.view, &claim.workflow_versions) {
         return Ok(None);
     }
     let start = claim_start(&record.view, &claim.worker, claim.lease_ms, now);

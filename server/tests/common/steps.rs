@@ -14,17 +14,66 @@ static CLAIMS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(
 
 /// Claims one task of `kind` for tenant `demo`; its item.
 async fn claim_one(h: &Harness, kind: &str) -> Value {
-    let n = CLAIMS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let id = format!("clm_steps_{}_{n}", std::process::id());
-    let body = json!({"worker": "wk", "kinds": [kind], "max": 1, "leaseMs": 60_000}).to_string();
-    let signed = secret().headers(&id, now_secs(), body.as_bytes());
-    let mut headers: Vec<(&str, &str)> = signed.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    headers.push(("taskwire-tenant", "demo"));
-    let r = h.req("POST", "/v1/work/claim", &headers, body).await;
+    let r = claim_with(
+        h,
+        json!({"worker": "wk", "kinds": [kind], "max": 1, "leaseMs": 60_000}),
+    )
+    .await;
     assert_eq!(r.status, 200, "{:?}", r.json());
     let tasks = r.json()["tasks"].as_array().unwrap().clone();
     assert_eq!(tasks.len(), 1, "{tasks:?}");
     tasks[0].clone()
+}
+
+/// Sends a claim for tenant `demo`, signed; the reply.
+pub async fn claim_with(h: &Harness, body: Value) -> super::Reply {
+    let n = CLAIMS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let id = format!("clm_steps_{}_{n}", std::process::id());
+    let body = body.to_string();
+    let signed = secret().headers(&id, now_secs(), body.as_bytes());
+    let mut headers: Vec<(&str, &str)> = signed.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    headers.push(("taskwire-tenant", "demo"));
+    h.req("POST", "/v1/work/claim", &headers, body).await
+}
+
+/// A worker names the workflow versions it runs: its claims pass over
+/// the tasks planned for other versions (an older task waits for its own
+/// workers), take tasks without a plan, and a bad list is refused naming
+/// the field.
+pub async fn workflow_versions_scenario(h: &Harness, kind: &str) {
+    let planned =
+        |version: &str| json!({"kind": kind, "workflowVersion": version, "steps": ["a", "b"]});
+    let v1 = create_with(h, planned("v1")).await;
+    let v2 = create_with(h, planned("v2")).await;
+    let bare = create_with(h, json!({"kind": kind})).await;
+    let claim = |versions: Value| json!({"worker": "wk", "kinds": [kind], "max": 3, "workflowVersions": versions});
+    let r = claim_with(h, claim(json!(["v2", "v3"]))).await;
+    assert_eq!(r.status, 200, "{:?}", r.json());
+    let mut ids: Vec<String> = r.json()["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap().to_string())
+        .collect();
+    ids.sort();
+    let mut wanted = vec![v2.clone(), bare.clone()];
+    wanted.sort();
+    assert_eq!(ids, wanted, "v1's task waits for a v1 worker");
+    assert_eq!(task(h, &v1).await["state"], "queued");
+    let r = claim_with(h, claim(json!(["v1"]))).await;
+    let answer = r.json();
+    let taken: Vec<&str> = answer["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(taken, [v1.as_str()]);
+    let bad = claim_with(h, claim(json!([" "]))).await;
+    assert_error(&bad, 400, "invalid-request", "claim.workflowVersions");
+    let many: Vec<String> = (0..17).map(|i| format!("v{i}")).collect();
+    let bad = claim_with(h, claim(json!(many))).await;
+    assert_error(&bad, 400, "invalid-request", "claim.workflowVersions");
 }
 
 fn step(attempt: u64, name: &str, status: &str, extra: Value) -> Value {

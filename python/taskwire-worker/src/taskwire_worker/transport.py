@@ -187,7 +187,14 @@ class Transport:
         return await self.client.post(f"{self.url}{path}", **kwargs)
 
     async def claim(
-        self, *, worker: str, kinds: list[str], max_tasks: int, wait_ms: int, lease_ms: int
+        self,
+        *,
+        worker: str,
+        kinds: list[str],
+        max_tasks: int,
+        wait_ms: int,
+        lease_ms: int,
+        workflow_versions: list[str] | None = None,
     ) -> list[dict[str, Any]]:
         """One claim (`POST /v1/work/claim`): the tasks it took, maybe none.
 
@@ -202,6 +209,7 @@ class Transport:
                 "max": max_tasks,
                 "waitMs": wait_ms,
                 "leaseMs": lease_ms,
+                **({"workflowVersions": workflow_versions} if workflow_versions else {}),
             }
         )
         # The hold plus a margin: a read timeout below the hold would cut

@@ -89,6 +89,7 @@ class Worker:
         wait_ms: int = 25_000,
         now: Callable[[], float] | None = None,
         client: httpx.AsyncClient | None = None,
+        workflow_versions: list[str] | None = None,
     ) -> None:
         url = _text("url", url, 2048)
         if not url.startswith(("http://", "https://")):
@@ -109,6 +110,15 @@ class Worker:
         self.concurrency = _int_in("concurrency", concurrency, 1, 100)
         self.lease_ms = _int_in("lease_ms", lease_ms, 1_000, 3_600_000)
         self.wait_ms = _int_in("wait_ms", wait_ms, 0, 30_000)
+        # The workflow versions this code runs: its claims leave the tasks
+        # planned for other versions to their own workers (PROTOCOL.md
+        # §Workers, "Claim work"). None or empty: any.
+        versions = [] if workflow_versions is None else workflow_versions
+        if not isinstance(versions, list) or len(versions) > 16:
+            raise ConfigError("workflow_versions: must be a list of at most 16 versions")
+        self.workflow_versions = [
+            _text(f"workflow_versions[{i}]", v, 255) for i, v in enumerate(versions)
+        ]
         if now is not None and not callable(now):
             raise ConfigError("now: must be a function returning milliseconds")
         self.clock = ServerClock(now or system_now_ms)
@@ -236,6 +246,7 @@ class Worker:
                 max_tasks=free,
                 wait_ms=self.wait_ms,
                 lease_ms=self.lease_ms,
+                workflow_versions=self.workflow_versions,
             )
             done = await self._until_stopping(claim)
             if done is None:

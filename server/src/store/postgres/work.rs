@@ -52,7 +52,7 @@ pub(super) async fn claim(tx: &Transaction<'_>, b: &mut Batch, claim: &Claim) ->
         // batch may have claimed or changed them, unflushed) are judged
         // from its copy, never offered again as candidates.
         let held: Vec<String> = b.tasks.keys().cloned().collect();
-        let candidates = candidates(tx, &claim.tenants, &open, &held, wanted).await?;
+        let candidates = candidates(tx, claim, &open, &held, wanted).await?;
         for (id, kind) in &candidates {
             if claimed.tasks.len() as u64 == claim.max {
                 break;
@@ -179,15 +179,21 @@ async fn record_rates(
 /// cannot lock): [`lock_queued`] locks each one then.
 async fn candidates(
     tx: &Transaction<'_>,
-    tenants: &[String],
+    claim: &Claim,
     kinds: &[String],
     held: &[String],
     limit: u64,
 ) -> Result<Vec<(String, String)>, tokio_postgres::Error> {
+    let tenants = &claim.tenants;
+    // A worker that names its workflow versions passes over the tasks
+    // planned for others (core's `runs_workflow` decides; this keeps them
+    // from filling the claim's window). `$5` is empty for any version.
     let sql = if tenants.len() == 1 {
         "SELECT id, coalesce(kind, '') FROM tasks
          WHERE queued_at_ms IS NOT NULL AND tenant = ANY($1) AND coalesce(kind, '') = ANY($2)
                AND NOT (id = ANY($3))
+               AND (cardinality($5::text[]) = 0
+                    OR coalesce((view::jsonb ->> 'workflowVersion') = ANY($5), true))
          ORDER BY queued_at_ms, id LIMIT $4 FOR UPDATE SKIP LOCKED"
     } else {
         "SELECT id, kind FROM (
@@ -195,12 +201,23 @@ async fn candidates(
                     row_number() OVER (PARTITION BY tenant ORDER BY queued_at_ms, id) AS turn
              FROM tasks
              WHERE queued_at_ms IS NOT NULL AND tenant = ANY($1)
-                   AND coalesce(kind, '') = ANY($2) AND NOT (id = ANY($3))) q
+                   AND coalesce(kind, '') = ANY($2) AND NOT (id = ANY($3))
+                   AND (cardinality($5::text[]) = 0
+                        OR coalesce((view::jsonb ->> 'workflowVersion') = ANY($5), true))) q
          ORDER BY turn, queued_at_ms, id LIMIT $4"
     };
     let stmt = tx.prepare_cached(sql).await?;
     let rows = tx
-        .query(&stmt, &[&tenants, &kinds, &held, &to_i64(limit)])
+        .query(
+            &stmt,
+            &[
+                tenants,
+                &kinds,
+                &held,
+                &to_i64(limit),
+                &claim.workflow_versions,
+            ],
+        )
         .await?;
     Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
 }

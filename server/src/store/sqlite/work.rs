@@ -42,7 +42,7 @@ pub(super) fn claim(
         if open.is_empty() || wanted == 0 {
             break;
         }
-        let candidates = candidates(tx, &claim.tenants, &open, wanted)?;
+        let candidates = candidates(tx, &claim, &open, wanted)?;
         for (tenant, id, kind) in &candidates {
             if claimed.tasks.len() as u64 == claim.max {
                 break;
@@ -127,22 +127,36 @@ fn record_rates(
 /// oldest in the queue first.
 fn candidates(
     tx: &Connection,
-    tenants: &[String],
+    claim: &Claim,
     kinds: &[String],
     limit: u64,
 ) -> Result<Vec<(String, String, String)>, StoreError> {
+    let tenants = &claim.tenants;
     let marks = |n: usize, from: usize| {
         (from..from + n)
             .map(|i| format!("?{i}"))
             .collect::<Vec<_>>()
             .join(",")
     };
+    // A worker that names its workflow versions passes over the tasks
+    // planned for others (core's `runs_workflow` decides; this keeps them
+    // from filling the claim's window).
+    let versions = (!claim.workflow_versions.is_empty())
+        .then(|| taskwire_wire::to_json(&claim.workflow_versions));
+    let workflow = match versions {
+        Some(_) => format!(
+            " AND coalesce(json_extract(view, '$.workflowVersion') IN
+                   (SELECT value FROM json_each(?{})), 1)",
+            tenants.len() + kinds.len() + 1
+        ),
+        None => String::new(),
+    };
     // One tenant: straight down the queue index of its kinds. Several:
     // each tenant's first before anyone's second (a window).
     let sql = if tenants.len() == 1 {
         format!(
             "SELECT tenant, id, coalesce(kind, '') FROM tasks
-             WHERE queued_at_ms IS NOT NULL AND tenant = ?1 AND coalesce(kind, '') IN ({})
+             WHERE queued_at_ms IS NOT NULL AND tenant = ?1 AND coalesce(kind, '') IN ({}){workflow}
              ORDER BY queued_at_ms, id LIMIT {}",
             marks(kinds.len(), 2),
             to_i64(limit),
@@ -154,7 +168,7 @@ fn candidates(
                         row_number() OVER (PARTITION BY tenant ORDER BY queued_at_ms, id) AS turn
                  FROM tasks
                  WHERE queued_at_ms IS NOT NULL AND tenant IN ({})
-                       AND coalesce(kind, '') IN ({}))
+                       AND coalesce(kind, '') IN ({}){workflow})
              ORDER BY turn, queued_at_ms, id LIMIT {}",
             marks(tenants.len(), 1),
             marks(kinds.len(), tenants.len() + 1),
@@ -164,7 +178,8 @@ fn candidates(
     let values = tenants
         .iter()
         .map(String::as_str)
-        .chain(kinds.iter().map(String::as_str));
+        .chain(kinds.iter().map(String::as_str))
+        .chain(versions.as_deref());
     let rows = tx
         .prepare(&sql)?
         .query_map(params_from_iter(values), |r| {

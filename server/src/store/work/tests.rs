@@ -26,6 +26,7 @@ fn claim(now_ms: f64) -> Claim {
         now_ms,
         signed: None,
         limits: KindLimits::default(),
+        workflow_versions: Vec::new(),
     }
 }
 
