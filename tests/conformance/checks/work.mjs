@@ -68,6 +68,28 @@ export default {
       },
     },
     {
+      name: 'a claim naming its workflowVersions takes tasks planned for those and tasks without a plan; one planned for another version is left, and does not hold back the rest',
+      // Misreadings caught: new code taking over a task planned for older
+      // code (PROTOCOL.md §Steps: the plan is fixed for the task's life),
+      // or a skipped older task filling the claim's window so that the
+      // new code's own tasks behind it are never claimed.
+      needsWorkers: true,
+      async run({ a, worker }) {
+        const k = kind();
+        const plan = (version) => ({ workflowVersion: version, steps: ['a', 'b'] });
+        const old = await createOf(a, k, plan('v1'));
+        const mine = await createOf(a, k, plan('v2'));
+        const bare = await createOf(a, k);
+        const first = await worker.claim({ worker: 'w-new', kinds: [k], max: 1, workflowVersions: ['v2', 'v3'] });
+        assert.deepEqual(ids(first), [mine.id], 'max 1: its own task, though the older v1 task is first in the queue');
+        const second = await worker.claim({ worker: 'w-new', kinds: [k], max: 5, workflowVersions: ['v2'] });
+        assert.deepEqual(ids(second), [bare.id], 'a task without a plan is anyone\'s');
+        await stillQueued(a, old.id, 0, 'a task planned for v1, after claims of v2 code');
+        const third = await worker.claim({ worker: 'w-old', kinds: [k], max: 5, workflowVersions: ['v1'] });
+        assert.deepEqual(ids(third), [old.id], 'a worker of its own version takes it');
+      },
+    },
+    {
       name: 'each claimed task is as GET shows it, plus its lease (attempt = attempts, leaseMs, on the server clock); nowMs is the server clock; followers see the start with the worker',
       needsWorkers: true,
       async run({ a, worker, exec }) {
@@ -197,7 +219,7 @@ export default {
       },
     },
     {
-      name: 'a malformed claim is 400 naming the field (claim.worker, claim.kinds, claim.max, claim.waitMs, claim.leaseMs) and claims nothing; the bounds are allowed',
+      name: 'a malformed claim is 400 naming the field (claim.worker, claim.kinds, claim.max, claim.waitMs, claim.leaseMs, claim.workflowVersions) and claims nothing; the bounds are allowed',
       needsWorkers: true,
       async run({ a, worker }) {
         const k = kind();
@@ -225,6 +247,9 @@ export default {
           [{ ...ok, leaseMs: 999 }, 'claim.leaseMs'],
           [{ ...ok, leaseMs: 3_600_001 }, 'claim.leaseMs'],
           [{ ...ok, leaseMs: '30000' }, 'claim.leaseMs'],
+          [{ ...ok, workflowVersions: 'v1' }, 'claim.workflowVersions'],
+          [{ ...ok, workflowVersions: [' '] }, 'claim.workflowVersions[0]'],
+          [{ ...ok, workflowVersions: Array.from({ length: 17 }, (_, i) => `v${i}`) }, 'claim.workflowVersions'],
         ];
         for (const [body, field] of cases) {
           assertError(await worker.send(body), 400, 'invalid-request', field);
