@@ -9,6 +9,8 @@
 //! - a reservation id is granted at most once, and settled at most once;
 //! - the client's replay of the history gives the same task.
 
+mod timed;
+
 use proptest::prelude::*;
 use taskwire_core::ledger::{Amount, Budget, EffectInput, ReserveInput};
 use taskwire_core::steps::Usage;
@@ -67,17 +69,7 @@ fn event(at: f64) -> impl Strategy<Value = Event> {
 }
 
 fn events() -> impl Strategy<Value = Vec<Event>> {
-    proptest::collection::vec(0.0..1.0f64, 1..80).prop_flat_map(|gaps| {
-        let mut at = 0.0;
-        let times: Vec<f64> = gaps
-            .into_iter()
-            .map(|g| {
-                at += 1.0 + g;
-                at
-            })
-            .collect();
-        times.into_iter().map(event).collect::<Vec<_>>()
-    })
+    timed::timed(80, event)
 }
 
 proptest! {

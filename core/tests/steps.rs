@@ -6,6 +6,8 @@
 //! retries and continuations. The client side agrees: replaying the
 //! recorded history onto the initial view gives the same task.
 
+mod timed;
+
 use proptest::prelude::*;
 use taskwire_core::steps::{Checkpoint, StepReport, StepStatus};
 use taskwire_core::{
@@ -61,17 +63,7 @@ fn event(at: f64) -> impl Strategy<Value = Event> {
 }
 
 fn events() -> impl Strategy<Value = Vec<Event>> {
-    proptest::collection::vec(0.0..1.0f64, 1..60).prop_flat_map(|gaps| {
-        let mut at = 0.0;
-        let times: Vec<f64> = gaps
-            .into_iter()
-            .map(|g| {
-                at += 1.0 + g;
-                at
-            })
-            .collect();
-        times.into_iter().map(event).collect::<Vec<_>>()
-    })
+    timed::timed(60, event)
 }
 
 proptest! {

@@ -15,8 +15,10 @@
 //! (the seed's) and [`Book::sweep_due`] for leases, grace periods and
 //! execution deadlines (`sweep`).
 
+mod applied;
 mod sweep;
 
+pub use applied::Applied;
 pub use sweep::Swept;
 
 use std::cmp::Reverse;
@@ -27,12 +29,11 @@ use serde::Serialize;
 use crate::delivery::{check_delivery_input, decide_delivery, Delivery, DeliveryReason, Receipt};
 use crate::event::Event;
 use crate::hash::FxHashMap;
-use crate::lease::Lease;
 use crate::resume::{plan_resume, ResumeAnswer, DEFAULT_RETENTION_VERSIONS};
 use crate::task::{create_task, CreateTask, State, Task};
 use crate::transition::{Outcome, Reason};
 use crate::value::{cmp_js, Millis, NonBlank};
-use crate::work::{check_report_clock, Directive};
+use crate::work::check_report_clock;
 use crate::Error;
 
 /// A notification that a task reached a terminal state. It only says "go
@@ -76,38 +77,6 @@ pub fn check_callback_id(callback_id: Option<&str>) -> Result<(), Error> {
         Some(id) => NonBlank::new(id, "callbackId").map(drop),
         None => Ok(()),
     }
-}
-
-/// What [`Book::apply`] did: the transition plus whether the callback id
-/// was a repeat.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Applied<'a> {
-    /// The task after the event.
-    pub task: &'a crate::TaskView,
-    /// The task changed.
-    pub changed: bool,
-    /// The event repeated something already known.
-    pub duplicate: bool,
-    /// The task just became terminal (its notification is in the outbox).
-    pub notify: bool,
-    /// Why.
-    pub reason: Reason,
-    /// The callback id was already applied to this task with this event.
-    pub duplicate_callback: bool,
-    /// The current attempt's lease after the event, if one runs (not
-    /// versioned: a heartbeat moves it with `changed: false`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub lease: Option<&'a Lease>,
-    /// What the executor does now ([`Directive::after`]).
-    pub next: Directive,
-    /// The task's current attempt (a stale executor learns which).
-    pub attempt: u64,
-    /// For an `effect`: the resource id recorded first under its key
-    /// ([`crate::ledger::recorded_resource`]).
-    #[cfg(feature = "steps")]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub resource_id: Option<&'a str>,
 }
 
 /// One task and the callback ids applied to it. Ids are scoped to their
@@ -421,31 +390,5 @@ impl Book {
     /// The notifications waiting in the outbox, oldest first.
     pub fn pending_notifications(&self) -> &[Notification] {
         &self.outbox
-    }
-}
-
-impl<'a> Applied<'a> {
-    fn new(task: &'a Task, attempt: Option<u64>, o: Outcome, duplicate_callback: bool) -> Self {
-        Applied {
-            next: Directive::after(attempt, &o, task.view()),
-            attempt: task.view().attempts,
-            task: task.view(),
-            changed: o.changed,
-            duplicate: o.duplicate,
-            notify: o.notify,
-            reason: o.reason,
-            duplicate_callback,
-            lease: task.lease(),
-            #[cfg(feature = "steps")]
-            resource_id: None,
-        }
-    }
-
-    /// The answer to `event` names what core says it names (the first
-    /// resource id of an `effect`).
-    #[cfg(feature = "steps")]
-    fn naming(mut self, event: &Event) -> Self {
-        self.resource_id = crate::ledger::recorded_resource(self.task, event);
-        self
     }
 }
