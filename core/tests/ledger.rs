@@ -9,27 +9,16 @@
 //! - a reservation id is granted at most once, and settled at most once;
 //! - the client's replay of the history gives the same task.
 
-mod timed;
+mod strategies;
 
 use proptest::prelude::*;
+use strategies::{attempt, ms, text, timed};
 use taskwire_core::ledger::{Amount, Budget, EffectInput, ReserveInput};
 use taskwire_core::steps::Usage;
-use taskwire_core::{apply_event, create_task, CreateTask, Event, Millis, NonBlank, Reason};
+use taskwire_core::{apply_event, create_task, CreateTask, Event, Reason};
 
 const MAX_TOKENS: u64 = 1_000;
 const MAX_CENTS: u64 = 50;
-
-fn ms(v: f64) -> Millis {
-    Millis::new(v, "atMs").unwrap()
-}
-
-fn text(s: &str) -> NonBlank {
-    NonBlank::new(s, "s").unwrap()
-}
-
-fn attempt() -> impl Strategy<Value = Option<u64>> {
-    prop_oneof![1 => Just(None), 4 => (1u64..4).prop_map(Some)]
-}
 
 const IDS: [&str; 6] = ["r1", "r2", "r3", "r4", "r5", "r6"];
 
@@ -69,7 +58,7 @@ fn event(at: f64) -> impl Strategy<Value = Event> {
 }
 
 fn events() -> impl Strategy<Value = Vec<Event>> {
-    timed::timed(80, event)
+    timed(80, event)
 }
 
 proptest! {

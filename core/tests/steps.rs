@@ -6,27 +6,14 @@
 //! retries and continuations. The client side agrees: replaying the
 //! recorded history onto the initial view gives the same task.
 
-mod timed;
+mod strategies;
 
 use proptest::prelude::*;
+use strategies::{attempt, ms, text, timed};
 use taskwire_core::steps::{Checkpoint, StepReport, StepStatus};
-use taskwire_core::{
-    apply_event, create_task, CreateTask, DecisionKind, Event, Millis, NonBlank, State,
-};
+use taskwire_core::{apply_event, create_task, CreateTask, DecisionKind, Event, State};
 
 const NAMES: [&str; 4] = ["load", "classify", "assemble", "publish"];
-
-fn ms(v: f64) -> Millis {
-    Millis::new(v, "atMs").unwrap()
-}
-
-fn text(s: &str) -> NonBlank {
-    NonBlank::new(s, "s").unwrap()
-}
-
-fn attempt() -> impl Strategy<Value = Option<u64>> {
-    prop_oneof![1 => Just(None), 4 => (1u64..4).prop_map(Some)]
-}
 
 fn report() -> impl Strategy<Value = StepReport> {
     let status = prop_oneof![
@@ -63,7 +50,7 @@ fn event(at: f64) -> impl Strategy<Value = Event> {
 }
 
 fn events() -> impl Strategy<Value = Vec<Event>> {
-    timed::timed(60, event)
+    timed(60, event)
 }
 
 proptest! {

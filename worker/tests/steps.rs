@@ -15,6 +15,17 @@ use taskwire_worker::{Done, Job, JobError, RetryableError, StepOutput, StepRefus
 
 const STEPS: [&str; 3] = ["load", "classify", "publish"];
 
+/// A `pack` task with the plan `v1` of [`STEPS`]; its id.
+async fn create_planned(server: &Server) -> String {
+    server
+        .create(
+            "pack",
+            json!({}),
+            json!({"workflowVersion": "v1", "steps": STEPS}),
+        )
+        .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_attempt_resumes_at_the_first_unfinished_step_and_runs_no_step_twice() {
     let server = Server::start(&[]);
@@ -230,13 +241,7 @@ async fn a_refused_step_is_never_run_and_its_reason_reaches_the_handler() {
         })
         .unwrap();
     let run = spawn(&worker);
-    let planned = server
-        .create(
-            "pack",
-            json!({}),
-            json!({"workflowVersion": "v1", "steps": STEPS}),
-        )
-        .await;
+    let planned = create_planned(&server).await;
     let task = server.wait_state(&planned, "failed").await;
     assert_eq!(
         task["error"], "step \"not-in-the-plan\" refused: unknown-step",
@@ -284,13 +289,7 @@ async fn a_step_asked_twice_in_one_attempt_runs_once() {
         })
         .unwrap();
     let run = spawn(&worker);
-    let id = server
-        .create(
-            "pack",
-            json!({}),
-            json!({"workflowVersion": "v1", "steps": STEPS}),
-        )
-        .await;
+    let id = create_planned(&server).await;
     let task = server.wait_state(&id, "succeeded").await;
     assert_eq!(task["resultRef"], "blob://load,blob://load");
     assert_eq!(*runs.lock().unwrap(), 1, "the second ask did not run it");
@@ -339,13 +338,7 @@ async fn a_step_recorded_with_a_cancel_in_its_answer_stays_finished() {
         })
         .unwrap();
     let run = spawn(&worker);
-    let id = server
-        .create(
-            "pack",
-            json!({}),
-            json!({"workflowVersion": "v1", "steps": STEPS}),
-        )
-        .await;
+    let id = create_planned(&server).await;
     let task = server.wait_state(&id, "cancelled").await;
     assert_eq!(
         *runs.lock().unwrap(),

@@ -42,14 +42,6 @@ impl TaskView {
         self.ledger.get_or_insert_with(Default::default)
     }
 
-    /// A report of the attempt was taken: it is alive.
-    fn ledger_sign_of_life(&mut self, current: bool) {
-        if self.state == State::Unknown {
-            self.state = State::Running;
-        }
-        self.clear_error_if(current);
-    }
-
     /// A `reserve` event.
     pub(super) fn reserve(&mut self, input: &ReserveInput, current: bool) -> Outcome {
         if !matches!(self.state, State::Running | State::Unknown) {
@@ -84,7 +76,7 @@ impl TaskView {
             amount: input.amount,
             settled: None,
         });
-        self.ledger_sign_of_life(current);
+        self.report_taken(current);
         Outcome::changed(Reason::BudgetReserved, false)
     }
 
@@ -110,7 +102,7 @@ impl TaskView {
         } else {
             Reason::BudgetSettled
         };
-        self.ledger_sign_of_life(current);
+        self.report_taken(current);
         Outcome::changed(reason, false)
     }
 
@@ -136,7 +128,7 @@ impl TaskView {
             resource_id: input.resource_id.as_str().into(),
             attempt,
         });
-        self.ledger_sign_of_life(current);
+        self.report_taken(current);
         Outcome::changed(Reason::EffectRecorded, false)
     }
 

@@ -97,11 +97,19 @@ impl TaskView {
         }
         let done = plan.percent_done();
         self.progress = self.progress.max(done);
+        self.report_taken(current);
+        Outcome::changed(Reason::StepRecorded, false)
+    }
+
+    /// A report of the attempt (a step, a reservation, a settlement, an
+    /// effect) was taken: the attempt is alive, so an `unknown` task is
+    /// `running` again, and one naming its attempt (`current`) clears an
+    /// error an earlier attempt left.
+    pub(super) fn report_taken(&mut self, current: bool) {
         if self.state == State::Unknown {
             self.state = State::Running;
         }
         self.clear_error_if(current);
-        Outcome::changed(Reason::StepRecorded, false)
     }
 
     /// After a retry or an abandoned attempt set progress to 0: the
